@@ -1,0 +1,217 @@
+"""The SWE-Residual pytest plugin: options, one item per start, run records, the summary.
+
+Shaped like pytest's junitxml: the reporter keeps its state under a StashKey and is
+registered on the controller only; workers send each item's run record to it on the test
+report (`user_properties`), where it is appended to `results.jsonl` at once. The summary
+is computed once, from the results file, at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swe_residual.agents import resolve_agent
+from swe_residual.dataset import Dataset, load_dataset
+from swe_residual.errors import ConfigError, DatasetError
+from swe_residual.items import ItemSpec, build_items
+from swe_residual.records import append_record, read_records
+from swe_residual.settings import (
+    RunSettings, parse_backend, parse_non_negative_int, parse_positive_float, parse_positive_int, resolve,
+)
+from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.summary_files import write_summary_files
+
+RECORD_PROPERTY = "swe_residual_record"
+settings_key = pytest.StashKey["RunSettings"]()
+run_dir_key = pytest.StashKey[Path]()
+dataset_key = pytest.StashKey[Dataset]()
+reporter_key = pytest.StashKey["ResidualReporter"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("swe-residual", "SWE-Residual evaluation")
+    group.addoption("--agent", action="append", default=[], metavar="NAME",
+                    help="agent to evaluate (repeatable): noop, oracle, cmd:<command>, module:<module>:<Class>")
+    group.addoption("--dataset", default=None, metavar="PATH", help="dataset directory (default: datasets/sample)")
+    group.addoption("--backend", default=None, help="environment backend: auto (docker when an engine answers), local, docker")
+    group.addoption("--infra-retries", default=None, metavar="N", help="retries after an infrastructure failure (default 2)")
+    group.addoption("--results-dir", default=None, metavar="DIR", help="where run directories go (default: reports)")
+    group.addoption("--run-id", default=None, help="name of this run's directory under --results-dir")
+    group.addoption("--timeout-multiplier", default=None, metavar="X", help="multiplies each task's agent timeout")
+    group.addoption("--max-steps", default=None, metavar="N", help="step limit per run (same for every start)")
+    group.addoption("--cost-limit", default=None, metavar="USD", help="cost limit per run (same for every start)")
+    parser.addini("residual_agents", "agents to evaluate when --agent is not given", type="args", default=[])
+    parser.addini("residual_dataset", "dataset directory", default="")
+    parser.addini("residual_backend", "environment backend", default="")
+    parser.addini("residual_infra_retries", "retries after an infrastructure failure", default="")
+    parser.addini("residual_results_dir", "where run directories go", default="")
+    parser.addini("residual_timeout_multiplier", "multiplies each task's agent timeout", default="")
+    parser.addini("residual_max_steps", "step limit per run", default="")
+    parser.addini("residual_cost_limit", "cost limit per run", default="")
+
+
+def _settings(config: pytest.Config) -> RunSettings:
+    def value(flag: str, ini: str, default: Any, parse: Any) -> Any:
+        return resolve(flag.lstrip("-"), config.getoption(flag.lstrip("-").replace("-", "_")), config.getini(ini),
+                       default, parse, cli_flag=flag, ini_name=ini)
+
+    root = config.rootpath
+    agents = tuple(config.getoption("agent") or config.getini("residual_agents") or ())
+    return RunSettings(
+        agents=agents,
+        dataset=value("--dataset", "residual_dataset", root / "datasets" / "sample", lambda t: (root / t).resolve()),
+        backend=value("--backend", "residual_backend", "auto", parse_backend),
+        infra_retries=value("--infra-retries", "residual_infra_retries", 2, parse_non_negative_int),
+        results_dir=value("--results-dir", "residual_results_dir", root / "reports", lambda t: (root / t).resolve()),
+        run_id=config.getoption("run_id"),
+        timeout_multiplier=value("--timeout-multiplier", "residual_timeout_multiplier", 1.0, parse_positive_float),
+        max_steps=value("--max-steps", "residual_max_steps", None, parse_positive_int),
+        cost_limit=value("--cost-limit", "residual_cost_limit", None, parse_positive_float),
+    )
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name in ("clean", "residual", "repo", "machine"):
+        config.addinivalue_line("markers", f"{name}: SWE-Residual item kind")
+    try:
+        settings = _settings(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    config.stash[settings_key] = settings
+    for agent in settings.agents:
+        try:
+            resolve_agent(agent)  # a typo in --agent is a usage error before anything runs
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+    if _is_worker(config):
+        config.stash[run_dir_key] = Path(config.workerinput["swe_residual_run_dir"])  # type: ignore[attr-defined]
+        return
+    run_id = settings.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    config.stash[run_dir_key] = settings.results_dir / run_id
+    reporter = ResidualReporter(config, run_id)
+    config.stash[reporter_key] = reporter
+    config.pluginmanager.register(reporter, "swe-residual-reporter")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    reporter = config.stash.get(reporter_key, None)
+    if reporter is not None:
+        del config.stash[reporter_key]
+        config.pluginmanager.unregister(reporter)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: every worker writes trajectories into the controller's run directory."""
+    node.workerinput["swe_residual_run_dir"] = str(node.config.stash[run_dir_key])
+
+
+def run_dir(config: pytest.Config) -> Path:
+    return config.stash[run_dir_key]
+
+
+def run_id_of(config: pytest.Config) -> str:
+    return run_dir(config).name
+
+
+def settings_of(config: pytest.Config) -> RunSettings:
+    return config.stash[settings_key]
+
+
+def dataset_of(config: pytest.Config) -> Dataset:
+    if dataset_key not in config.stash:
+        settings = settings_of(config)
+        try:
+            config.stash[dataset_key] = load_dataset(settings.dataset)
+        except DatasetError as exc:
+            raise pytest.UsageError(f"--dataset: {exc}") from exc
+    return config.stash[dataset_key]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "residual_item" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    settings = settings_of(config)
+    if not settings.agents:
+        raise pytest.UsageError(
+            "no agent to evaluate: pass --agent=NAME (noop, oracle, cmd:<command>, module:<module>:<Class>), "
+            "or set residual_agents in the ini file"
+        )
+    from fixtures.starts import skip_reasons  # the backend decides which tracks it can run
+
+    items = build_items(dataset_of(config), list(settings.agents), skip_reasons(config))
+    params = []
+    for spec in items:
+        marks: list[Any] = []
+        if spec.error is None:
+            marks += [getattr(pytest.mark, spec.start), getattr(pytest.mark, spec.track)]
+        if spec.skip_reason:
+            marks.append(pytest.mark.skip(reason=spec.skip_reason))
+        params.append(pytest.param(spec, id=spec.id, marks=marks))
+    metafunc.parametrize("residual_item", params)
+
+
+def record_of(report: pytest.TestReport) -> dict[str, Any] | None:
+    for name, value in report.user_properties:
+        if name == RECORD_PROPERTY:
+            return value
+    return None
+
+
+class ResidualReporter:
+    """Controller-side: appends each record as it arrives, prints the summary at the end."""
+
+    def __init__(self, config: pytest.Config, run_id: str) -> None:
+        self.config = config
+        self.run_id = run_id
+        self.run_dir = config.stash[run_dir_key]
+        self.results_path = self.run_dir / "results.jsonl"
+        self.seen: set[str] = set()
+        self.finished = 0
+        self.solved = 0
+        self.summary: dict[str, Any] | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = record_of(report)
+        if record is None or report.nodeid in self.seen:
+            return
+        self.seen.add(report.nodeid)
+        record = {**record, "run_id": self.run_id}
+        append_record(self.results_path, record)
+        self.finished += 1
+        self.solved += record["outcome"] == "success"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
+        record = record_of(report)
+        if record is None or report.when != "call" or not report.passed:
+            return None
+        if record["outcome"] == "success":
+            return "passed", "S", ("SOLVED", {"green": True})
+        return "passed", "u", ("UNSOLVED", {"yellow": True})
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.results_path.exists():
+            return
+        loaded = read_records([self.results_path])
+        self.summary = build_summary(loaded.records)
+        write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))
+        write = terminalreporter.write_line
+        terminalreporter.section("SWE-Residual summary")
+        for line in render_terminal(self.summary):
+            write(line)
+        for problem in loaded.problems:
+            write(f"warning: {problem}", yellow=True)
+        write(f"results: {self.results_path}")
+        write(f"summary: {self.run_dir / 'summary.json'}, {self.run_dir / 'summary.md'}")

@@ -1,0 +1,111 @@
+"""The one agent protocol (DESIGN §8).
+
+An agent is any object with a `name` and `run(session) -> AgentResult | None`. It acts only
+through the `AgentSession`: `exec`, `read_file`, `write_file` on the environment. The session
+records every call as a trajectory step and enforces the budget (wall time, steps, cost) the
+same way for Clean and Residual starts. Returning normally means the agent declares the task
+done ("submitted"); the session raises `BudgetExhausted` when a limit is reached.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from swe_residual.environment.base import Environment, ExecResult
+from swe_residual.trajectory import Trajectory
+
+SUBMITTED = "submitted"
+TIME_LIMIT, STEP_LIMIT, COST_LIMIT = "time_limit", "step_limit", "cost_limit"
+AGENT_ERROR, INFRA_ERROR = "agent_error", "infra_error"
+BUDGET_TERMINATIONS = (TIME_LIMIT, STEP_LIMIT, COST_LIMIT)
+
+
+@dataclass(frozen=True)
+class Budget:
+    timeout_sec: float
+    max_steps: int | None = None
+    cost_limit: float | None = None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"timeout_sec": self.timeout_sec, "max_steps": self.max_steps, "cost_limit": self.cost_limit}
+
+
+class BudgetExhausted(Exception):
+    def __init__(self, termination: str, detail: str) -> None:
+        self.termination = termination
+        super().__init__(detail)
+
+
+@dataclass
+class AgentResult:
+    termination: str = SUBMITTED
+    message: str | None = None
+    cost: float | None = None
+
+
+@dataclass
+class AgentSession:
+    """What an agent sees: the request, its budget, and the environment's three verbs."""
+
+    instruction: str
+    budget: Budget
+    environment: Environment
+    trajectory: Trajectory
+    reference_solution: str | None = None  # only for agents that declare `uses_reference_solution`
+    started: float = field(default_factory=time.monotonic)
+    cost: float = 0.0
+
+    @property
+    def workdir(self) -> str:
+        return self.environment.workdir
+
+    @property
+    def steps(self) -> int:
+        return len(self.trajectory.steps)
+
+    def remaining_sec(self) -> float:
+        return self.budget.timeout_sec - (time.monotonic() - self.started)
+
+    def _before_step(self) -> float:
+        if self.budget.max_steps is not None and self.steps >= self.budget.max_steps:
+            raise BudgetExhausted(STEP_LIMIT, f"step limit of {self.budget.max_steps} reached")
+        remaining = self.remaining_sec()
+        if remaining <= 0:
+            raise BudgetExhausted(TIME_LIMIT, f"time limit of {self.budget.timeout_sec:.0f}s reached")
+        return remaining
+
+    def exec(self, command: str, *, timeout_sec: float | None = None, env: dict[str, str] | None = None) -> ExecResult:
+        remaining = self._before_step()
+        limit = remaining if timeout_sec is None else min(timeout_sec, remaining)
+        result = self.environment.exec(command, timeout_sec=limit, env=env)
+        self.trajectory.add(
+            "command", command=command, output=result.output, exit_code=result.exit_code,
+            duration_sec=round(result.duration_sec, 3),
+        )
+        if result.timed_out and self.remaining_sec() <= 0:
+            raise BudgetExhausted(TIME_LIMIT, f"time limit of {self.budget.timeout_sec:.0f}s reached during: {command[:80]}")
+        return result
+
+    def read_file(self, path: str) -> bytes:
+        self._before_step()
+        data = self.environment.read_file(path)
+        self.trajectory.add("view", path=path, output=data.decode("utf-8", errors="replace"))
+        return data
+
+    def write_file(self, path: str, data: bytes) -> None:
+        self._before_step()
+        self.environment.write_file(path, data)
+        self.trajectory.add("edit", path=path, output=f"wrote {len(data)} bytes")
+
+    def add_cost(self, amount: float) -> None:
+        self.cost += amount
+        if self.budget.cost_limit is not None and self.cost > self.budget.cost_limit:
+            raise BudgetExhausted(COST_LIMIT, f"cost {self.cost:.4f} exceeds the limit {self.budget.cost_limit}")
+
+
+class Agent(Protocol):
+    name: str
+
+    def run(self, session: AgentSession) -> AgentResult | None: ...

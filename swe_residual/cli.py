@@ -1,0 +1,102 @@
+"""The `swe-residual` command: everything that does not need pytest.
+
+    swe-residual report RESULTS... [--out DIR]   recompute the summary from results files
+    swe-residual validate DATASET                check a dataset's tasks and states
+    swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from swe_residual.dataset import load_dataset
+from swe_residual.errors import DatasetError, SuiteError
+from swe_residual.records import read_records
+from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.summary_files import write_summary_files
+
+
+def _default_out(paths: list[Path]) -> Path:
+    if len(paths) == 1:
+        only = paths[0]
+        return only if only.is_dir() else only.parent
+    return Path("reports") / "merged"
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    paths = [Path(p) for p in args.results]
+    loaded = read_records(paths)
+    for problem in loaded.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if not loaded.records:
+        print("error: no run records found in " + ", ".join(map(str, paths)), file=sys.stderr)
+        return 2
+    summary = build_summary(loaded.records)
+    out = Path(args.out) if args.out else _default_out(paths)
+    write_summary_files(out, summary, render_markdown(summary))
+    for line in render_terminal(summary):
+        print(line)
+    print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    dataset = load_dataset(Path(args.dataset))
+    problems = 0
+    for name, error in dataset.task_errors:
+        print(f"error: task {name}: {error}")
+        problems += 1
+    for entry in dataset.entries:
+        task = entry.task
+        missing = task.missing_files()
+        for name, error in entry.state_errors:
+            print(f"error: state {task.id}/{name}: {error}")
+            problems += 1
+        status = "ok" if not missing else "incomplete, lacks " + ", ".join(missing)
+        if missing:
+            problems += 1
+        print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
+    print(f"{len(dataset.entries)} task(s), {dataset.n_states} state(s), {problems} problem(s)")
+    return 1 if problems else 0
+
+
+def cmd_build_base(args: argparse.Namespace) -> int:
+    from swe_residual.images import ensure_base_image
+
+    tag = ensure_base_image(rebuild=args.rebuild)
+    print(tag)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="swe-residual", description="SWE-Residual: Starting-State Robustness of coding agents")
+    sub = parser.add_subparsers(dest="command", required=True)
+    report = sub.add_parser("report", help="recompute the summary from results.jsonl files (merges shards)")
+    report.add_argument("results", nargs="+", help="results.jsonl files or run directories")
+    report.add_argument("--out", help="directory for summary.json and summary.md")
+    report.set_defaults(func=cmd_report)
+    validate = sub.add_parser("validate", help="check that a dataset's tasks and states load")
+    validate.add_argument("dataset")
+    validate.set_defaults(func=cmd_validate)
+    base = sub.add_parser("build-base", help="build the Debian base image the sample tasks start FROM")
+    base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
+    base.set_defaults(func=cmd_build_base)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (SuiteError, DatasetError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The environment protocol shared by the `local` and `docker` backends.
+
+A `Backend` turns a (task, state) into a fresh, independent `Environment` for one attempt,
+and runs the task's hidden verifier on it after the agent stops. Agents only see the
+`Environment` methods: exec, read_file, write_file (paths relative to `workdir` or absolute
+inside the environment). Every failure of the machinery raises `InfraError`; a malformed
+task or state raises `DatasetError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from swe_residual.state import ResidualState
+from swe_residual.task import Task
+
+# Fixed identity and date for the base commit, so every backend makes the same commit hash
+# from the same repository source (and `base_commit_hash` in task.toml can be checked).
+BASE_COMMIT_ENV = {
+    "GIT_AUTHOR_NAME": "swe-residual",
+    "GIT_AUTHOR_EMAIL": "swe-residual@localhost",
+    "GIT_COMMITTER_NAME": "swe-residual",
+    "GIT_COMMITTER_EMAIL": "swe-residual@localhost",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+
+# Files the verifier may leave in its log directory, read back after it runs.
+REWARD_FILES = ("reward.json", "reward.txt")
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None  # None when the command was killed (timeout)
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_sec: float = 0.0
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@dataclass(frozen=True)
+class VerifierOutput:
+    """What running the hidden tests produced, before any interpretation."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    # file name (relative to the verifier log dir) -> content
+    files: dict[str, bytes] = field(default_factory=dict)
+    duration_sec: float = 0.0
+
+
+@dataclass(frozen=True)
+class StartSpec:
+    """Identifies one attempt, for labels and log locations."""
+
+    run_id: str
+    item_id: str
+    attempt: int
+
+
+class Environment(Protocol):
+    """One running instance of a starting state."""
+
+    workdir: str  # the repository (or working directory) as the agent sees it
+    scratch_dir: str  # a directory outside `workdir` for the harness's own files
+    base_commit: str | None  # HEAD of the clean repository, for the final diff
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_sec: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def write_file(self, path: str, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def prepare(self, task: Task) -> None:
+        """Build what every start of `task` shares (image, base repository); idempotent."""
+
+    def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> Environment:
+        """A fresh, independent instance of the clean state or of `state`."""
+
+    def run_verifier(self, environment: Environment, task: Task) -> VerifierOutput:
+        """Copy the hidden tests in (only now), clear stale rewards, run tests/test.sh."""
+
+    def close(self) -> None:
+        """Release everything this backend created (containers, networks, temp dirs)."""

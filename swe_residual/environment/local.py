@@ -1,0 +1,272 @@
+"""The `local` backend: a temporary git workspace on the host (repo track only).
+
+This is the weaker isolation: the agent's commands run as host processes. The backend keeps
+them to their workspace (working directory and file access are checked against it) and
+keeps the hidden tests out of reach until the agent has stopped, but it is no sandbox: use
+the docker backend for untrusted agents. Machine-track tasks need the docker backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from filelock import FileLock
+
+from swe_residual.environment.base import BASE_COMMIT_ENV, ExecResult, StartSpec, VerifierOutput
+from swe_residual.errors import DatasetError, InfraError
+from swe_residual.patches import apply_patch
+from swe_residual.state import ResidualState
+from swe_residual.task import Task
+
+MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("SWE_RESIDUAL_CACHE", Path.home() / ".cache" / "swe-residual"))
+
+
+def tree_digest(root: Path) -> str:
+    """Content hash of a directory (paths, modes, bytes), for cache keys."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(root).as_posix()
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(b"link:" + os.readlink(path).encode())
+        else:
+            digest.update(oct(path.stat().st_mode & 0o111).encode())
+            digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _run_host(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+class LocalEnvironment:
+    """One temporary workspace; `workdir` is the repository."""
+
+    def __init__(self, root: Path, base_commit: str | None) -> None:
+        self.root = root
+        self.workdir = str(root / "repo")
+        self.scratch_dir = str(root / "scratch")
+        self.base_commit = base_commit
+        Path(self.scratch_dir).mkdir(parents=True, exist_ok=True)
+        self._home = root / "home"
+        self._home.mkdir(exist_ok=True)
+
+    # -- confinement -------------------------------------------------------------------
+    def _allowed_roots(self) -> tuple[Path, ...]:
+        return (Path(self.workdir).resolve(), Path(self.scratch_dir).resolve(), self._home.resolve())
+
+    def _resolve(self, path: str) -> Path:
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            candidate = Path(self.workdir) / candidate
+        resolved = candidate.resolve()
+        if not any(resolved == root or resolved.is_relative_to(root) for root in self._allowed_roots()):
+            raise PermissionError(f"{path}: outside the local workspace {self.root}")
+        return resolved
+
+    def _process_env(self, extra: dict[str, str] | None) -> dict[str, str]:
+        python_bin = str(Path(sys.executable).parent)
+        env = {
+            "PATH": python_bin + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self._home),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "TMPDIR": self.scratch_dir,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        env.update(extra or {})
+        return env
+
+    # -- the Environment protocol --------------------------------------------------------
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_sec: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        workdir = self._resolve(cwd) if cwd else Path(self.workdir)
+        started = time.monotonic()
+        process = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=workdir,
+            env=self._process_env(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group, so a timeout kills all of it
+        )
+        try:
+            out, err = process.communicate(timeout=timeout_sec)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)
+            out, err = process.communicate()
+            timed_out = True
+        return ExecResult(
+            exit_code=None if timed_out else process.returncode,
+            stdout=out.decode("utf-8", errors="surrogateescape"),
+            stderr=err.decode("utf-8", errors="replace"),
+            timed_out=timed_out,
+            duration_sec=time.monotonic() - started,
+        )
+
+    def read_file(self, path: str) -> bytes:
+        return self._resolve(path).read_bytes()
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = self._resolve(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class LocalBackend:
+    """Builds the base repository once per task (cached by content), copies it per start."""
+
+    name = "local"
+
+    def __init__(self, cache_dir: Path | None = None, work_dir: Path | None = None) -> None:
+        self.cache_dir = (cache_dir or default_cache_dir()) / "local"
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self._work_dir = work_dir
+        self._base_repos: dict[str, tuple[Path, str]] = {}
+
+    @staticmethod
+    def unsupported_reason(task: Task) -> str | None:
+        if task.track != "repo":
+            return "the local backend runs repo-track tasks only; machine-track tasks need --backend=docker"
+        source = task.repo_source
+        if source is None:
+            return "the task has no [metadata] repo_dir, so only the docker backend can build it"
+        if not source.is_dir():
+            return f"{source} is missing"
+        return None
+
+    def prepare(self, task: Task) -> None:
+        self._base_repo(task)
+
+    def _base_repo(self, task: Task) -> tuple[Path, str]:
+        if task.id in self._base_repos:
+            return self._base_repos[task.id]
+        reason = self.unsupported_reason(task)
+        if reason:
+            raise DatasetError(task.path / "task.toml", reason, field="metadata.repo_dir")
+        source = task.repo_source
+        assert source is not None
+        target = self.cache_dir / f"{task.id}-{tree_digest(source)}"
+        # One build across xdist workers and concurrent runs.
+        with FileLock(str(target) + ".lock"):
+            if not (target / ".git").is_dir():
+                building = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=self.cache_dir))
+                shutil.copytree(source, building / "repo", symlinks=True)
+                env = {**os.environ, **BASE_COMMIT_ENV}
+                steps = [
+                    ["git", "init", "-q", "-b", "main", "."],
+                    ["git", "add", "-A"],
+                    ["git", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "Base commit"],
+                ]
+                for args in steps:
+                    done = _run_host(args, building / "repo", env)
+                    if done.returncode != 0:
+                        shutil.rmtree(building, ignore_errors=True)
+                        raise InfraError(f"building the base repository of {task.id}: {done.stderr.strip()}")
+                shutil.rmtree(target, ignore_errors=True)
+                (building / "repo").rename(target)
+                shutil.rmtree(building, ignore_errors=True)
+        head = _run_host(["git", "rev-parse", "HEAD"], target).stdout.strip()
+        expected = task.config.base_commit
+        if expected and expected != head:
+            raise DatasetError(
+                task.path / "task.toml",
+                f"the repository source builds commit {head}, not {expected}",
+                field="metadata.base_commit_hash",
+            )
+        self._base_repos[task.id] = (target, head)
+        return target, head
+
+    def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> LocalEnvironment:
+        base, head = self._base_repo(task)
+        root = Path(tempfile.mkdtemp(prefix="swe-residual-", dir=self._work_dir))
+        shutil.copytree(base, root / "repo", symlinks=True)
+        environment = LocalEnvironment(root, base_commit=head)
+        if state is not None:
+            try:
+                apply_patch(environment, state.read_patch(), source=str(state.patch_path), strict=True)
+            except BaseException:
+                environment.close()
+                raise
+        return environment
+
+    def run_verifier(self, environment: LocalEnvironment, task: Task) -> VerifierOutput:  # type: ignore[override]
+        verifier_root = environment.root / "verifier"
+        shutil.rmtree(verifier_root, ignore_errors=True)
+        tests_dir, logs_dir = verifier_root / "tests", verifier_root / "logs"
+        # The hidden tests reach the host workspace only now, after the agent stopped.
+        shutil.copytree(task.tests_dir, tests_dir)
+        logs_dir.mkdir(parents=True)
+        app_dir = Path(environment.workdir)
+        if task.config.verifier_environment_mode == "separate":
+            # A fresh copy of the final state, so nothing the agent left running can touch it.
+            app_dir = verifier_root / "app"
+            shutil.copytree(environment.workdir, app_dir, symlinks=True)
+        env = {
+            **task.config.verifier_env,
+            "TESTS_DIR": str(tests_dir),
+            "VERIFIER_LOGS_DIR": str(logs_dir),
+            "APP_DIR": str(app_dir),
+        }
+        started = time.monotonic()
+        process = subprocess.Popen(
+            ["bash", str(tests_dir / "test.sh")],
+            cwd=app_dir,
+            env=environment._process_env(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            out, _ = process.communicate(timeout=task.config.verifier_timeout_sec)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)
+            out, _ = process.communicate()
+            timed_out = True
+        files = {}
+        for path in sorted(logs_dir.rglob("*")):
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_LOG_FILE_BYTES:
+                files[path.relative_to(logs_dir).as_posix()] = path.read_bytes()
+        return VerifierOutput(
+            exit_code=None if timed_out else process.returncode,
+            output=out.decode("utf-8", errors="replace"),
+            timed_out=timed_out,
+            files=files,
+            duration_sec=time.monotonic() - started,
+        )
+
+    def close(self) -> None:
+        self._base_repos.clear()

@@ -1,0 +1,45 @@
+"""The error kinds the suite distinguishes (DESIGN §7).
+
+A `DatasetError` is a malformed task or state: it names the file and the field, and it only
+affects the items of that task or state. An `InfraError` is a failure of the machinery around
+the agent (environment, engine, verifier): the run is retried from a fresh instance and never
+counted as a task failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SuiteError(Exception):
+    """Base class for every error the suite raises on purpose."""
+
+
+class DatasetError(SuiteError):
+    """A task or a residual state that cannot be used as written."""
+
+    def __init__(self, path: Path | str, message: str, field: str | None = None) -> None:
+        self.path = Path(path)
+        self.field = field
+        self.message = message
+        where = f"{self.path}" + (f" [{field}]" if field else "")
+        super().__init__(f"{where}: {message}")
+
+
+class InfraError(SuiteError):
+    """Environment build/start failure, lost container, engine error, verifier crash."""
+
+    def __init__(self, message: str, *, stage: str = "environment") -> None:
+        self.stage = stage
+        super().__init__(f"{stage}: {message}")
+
+
+class VerifierError(InfraError):
+    """The verifier produced no valid verdict (no reward file, reward -1, crash, timeout)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, stage="verifier")
+
+
+class ConfigError(SuiteError):
+    """A bad setting, named with where it came from (command line, ini, marker)."""

@@ -1,0 +1,83 @@
+"""Applying and capturing patches inside an environment.
+
+Residual states are applied strictly (`git apply`, no fuzz: the state must be what the
+predecessor left). Reference solutions may fall back, as the SWE-bench harness does, to
+`git apply --reject`-free alternatives: `patch --fuzz`. The final state is captured as one
+binary-safe diff against the base commit, untracked and ignored files included, through a
+throwaway index so the agent's own index is left as it was.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from swe_residual.environment.base import Environment
+from swe_residual.errors import DatasetError, InfraError
+
+_PATH_LINE = re.compile(r"^(?:diff --git a/(?P<a>\S+) b/(?P<b>\S+)|(?:---|\+\+\+) (?:[ab]/)?(?P<c>\S+)|(?:rename|copy) (?:from|to) (?P<d>\S+))")
+
+
+def unsafe_paths(patch: str) -> list[str]:
+    """Paths in a patch that would land outside the repository or inside `.git`."""
+    bad = []
+    for line in patch.splitlines():
+        match = _PATH_LINE.match(line)
+        if not match:
+            continue
+        for path in filter(None, match.groupdict().values()):
+            if path == "/dev/null":
+                continue
+            parts = path.strip('"').split("/")
+            if path.startswith("/") or ".." in parts or ".git" in parts:
+                bad.append(path)
+    return sorted(set(bad))
+
+
+def check_patch_text(patch: str, *, source: str) -> None:
+    """Reject what is not a patch, or a patch reaching outside the repository."""
+    if patch.strip() and "diff --git " not in patch and "\n+++ " not in patch and not patch.startswith("--- "):
+        raise DatasetError(source, "is not a patch (no diff headers)")
+    bad = unsafe_paths(patch)
+    if bad:
+        raise DatasetError(source, f"patch writes outside the repository: {', '.join(bad[:5])}")
+
+
+def apply_patch(env: Environment, patch: str, *, source: str, strict: bool = True) -> str:
+    """Apply `patch` to the working tree without committing; return the method that worked."""
+    check_patch_text(patch, source=source)
+    if not patch.strip():
+        return "empty"
+    patch_file = f"{env.scratch_dir}/apply.patch"
+    env.write_file(patch_file, patch.encode("utf-8", errors="surrogateescape"))
+    quoted = shlex.quote(patch_file)
+    attempts = [("git apply", f"git apply --whitespace=nowarn {quoted}")]
+    if not strict:
+        attempts += [
+            ("git apply --recount", f"git apply --whitespace=nowarn --recount {quoted}"),
+            ("patch --fuzz=5", f"patch --batch --forward --fuzz=5 -p1 -i {quoted}"),
+        ]
+    errors = []
+    for method, command in attempts:
+        result = env.exec(command, timeout_sec=120)
+        if result.exit_code == 0:
+            env.exec(f"rm -f {quoted}", timeout_sec=30)
+            return method
+        errors.append(f"{method}: {result.output.strip()[-500:]}")
+    raise DatasetError(source, "patch does not apply to the base commit: " + " | ".join(errors))
+
+
+def capture_patch(env: Environment) -> str:
+    """`git diff --binary` of the whole working tree (untracked and ignored files too) vs the base."""
+    if env.base_commit is None:
+        raise InfraError("no base commit recorded for this environment")
+    index = shlex.quote(f"{env.scratch_dir}/capture.index")
+    command = (
+        f"rm -f {index} && GIT_INDEX_FILE={index} git add -A -f . "
+        f"&& GIT_INDEX_FILE={index} git diff --cached --binary --no-color {env.base_commit}; "
+        f"status=$?; rm -f {index}; exit $status"
+    )
+    result = env.exec(command, timeout_sec=300)
+    if result.exit_code != 0:
+        raise InfraError(f"could not capture the final state: {result.stderr.strip()[-500:]}")
+    return result.stdout

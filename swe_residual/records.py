@@ -1,0 +1,88 @@
+"""Run records: one JSON object per finished item, one line each in `results.jsonl`.
+
+Each record is appended and flushed to disk at once, so a crash loses at most the item in
+flight. Reading tolerates a half-written last line (it is reported, not fatal): that item
+simply has no record and is rerun on resume.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+RECORD_SCHEMA = 1
+REQUIRED_FIELDS = (
+    "schema", "run_id", "agent", "task", "track", "start", "state", "predecessor", "outcome",
+    "reward", "submitted", "termination", "tests", "initial_tests", "steps", "final_patch",
+    "trajectory", "attempts", "durations",
+)
+OUTCOMES = ("success", "failure", "infra_error")
+
+
+def record_key(record: dict[str, Any]) -> tuple[str, str, str, str | None]:
+    return (record["agent"], record["task"], record["start"], record["state"])
+
+
+def item_id(agent: str, task: str, state: str | None) -> str:
+    return f"{agent}/{task}/" + ("clean" if state is None else f"residual:{state}")
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    line = json.dumps(record, ensure_ascii=True, sort_keys=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # One write of one line, then fsync: the line is either whole on disk or absent/partial.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class LoadedRecords:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def validate_record(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    missing = [name for name in REQUIRED_FIELDS if name not in record]
+    if missing:
+        return f"missing fields {', '.join(missing)}"
+    if record["outcome"] not in OUTCOMES:
+        return f"unknown outcome {record['outcome']!r}"
+    if record["start"] not in ("clean", "residual"):
+        return f"unknown start {record['start']!r}"
+    return None
+
+
+def read_records(paths: Iterable[Path]) -> LoadedRecords:
+    loaded = LoadedRecords()
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            path = path / "results.jsonl"
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError as exc:
+            loaded.problems.append(f"{path}: {exc.strerror or exc}")
+            continue
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                loaded.problems.append(f"{path}:{number}: incomplete or corrupt line skipped")
+                continue
+            problem = validate_record(record)
+            if problem:
+                loaded.problems.append(f"{path}:{number}: {problem}")
+                continue
+            loaded.records.append(record)
+    return loaded

@@ -1,0 +1,21 @@
+"""Writing summary.json and summary.md beside the results (shared by plugin and CLI)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    # Write then rename, so a reader never sees half a summary.
+    temporary = path.with_name(path.name + f".tmp{os.getpid()}")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+
+
+def write_summary_files(directory: Path, summary: dict[str, Any], markdown: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    _write_atomic(directory / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    _write_atomic(directory / "summary.md", markdown)

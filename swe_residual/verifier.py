@@ -1,0 +1,146 @@
+"""Reading the verifier's outputs as Harbor defines them (DESIGN §4, §7).
+
+`test.sh` writes `reward.json` (flat numbers, `reward` primary) or `reward.txt`, and per-test
+results as CTRF JSON or JUnit XML. No reward file, or a reward of -1, is a verifier error
+(infra), never a task failure. The reward counts as 1 only when every acceptance test passed:
+a test that is missing from the reports, skipped or errored fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+
+from swe_residual.environment.base import VerifierOutput
+
+PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"
+CTRF_STATUS = {"passed": PASSED, "failed": FAILED, "skipped": SKIPPED, "pending": SKIPPED, "other": ERROR}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    valid: bool
+    reward: float | None
+    tests: dict[str, str] = field(default_factory=dict)
+    error: str | None = None  # why the verdict is not valid
+    notes: tuple[str, ...] = ()
+
+    @property
+    def success(self) -> bool:
+        return self.valid and self.reward is not None and self.reward >= 1.0
+
+
+def parse_junit(data: bytes) -> dict[str, str]:
+    """`classname.name` -> status, for every <testcase> in a JUnit XML report."""
+    root = ElementTree.fromstring(data)
+    statuses: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        classname, name = case.get("classname", ""), case.get("name", "")
+        test_id = f"{classname}.{name}" if classname else name
+        if case.find("error") is not None:
+            status = ERROR
+        elif case.find("failure") is not None:
+            status = FAILED
+        elif case.find("skipped") is not None:
+            status = SKIPPED
+        else:
+            status = PASSED
+        # A test reported twice (e.g. a teardown error after a pass) keeps its worst status.
+        statuses[test_id] = _worst(statuses.get(test_id), status)
+    return statuses
+
+
+def parse_ctrf(data: bytes) -> dict[str, str]:
+    """name -> status from a CTRF report (`results.tests[]`)."""
+    document = json.loads(data)
+    tests = document.get("results", {}).get("tests", [])
+    if not isinstance(tests, list):
+        raise ValueError("results.tests is not a list")
+    statuses: dict[str, str] = {}
+    for test in tests:
+        name = test.get("name")
+        if not isinstance(name, str):
+            raise ValueError(f"a CTRF test has no name: {test!r}")
+        suite = test.get("suite")
+        test_id = f"{suite}.{name}" if isinstance(suite, str) and suite else name
+        statuses[test_id] = _worst(statuses.get(test_id), CTRF_STATUS.get(test.get("status", "other"), ERROR))
+    return statuses
+
+
+_RANK = {PASSED: 0, SKIPPED: 1, FAILED: 2, ERROR: 3}
+
+
+def _worst(previous: str | None, current: str) -> str:
+    if previous is None:
+        return current
+    return previous if _RANK[previous] >= _RANK[current] else current
+
+
+def read_reward(files: dict[str, bytes]) -> tuple[float | None, str | None]:
+    """(reward, error). reward.json wins over reward.txt, as in Harbor."""
+    if "reward.json" in files:
+        try:
+            document = json.loads(files["reward.json"])
+            value = document["reward"] if isinstance(document, dict) else document
+        except (ValueError, KeyError, TypeError) as exc:
+            return None, f"reward.json is unreadable: {exc}"
+    elif "reward.txt" in files:
+        text = files["reward.txt"].decode("utf-8", errors="replace").strip()
+        try:
+            value = float(text)
+        except ValueError:
+            return None, f"reward.txt holds {text[:40]!r}, not a number"
+    else:
+        return None, "the verifier wrote no reward file"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None, f"reward {value!r} is not a number"
+    if value < 0:
+        return None, f"reward {value} marks a verifier error"
+    return float(value), None
+
+
+def read_test_reports(files: dict[str, bytes]) -> tuple[dict[str, str], list[str]]:
+    """Merge every JUnit XML and CTRF file the verifier wrote; return (statuses, problems)."""
+    statuses: dict[str, str] = {}
+    problems: list[str] = []
+    for name, data in sorted(files.items()):
+        try:
+            if name.endswith(".xml"):
+                found = parse_junit(data)
+            elif name.endswith(".json") and name not in ("reward.json",) and b'"results"' in data:
+                found = parse_ctrf(data)
+            else:
+                continue
+        except (ElementTree.ParseError, ValueError, AttributeError) as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        for test_id, status in found.items():
+            statuses[test_id] = _worst(statuses.get(test_id), status)
+    return statuses, problems
+
+
+def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Verdict:
+    """Turn raw verifier output into a verdict; an invalid verdict is an infra error."""
+    if output.timed_out:
+        return Verdict(valid=False, reward=None, error="the verifier timed out")
+    reward, error = read_reward(output.files)
+    tests, problems = read_test_reports(output.files)
+    if error is not None:
+        tail = output.output.strip()[-300:]
+        return Verdict(valid=False, reward=None, tests=tests, error=f"{error}; output: {tail}")
+    notes = list(problems)
+    assert reward is not None
+    if reward >= 1.0:
+        expected = acceptance if acceptance is not None else list(tests)
+        not_passing = [t for t in expected if tests.get(t) != PASSED] if tests or acceptance else []
+        if not_passing:
+            # Harbor rewards a pass; the reports disagree. The stricter reading holds.
+            notes.append(f"reward 1 but {len(not_passing)} acceptance test(s) did not pass: {not_passing[:3]}")
+            reward = 0.0
+    if acceptance is not None:
+        for test_id in acceptance:
+            if test_id not in tests:  # missing from every report: counts as failed
+                tests[test_id] = FAILED
+    return Verdict(valid=True, reward=reward, tests=tests, notes=tuple(notes))

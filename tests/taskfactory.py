@@ -1,0 +1,194 @@
+"""Small, real Harbor tasks written into a temporary directory for the project's tests.
+
+Each task is a one-module Python program with a hidden pytest verifier (the same test.sh
+contract as the sample dataset), a reference solution and residual states made with git,
+so tests exercise the real loader, patch application, agents and verifier.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+from swe_residual.environment.base import BASE_COMMIT_ENV
+
+TEST_SH = textwrap.dedent(
+    """\
+    #!/bin/bash
+    TESTS_DIR="${TESTS_DIR:-/tests}"
+    LOGS_DIR="${VERIFIER_LOGS_DIR:-/logs/verifier}"
+    APP_DIR="${APP_DIR:-/app}"
+    mkdir -p "$LOGS_DIR"
+    cd "$APP_DIR" || { echo -1 > "$LOGS_DIR/reward.txt"; exit 1; }
+    export PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$APP_DIR"
+    python3 -m pytest -c "$TESTS_DIR/pytest.ini" --rootdir "$TESTS_DIR" -q "$TESTS_DIR" --junitxml="$LOGS_DIR/junit.xml"
+    rc=$?
+    case "$rc" in
+      0) echo 1 > "$LOGS_DIR/reward.txt" ;;
+      1) echo 0 > "$LOGS_DIR/reward.txt" ;;
+      *) echo -1 > "$LOGS_DIR/reward.txt" ;;
+    esac
+    exit 0
+    """
+)
+
+BASE_SOURCE = textwrap.dedent(
+    """\
+    def add(a, b):
+        return a + b
+
+
+    def clamp(value, low, high):
+        return value
+    """
+)
+
+SOLVED_SOURCE = textwrap.dedent(
+    """\
+    def add(a, b):
+        return a + b
+
+
+    def clamp(value, low, high):
+        return max(low, min(value, high))
+    """
+)
+
+HIDDEN_TESTS = textwrap.dedent(
+    """\
+    from calc import add, clamp
+
+
+    def test_add():
+        assert add(2, 3) == 5
+
+
+    def test_clamp_low():
+        assert clamp(-5, 0, 10) == 0
+
+
+    def test_clamp_high():
+        assert clamp(50, 0, 10) == 10
+
+
+    def test_clamp_inside():
+        assert clamp(5, 0, 10) == 5
+    """
+)
+
+# The predecessor clamps only the low side: three of four tests pass, one still fails.
+RESIDUAL_SOURCE = textwrap.dedent(
+    """\
+    def add(a, b):
+        return a + b
+
+
+    def clamp(value, low, high):
+        return max(low, value)
+    """
+)
+
+
+def git_diff_of(base_files: dict[str, str], new_files: dict[str, str | bytes | None], workdir: Path) -> str:
+    """`git diff --binary` turning base_files into base_files updated by new_files (None deletes)."""
+    repo = workdir / "diff-repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.mkdir(parents=True)
+    for name, text in base_files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    env = {**os.environ, **BASE_COMMIT_ENV}
+    run = lambda *args: subprocess.run(args, cwd=repo, env=env, check=True, capture_output=True, text=True)  # noqa: E731
+    run("git", "init", "-q", "-b", "main", ".")
+    run("git", "add", "-A")
+    run("git", "commit", "-q", "-m", "Base commit")
+    for name, content in new_files.items():
+        path = repo / name
+        if content is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    run("git", "add", "-A", "-f")
+    diff = run("git", "diff", "--cached", "--binary", "HEAD").stdout
+    shutil.rmtree(repo)
+    return diff
+
+
+def make_task(
+    root: Path,
+    task_id: str = "calc",
+    *,
+    states: dict[str, dict[str, str | bytes | None]] | None = None,
+    predecessor: str = "drafter",
+    verifier_env: dict[str, str] | None = None,
+    test_sh: str = TEST_SH,
+    agent_timeout_sec: float = 60.0,
+    verifier_timeout_sec: float = 60.0,
+    environment_mode: str = "separate",
+) -> Path:
+    """Write a task directory; `states` maps state id -> {path: new content or None}."""
+    task = root / task_id
+    base_files = {"calc.py": BASE_SOURCE, "README.md": "# calc\n"}
+    repo = task / "environment" / "repo"
+    for name, text in base_files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    env_lines = "".join(f'{k} = "{v}"\n' for k, v in (verifier_env or {}).items())
+    (task / "task.toml").write_text(
+        textwrap.dedent(
+            f"""\
+            schema_version = "1.3"
+            [task]
+            name = "test/{task_id}"
+            [metadata]
+            track = "repo"
+            repo_dir = "environment/repo"
+            [verifier]
+            environment_mode = "{environment_mode}"
+            timeout_sec = {verifier_timeout_sec}
+            [verifier.env]
+            """
+        )
+        + env_lines
+        + f"[agent]\ntimeout_sec = {agent_timeout_sec}\n[environment]\ncpus = 1\nmemory_mb = 512\n"
+    )
+    (task / "instruction.md").write_text("`clamp(value, low, high)` returns values outside the range. Make it clamp.\n")
+    (task / "environment" / "Dockerfile").write_text(
+        "ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${BASE_IMAGE}\nCOPY repo/ /app/\nWORKDIR /app\n"
+        'RUN git init -q -b main . && git add -A && git -c user.name=swe-residual -c user.email=swe-residual@localhost '
+        'commit -q -m "Base commit" --date="2026-01-01T00:00:00Z"\n'
+    )
+    tests = task / "tests"
+    tests.mkdir()
+    (tests / "test.sh").write_text(test_sh)
+    (tests / "test.sh").chmod(0o755)
+    (tests / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (tests / "test_calc.py").write_text(HIDDEN_TESTS)
+    (tests / "config.json").write_text(json.dumps({
+        "f2p_node_ids": ["test_calc.test_clamp_low", "test_calc.test_clamp_high"],
+        "p2p_node_ids": ["test_calc.test_add", "test_calc.test_clamp_inside"],
+        "grade": "junit",
+    }))
+    solution = task / "solution"
+    solution.mkdir()
+    (solution / "solution.patch").write_text(git_diff_of(base_files, {"calc.py": SOLVED_SOURCE}, root / ".work"))
+    if states is None:
+        states = {f"{predecessor}-1": {"calc.py": RESIDUAL_SOURCE, "debug.log": "ran clamp\n"}}
+    for state_id, changes in states.items():
+        state_dir = task / "residual" / state_id
+        state_dir.mkdir(parents=True)
+        (state_dir / "changes.patch").write_text(git_diff_of(base_files, changes, root / ".work"))
+        (state_dir / "state.toml").write_text(
+            f'schema = 1\ntrack = "repo"\npredecessor = "{state_id.rsplit("-", 1)[0]}"\n'
+            f'source_run = "test"\npatch = "changes.patch"\n'
+            "[validation]\nvalid = true\nreward = 0.0\n[validation.tests]\n"
+            '"test_calc.test_add" = "passed"\n"test_calc.test_clamp_low" = "passed"\n'
+            '"test_calc.test_clamp_high" = "failed"\n"test_calc.test_clamp_inside" = "passed"\n'
+        )
+    shutil.rmtree(root / ".work", ignore_errors=True)
+    return task
