@@ -134,7 +134,7 @@ def dataset_of(config: pytest.Config) -> Dataset:
         try:
             config.stash[dataset_key] = load_dataset(settings.dataset)
         except DatasetError as exc:
-            raise pytest.UsageError(f"--dataset: {exc}") from exc
+            raise pytest.Collector.CollectError(f"--dataset: {exc}") from exc
     return config.stash[dataset_key]
 
 
@@ -144,7 +144,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     settings = settings_of(config)
     if not settings.agents:
-        raise pytest.UsageError(
+        raise pytest.Collector.CollectError(
             "no agent to evaluate: pass --agent=NAME (noop, oracle, cmd:<command>, module:<module>:<Class>), "
             "or set residual_agents in the ini file"
         )

@@ -7,8 +7,10 @@ simply has no record and is rerun on resume.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -28,6 +30,14 @@ def record_key(record: dict[str, Any]) -> tuple[str, str, str, str | None]:
 
 def item_id(agent: str, task: str, state: str | None) -> str:
     return f"{agent}/{task}/" + ("clean" if state is None else f"residual:{state}")
+
+
+def agent_slug(agent: str) -> str:
+    """A file-name-safe, unique name for an agent spec (cmd: specs can be whole scripts)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", agent).strip("_") or "agent"
+    if slug == agent and len(slug) <= 60:
+        return slug
+    return f"{slug[:60]}-{hashlib.sha1(agent.encode()).hexdigest()[:8]}"
 
 
 def append_record(path: Path, record: dict[str, Any]) -> None:

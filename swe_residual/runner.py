@@ -22,7 +22,7 @@ from swe_residual.environment.base import Backend, StartSpec
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.metrics.trajectory import inspected, opened_files
 from swe_residual.patches import capture_patch
-from swe_residual.records import RECORD_SCHEMA, item_id
+from swe_residual.records import RECORD_SCHEMA, agent_slug, item_id
 from swe_residual.state import ResidualState
 from swe_residual.task import Task
 from swe_residual.trajectory import Trajectory
@@ -201,7 +201,7 @@ def run_item(
         candidates = set(reference_files or []) | predecessor_files
         record["opened_files"] = sorted(opened_files(steps, candidates))
         record["inspected"] = inspected(steps, predecessor_files) if state is not None else None
-        relative = Path("trajectories") / agent_name.replace("/", "_").replace(":", "_") / task.id / (
+        relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
             f"{state.id}.json" if state else "clean.json"
         )
         final.trajectory.write(options.run_dir / relative)

@@ -1,0 +1,231 @@
+"""Acceptance-bias metrics (paper Section 5.4, Appendix D, Table 4).
+
+Pure functions over one agent's run records (deduplicated). Run selection (D.1): *normally
+submitted* runs, i.e. ``termination == "submitted"`` and a valid verdict
+(``outcome != "infra_error"``). Each metric is computed per run, averaged within a task, then
+across tasks (percent); Steps is a per-task mean ratio whose median over tasks is reported.
+
+Tasks are identified by (track, task), so pooling tracks never merges two tracks' tasks.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
+
+from swe_residual.diffparse import changed_files, parse_diff
+from swe_residual.metrics.headline import Record, is_excluded
+from swe_residual.metrics.lines import lcs_length
+
+__all__ = [
+    "ACCEPTANCE_KEYS",
+    "normally_submitted",
+    "failing_tests",
+    "predecessor_lines",
+    "kept_counts",
+    "kept_fraction",
+    "left_out_files",
+    "task_average",
+    "acceptance_bias",
+    "split_by_kept",
+]
+
+#: the keys of an ``acceptance_bias`` dict, in Table 4 order
+ACCEPTANCE_KEYS = (
+    "same_failing",
+    "initially_failing_clean",
+    "initially_failing_residual",
+    "kept",
+    "left_out_clean",
+    "left_out_residual",
+    "left_out_opened",
+    "steps_ratio",
+    "inspected",
+    "split_by_kept",
+)
+
+
+def normally_submitted(record: Record) -> bool:
+    """The agent declared the task done and the verifier returned a valid verdict."""
+    return record.get("termination") == "submitted" and not is_excluded(record)
+
+
+def failing_tests(tests: Mapping[str, str] | None) -> set[str] | None:
+    """F(S): the tests whose status is not "passed" (None without per-test results)."""
+    if tests is None:
+        return None
+    return {name for name, status in tests.items() if status != "passed"}
+
+
+def _text_added_by_file(patch: str | None) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for fd in parse_diff(patch):
+        if not fd.binary and fd.added:
+            out.setdefault(fd.path, []).extend(fd.added)
+    return out
+
+
+def predecessor_lines(inherited_patch: str | None) -> dict[str, list[str]]:
+    """P per file: the '+' lines of the inherited patch (text files only; deletions excluded)."""
+    return _text_added_by_file(inherited_patch)
+
+
+def kept_counts(inherited_patch: str | None, final_patch: str | None) -> tuple[int, int]:
+    """(kept, |P|): per file, the LCS of P_file and the final diff's '+' lines of that file."""
+    pred = predecessor_lines(inherited_patch)
+    final = _text_added_by_file(final_patch)
+    total = sum(len(lines) for lines in pred.values())
+    kept = sum(lcs_length(lines, final.get(path, [])) for path, lines in pred.items())
+    return kept, total
+
+
+def kept_fraction(inherited_patch: str | None, final_patch: str | None) -> float | None:
+    """Kept of one continuation as a fraction 0-1; None when P is empty or data is missing."""
+    if inherited_patch is None or final_patch is None:
+        return None
+    kept, total = kept_counts(inherited_patch, final_patch)
+    return kept / total if total else None
+
+
+def left_out_files(reference_files: Iterable[str] | None, inherited_patch: str | None) -> set[str]:
+    """L: files the reference solution changes and the predecessor did not."""
+    if reference_files is None or inherited_patch is None:
+        return set()
+    return set(reference_files) - changed_files(inherited_patch)
+
+
+def task_average(values: Mapping[Hashable, list[float]], *, percent: bool = True) -> float | None:
+    """Mean within each task, then across tasks (tasks without values are skipped)."""
+    means = [sum(v) / len(v) for v in values.values() if v]
+    if not means:
+        return None
+    mean = sum(means) / len(means)
+    return 100.0 * mean if percent else mean
+
+
+def _add(bucket: dict[Hashable, list[float]], task: Hashable, value: float) -> None:
+    bucket.setdefault(task, []).append(float(value))
+
+
+def _share_passed(failing: set[str], tests: Mapping[str, str]) -> float:
+    return sum(1 for t in failing if tests.get(t) == "passed") / len(failing)
+
+
+def _changes_any(patch: str, files: set[str], cache: dict[str, set[str]]) -> bool:
+    if patch not in cache:
+        cache[patch] = changed_files(patch)
+    return bool(cache[patch] & files)
+
+
+def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
+    """Table 4 metrics of one agent (one track, or pooled tracks).
+
+    Returns a dict with the keys of :data:`ACCEPTANCE_KEYS`; a metric with no qualifying run is
+    None. Percentages are unrounded floats in 0-100; ``steps_ratio`` is a plain ratio.
+    """
+    clean: dict[Hashable, Record] = {}
+    continuations: list[tuple[Hashable, Record]] = []
+    for rec in records:
+        if is_excluded(rec):
+            continue
+        task: Hashable = (rec.get("track"), rec.get("task"))
+        if rec.get("start") == "clean":
+            clean[task] = rec
+        elif rec.get("start") == "residual":
+            continuations.append((task, rec))
+
+    same_failing: dict[Hashable, list[float]] = {}
+    init_clean: dict[Hashable, list[float]] = {}
+    init_residual: dict[Hashable, list[float]] = {}
+    kept: dict[Hashable, list[float]] = {}
+    lo_clean: dict[Hashable, list[float]] = {}
+    lo_residual: dict[Hashable, list[float]] = {}
+    lo_opened: dict[Hashable, list[float]] = {}
+    steps: dict[Hashable, list[float]] = {}
+    inspected: dict[Hashable, list[float]] = {}
+    split_runs: list[tuple[Hashable, float, int]] = []  # (task, kept, y)
+    changed_cache: dict[str, set[str]] = {}
+
+    for task, rec in continuations:
+        clean_rec = clean.get(task)
+        clean_ns = clean_rec if clean_rec is not None and normally_submitted(clean_rec) else None
+        ns = normally_submitted(rec)
+        failed = rec.get("outcome") == "failure"
+        initial_f = failing_tests(rec.get("initial_tests"))
+        final_tests = rec.get("tests")
+
+        # Initially failing, Clean: the state's F(Sr) against the normally submitted clean run.
+        if initial_f and clean_ns is not None and clean_ns.get("tests") is not None:
+            _add(init_clean, task, _share_passed(initial_f, clean_ns["tests"]))
+
+        if not ns:
+            continue
+
+        if initial_f and final_tests is not None:
+            _add(init_residual, task, _share_passed(initial_f, final_tests))
+
+        if failed and initial_f is not None and final_tests is not None:
+            _add(same_failing, task, failing_tests(final_tests) == initial_f)
+
+        k = kept_fraction(rec.get("inherited_patch"), rec.get("final_patch"))
+        if k is not None:
+            if failed:
+                _add(kept, task, k)
+            split_runs.append((task, k, 1 if rec.get("outcome") == "success" else 0))
+
+        left_out = left_out_files(rec.get("reference_files"), rec.get("inherited_patch"))
+        if (
+            left_out
+            and clean_ns is not None
+            and clean_ns.get("final_patch") is not None
+            and rec.get("final_patch") is not None
+        ):
+            _add(lo_clean, task, _changes_any(clean_ns["final_patch"], left_out, changed_cache))
+            _add(lo_residual, task, _changes_any(rec["final_patch"], left_out, changed_cache))
+            opened = rec.get("opened_files")
+            if opened is not None:
+                _add(lo_opened, task, bool(set(opened) & left_out))
+
+        clean_steps = clean_ns.get("steps") if clean_ns is not None else None
+        run_steps = rec.get("steps")
+        if clean_steps and clean_steps > 0 and run_steps is not None:
+            _add(steps, task, run_steps / clean_steps)
+
+        if rec.get("inspected") is not None:
+            _add(inspected, task, bool(rec["inspected"]))
+
+    step_means = [sum(v) / len(v) for v in steps.values() if v]
+    return {
+        "same_failing": task_average(same_failing),
+        "initially_failing_clean": task_average(init_clean),
+        "initially_failing_residual": task_average(init_residual),
+        "kept": task_average(kept),
+        "left_out_clean": task_average(lo_clean),
+        "left_out_residual": task_average(lo_residual),
+        "left_out_opened": task_average(lo_opened),
+        "steps_ratio": statistics.median(step_means) if step_means else None,
+        "inspected": task_average(inspected),
+        "split_by_kept": split_by_kept(split_runs),
+    }
+
+
+def split_by_kept(runs: list[tuple[Hashable, float, int]]) -> dict[str, float | None]:
+    """Split continuations at the median Kept; task-averaged success rate of each half.
+
+    ``runs`` are (task, kept fraction, y). Above = kept strictly greater than the median,
+    below = less or equal. ``median_kept`` is in percent, like the Kept column.
+    """
+    if not runs:
+        return {"median_kept": None, "success_above": None, "success_below": None}
+    median = statistics.median(k for _, k, _ in runs)
+    above: dict[Hashable, list[float]] = {}
+    below: dict[Hashable, list[float]] = {}
+    for task, k, y in runs:
+        _add(above if k > median else below, task, y)
+    return {
+        "median_kept": 100.0 * median,
+        "success_above": task_average(above),
+        "success_below": task_average(below),
+    }
+

@@ -1,0 +1,184 @@
+"""Headline metrics over run records: Res, Clean, Gap, CondFail and predecessor groups.
+
+Paper Appendix C.2, equations (3)-(5) and Table 8. Pure functions over run-record dicts
+(DESIGN.md section 5). Records whose outcome is ``infra_error`` are excluded, never counted as
+failures; a task needs a non-excluded Clean Start record and at least one non-excluded Residual
+Start record of the agent to enter the task set T.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Record",
+    "TaskRuns",
+    "StateRun",
+    "record_key",
+    "dedupe_records",
+    "is_excluded",
+    "success",
+    "task_table",
+    "residual_rate",
+    "clean_rate",
+    "cond_fail_rate",
+    "by_predecessor",
+    "headline",
+    "UNKNOWN_PREDECESSOR",
+]
+
+Record = Mapping[str, Any]
+
+#: predecessor label used for a residual record that names none
+UNKNOWN_PREDECESSOR = "unknown"
+
+
+def record_key(record: Record) -> tuple[Any, Any, Any, Any]:
+    """The identity of a run: (agent, task, start, state)."""
+    return (record.get("agent"), record.get("task"), record.get("start"), record.get("state"))
+
+
+def dedupe_records(records: Iterable[Record]) -> list[Record]:
+    """Keep one record per (agent, task, start, state): the last one seen.
+
+    The result keeps the position of each key's first appearance, so merging the same results
+    twice gives the same list.
+    """
+    latest: dict[tuple[Any, Any, Any, Any], Record] = {}
+    for rec in records:
+        key = record_key(rec)
+        latest[key] = rec
+    return list(latest.values())
+
+
+def is_excluded(record: Record) -> bool:
+    """An unresolved infrastructure error: excluded from every metric."""
+    return record.get("outcome") == "infra_error"
+
+
+def success(record: Record) -> int:
+    """y = 1 if the verifier's valid verdict is success, else 0."""
+    return 1 if record.get("outcome") == "success" else 0
+
+
+@dataclass(frozen=True)
+class StateRun:
+    """One Residual Start run of a task."""
+
+    state: str
+    predecessor: str
+    y: int
+
+
+@dataclass(frozen=True)
+class TaskRuns:
+    """A task of T: its Clean Start outcome and its Residual Start outcomes."""
+
+    task: Hashable
+    clean: int
+    states: tuple[StateRun, ...]
+
+
+def task_table(
+    records: Iterable[Record], *, key_by_track: bool = False
+) -> dict[Hashable, TaskRuns]:
+    """Build T for one agent: tasks with a non-excluded clean run and >= 1 non-excluded state.
+
+    ``records`` must belong to one agent and should already be deduplicated. With
+    ``key_by_track`` the task identity is (track, task), so pooling tracks never merges two
+    tracks' tasks.
+    """
+    clean: dict[Hashable, int] = {}
+    states: dict[Hashable, dict[str, StateRun]] = {}
+    for rec in records:
+        if is_excluded(rec):
+            continue
+        task: Hashable = (rec.get("track"), rec.get("task")) if key_by_track else rec.get("task")
+        if rec.get("start") == "clean":
+            clean[task] = success(rec)
+        elif rec.get("start") == "residual":
+            pred = rec.get("predecessor")
+            state = str(rec.get("state"))
+            states.setdefault(task, {})[state] = StateRun(
+                state=state,
+                predecessor=str(pred) if pred is not None else UNKNOWN_PREDECESSOR,
+                y=success(rec),
+            )
+    table: dict[Hashable, TaskRuns] = {}
+    for task, y_clean in clean.items():
+        runs = states.get(task)
+        if runs:
+            table[task] = TaskRuns(task=task, clean=y_clean, states=tuple(runs.values()))
+    return table
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def residual_rate(tasks: Iterable[TaskRuns]) -> float | None:
+    """Res(A) in percent (eq. 3): mean over a task's states, then over tasks."""
+    per_task = [sum(s.y for s in t.states) / len(t.states) for t in tasks if t.states]
+    mean = _mean(per_task)
+    return None if mean is None else 100.0 * mean
+
+
+def clean_rate(tasks: Iterable[TaskRuns]) -> float | None:
+    """Clean(A) in percent (eq. 4) on the same tasks."""
+    mean = _mean([float(t.clean) for t in tasks])
+    return None if mean is None else 100.0 * mean
+
+
+def cond_fail_rate(tasks: Iterable[TaskRuns]) -> float | None:
+    """CondFail(A) in percent (eq. 5) over C_A = tasks solved from Clean Start; None if empty."""
+    per_task = [
+        sum(1 - s.y for s in t.states) / len(t.states) for t in tasks if t.clean == 1 and t.states
+    ]
+    mean = _mean(per_task)
+    return None if mean is None else 100.0 * mean
+
+
+def _gap(clean: float | None, residual: float | None) -> float | None:
+    if clean is None or residual is None:
+        return None
+    return clean - residual
+
+
+def by_predecessor(tasks: Iterable[TaskRuns]) -> dict[str, dict[str, Any]]:
+    """Table 8 groups: per predecessor, tasks with >= 1 of its states, only its states averaged,
+    Clean Start matched on the same tasks."""
+    groups: dict[str, list[TaskRuns]] = {}
+    for t in tasks:
+        preds = sorted({s.predecessor for s in t.states})
+        for pred in preds:
+            only = tuple(s for s in t.states if s.predecessor == pred)
+            groups.setdefault(pred, []).append(TaskRuns(task=t.task, clean=t.clean, states=only))
+    out: dict[str, dict[str, Any]] = {}
+    for pred in sorted(groups):
+        group = groups[pred]
+        res = residual_rate(group)
+        cln = clean_rate(group)
+        out[pred] = {"residual": res, "clean": cln, "gap": _gap(cln, res), "n_tasks": len(group)}
+    return out
+
+
+def headline(records: Iterable[Record], *, key_by_track: bool = False) -> dict[str, Any]:
+    """All headline metrics of one agent's records (one track, or all with ``key_by_track``).
+
+    Returns ``{residual, clean, gap, cond_fail, n_tasks, n_states, by_predecessor}``; percentages
+    are unrounded floats in 0-100 and ``gap`` is in points (clean - residual).
+    """
+    tasks = list(task_table(records, key_by_track=key_by_track).values())
+    res = residual_rate(tasks)
+    cln = clean_rate(tasks)
+    return {
+        "residual": res,
+        "clean": cln,
+        "gap": _gap(cln, res),
+        "cond_fail": cond_fail_rate(tasks),
+        "n_tasks": len(tasks),
+        "n_states": sum(len(t.states) for t in tasks),
+        "by_predecessor": by_predecessor(tasks),
+    }

@@ -1,0 +1,166 @@
+"""The local backend: real git workspaces on the host."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from taskfactory import make_task
+
+from swe_residual.dataset import load_dataset
+from swe_residual.environment.base import StartSpec
+from swe_residual.environment.local import LocalBackend
+from swe_residual.errors import DatasetError
+
+SPEC = StartSpec(run_id="test", item_id="item", attempt=1)
+
+
+@pytest.fixture
+def entry(tmp_path: Path):
+    make_task(tmp_path / "data", states={
+        "drafter-1": {"calc.py": "def clamp(v, lo, hi):\n    return max(lo, v)\n", "notes/todo.txt": "check high side\n",
+                      "README.md": None, "logo.bin": bytes(range(256))},
+    })
+    return load_dataset(tmp_path / "data").entries[0]
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> LocalBackend:
+    return LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path)
+
+
+def git(env, command: str) -> str:
+    result = env.exec(command)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_clean_start_is_the_base_commit(entry, backend) -> None:
+    env = backend.start(entry.task, None, SPEC)
+    try:
+        assert git(env, "git rev-parse HEAD").strip() == env.base_commit
+        assert git(env, "git status --porcelain") == ""
+        assert git(env, "git log --format=%s") == "Base commit\n"
+    finally:
+        env.close()
+    assert not Path(env.root).exists()
+
+
+def test_residual_state_is_uncommitted_work(entry, backend) -> None:
+    env = backend.start(entry.task, entry.states[0], SPEC)
+    try:
+        assert git(env, "git rev-parse HEAD").strip() == env.base_commit  # history = clean history
+        status = git(env, "git status --porcelain").splitlines()
+        assert " M calc.py" in status and " D README.md" in status
+        assert "?? logo.bin" in status and "?? notes/" in status
+        assert env.read_file("logo.bin") == bytes(range(256))
+        assert "max(lo, v)" in git(env, "git diff")
+    finally:
+        env.close()
+
+
+def test_rollouts_of_one_state_are_independent(entry, backend) -> None:
+    first = backend.start(entry.task, entry.states[0], SPEC)
+    second = backend.start(entry.task, entry.states[0], SPEC)
+    try:
+        first.write_file("calc.py", b"changed by the first rollout\n")
+        first.exec("rm -f logo.bin")
+        assert b"max(lo, v)" in second.read_file("calc.py")
+        assert second.read_file("logo.bin") == bytes(range(256))
+    finally:
+        first.close()
+        second.close()
+
+
+def test_base_repository_is_cached_by_content(entry, backend, tmp_path: Path) -> None:
+    backend.prepare(entry.task)
+    built = sorted(p.name for p in backend.cache_dir.iterdir() if p.is_dir())
+    LocalBackend(cache_dir=tmp_path / "cache").prepare(entry.task)
+    assert sorted(p.name for p in backend.cache_dir.iterdir() if p.is_dir()) == built
+    (entry.task.repo_source / "calc.py").write_text("# changed\n")
+    LocalBackend(cache_dir=tmp_path / "cache").prepare(entry.task)
+    assert len([p for p in backend.cache_dir.iterdir() if p.is_dir()]) == len(built) + 1
+
+
+def test_declared_base_commit_is_checked(tmp_path: Path, backend) -> None:
+    task_dir = make_task(tmp_path / "data")
+    toml = task_dir / "task.toml"
+    toml.write_text(toml.read_text().replace("[metadata]\n", '[metadata]\nbase_commit_hash = "0000"\n'))
+    task = load_dataset(tmp_path / "data").entries[0].task
+    with pytest.raises(DatasetError) as info:
+        backend.prepare(task)
+    assert info.value.field == "metadata.base_commit_hash"
+
+
+def test_patch_that_does_not_apply_is_a_dataset_error(entry, backend) -> None:
+    state = entry.states[0]
+    state.patch_path.write_text(state.patch_path.read_text().replace("return value", "return something_else"))
+    with pytest.raises(DatasetError) as info:
+        backend.start(entry.task, state, SPEC)
+    assert str(state.patch_path) in str(info.value) and "does not apply" in str(info.value)
+
+
+def test_exec_timeout_kills_the_whole_process_group(entry, backend) -> None:
+    env = backend.start(entry.task, None, SPEC)
+    try:
+        started = time.monotonic()
+        result = env.exec("sleep 300 & echo $! > child.pid; wait", timeout_sec=1)
+        assert result.timed_out and result.exit_code is None
+        assert time.monotonic() - started < 10
+        child = int(env.read_file("child.pid"))
+        time.sleep(0.2)
+        alive = subprocess.run(["ps", "-o", "stat=", "-p", str(child)], capture_output=True, text=True).stdout.strip()
+        assert alive in ("", "Z"), f"child {child} still running: {alive}"
+    finally:
+        env.close()
+
+
+def test_file_access_and_cwd_stay_in_the_workspace(entry, backend) -> None:
+    env = backend.start(entry.task, None, SPEC)
+    try:
+        with pytest.raises(PermissionError):
+            env.read_file("../../../etc/hostname")
+        with pytest.raises(PermissionError):
+            env.write_file("/tmp/escaped.txt", b"x")
+        with pytest.raises(PermissionError):
+            env.exec("pwd", cwd="/")
+    finally:
+        env.close()
+
+
+def test_hidden_tests_arrive_only_for_the_verifier(entry, backend) -> None:
+    env = backend.start(entry.task, None, SPEC)
+    try:
+        found = env.exec("grep -rl 'def test_clamp_low' . \"$TMPDIR\" \"$HOME\" 2>/dev/null; true").stdout
+        assert found.strip() == ""
+        output = backend.run_verifier(env, entry.task)
+        assert output.files["reward.txt"].strip() == b"0"
+        assert b"test_clamp_low" in output.files["junit.xml"]
+        # The verifier wrote nothing into the repository.
+        assert git(env, "git status --porcelain") == ""
+    finally:
+        env.close()
+
+
+def test_verifier_timeout_is_reported(tmp_path: Path, backend) -> None:
+    make_task(tmp_path / "data", test_sh="#!/bin/bash\nsleep 300\n", verifier_timeout_sec=1)
+    task = load_dataset(tmp_path / "data").entries[0].task
+    env = backend.start(task, None, SPEC)
+    try:
+        started = time.monotonic()
+        output = backend.run_verifier(env, task)
+        assert output.timed_out and time.monotonic() - started < 10
+    finally:
+        env.close()
+
+
+def test_environment_is_minimal(entry, backend) -> None:
+    env = backend.start(entry.task, None, SPEC)
+    try:
+        seen = env.exec("env").stdout
+        assert "SWE_RESIDUAL_CACHE" not in seen and f"HOME={os.environ.get('HOME')}\n" not in seen
+    finally:
+        env.close()

@@ -1,0 +1,252 @@
+"""build_summary layout (DESIGN section 5) with hand-computed goldens, and the renderers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from swe_residual.summary import build_summary, render_markdown, render_terminal
+
+S, F, X = "success", "failure", "infra_error"
+
+TRACK_KEYS = {
+    "residual",
+    "clean",
+    "gap",
+    "cond_fail",
+    "n_tasks",
+    "n_states",
+    "by_predecessor",
+    "acceptance_bias",
+}
+ACCEPTANCE_KEYS = {
+    "same_failing",
+    "initially_failing_clean",
+    "initially_failing_residual",
+    "kept",
+    "left_out_clean",
+    "left_out_residual",
+    "left_out_opened",
+    "steps_ratio",
+    "inspected",
+    "split_by_kept",
+}
+
+
+def rec(
+    task: str,
+    state: str | None = None,
+    outcome: str = "success",
+    *,
+    agent: str = "alpha",
+    pred: str = "P",
+    track: str = "repo",
+    attempts: int = 1,
+    error: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A run record with defaults; ``state=None`` makes a Clean Start record."""
+    tries = [
+        {"attempt": n, "outcome": X if n < attempts else outcome, "error": "lost container"}
+        for n in range(1, attempts)
+    ]
+    tries.append({"attempt": attempts, "outcome": outcome, "error": error})
+    record: dict[str, Any] = {
+        "schema": 1,
+        "run_id": "run-1",
+        "agent": agent,
+        "task": task,
+        "track": track,
+        "start": "clean" if state is None else "residual",
+        "state": state,
+        "predecessor": None if state is None else pred,
+        "outcome": outcome,
+        "reward": None,
+        "submitted": outcome != X,
+        "termination": "infra_error" if outcome == X else "submitted",
+        "tests": None,
+        "initial_tests": None,
+        "steps": 10,
+        "final_patch": None,
+        "inherited_patch": None,
+        "reference_files": None,
+        "opened_files": None,
+        "inspected": None,
+        "trajectory": None,
+        "attempts": tries,
+        "durations": {"agent": 1.0},
+    }
+    record.update(extra)
+    return record
+
+
+def records() -> list[dict[str, Any]]:
+    return [
+        # alpha, repo: a (3 states 1/0/1), b (1 state: 0), c (2 states: 1,1)
+        rec("a", None, S),
+        rec("a", "a1", S, pred="P", attempts=2),  # retried once, then resolved
+        rec("a", "a2", F, pred="Q", steps=5),
+        rec("a", "a3", S, pred="P"),
+        rec("b", None, S),
+        rec("b", "b1", F, pred="Q", steps=20),
+        rec("c", None, F),
+        rec("c", "c1", S, pred="P"),
+        rec("c", "c2", S, pred="P"),
+        # alpha, repo: d's clean run is an unresolved infra error -> d leaves T, listed
+        rec("d", None, X, attempts=3, error="verifier timeout"),
+        rec("d", "d1", S),
+        # alpha, repo: e has no residual state -> outside T
+        rec("e", None, S),
+        # alpha, machine: m (2 states 1,0; clean fail), n (1 state 0, plus an infra state)
+        rec("m", None, F, track="machine"),
+        rec("m", "m1", S, track="machine", pred="Q"),
+        rec("m", "m2", F, track="machine", pred="Q"),
+        rec("n", None, S, track="machine"),
+        rec("n", "n1", F, track="machine", pred="P"),
+        rec("n", "n2", X, track="machine", pred="P", error="image build failed"),
+        # beta, repo: a (1 state 1, clean fail), b (1 state 0, clean success)
+        rec("a", None, F, agent="beta"),
+        rec("a", "a1", S, agent="beta"),
+        rec("b", None, S, agent="beta"),
+        rec("b", "b1", F, agent="beta"),
+    ]
+
+
+def test_layout_and_headline_goldens() -> None:
+    summary = build_summary(records())
+    assert set(summary) == {"schema", "agents", "infra"}
+    assert summary["schema"] == 1
+    assert set(summary["agents"]) == {"alpha", "beta"}
+    alpha = summary["agents"]["alpha"]
+    assert set(alpha) == {"tracks", "overall"}
+    assert set(alpha["tracks"]) == {"repo", "machine"}
+    for block in [*alpha["tracks"].values(), alpha["overall"]]:
+        assert set(block) == TRACK_KEYS
+        assert set(block["acceptance_bias"]) == ACCEPTANCE_KEYS
+
+    repo = alpha["tracks"]["repo"]
+    # T = {a, b, c}: Res = (2/3 + 0 + 1)/3 = 5/9 = 55.555...%; Clean = (1+1+0)/3 = 66.666...%
+    assert repo["residual"] == pytest.approx(100 * 5 / 9)
+    assert repo["clean"] == pytest.approx(100 * 2 / 3)
+    assert repo["gap"] == pytest.approx(100 / 9)  # 66.666... - 55.555... = 11.111...
+    # C = {a, b}: (1/3 + 1)/2 = 66.666...%
+    assert repo["cond_fail"] == pytest.approx(100 * 2 / 3)
+    assert (repo["n_tasks"], repo["n_states"]) == (3, 6)
+
+    machine = alpha["tracks"]["machine"]
+    # T = {m, n}; n keeps n1 only. Res = (1/2 + 0)/2 = 25%; Clean = (0 + 1)/2 = 50%
+    assert machine["residual"] == pytest.approx(25.0)
+    assert machine["clean"] == pytest.approx(50.0)
+    assert machine["gap"] == pytest.approx(25.0)  # 50 - 25
+    # C = {n}: (1 - 0)/1 = 100%
+    assert machine["cond_fail"] == pytest.approx(100.0)
+    assert (machine["n_tasks"], machine["n_states"]) == (2, 3)
+
+    overall = alpha["overall"]
+    # five tasks, equal weight: Res = (2/3 + 0 + 1 + 1/2 + 0)/5 = (13/6)/5 = 13/30 = 43.333...%
+    assert overall["residual"] == pytest.approx(100 * 13 / 30)
+    # Clean = (1 + 1 + 0 + 0 + 1)/5 = 60%; Gap = 60 - 43.333... = 16.666... points
+    assert overall["clean"] == pytest.approx(60.0)
+    assert overall["gap"] == pytest.approx(100 / 6)
+    # C = {a, b, n}: (1/3 + 1 + 1)/3 = 7/9 = 77.777...%
+    assert overall["cond_fail"] == pytest.approx(100 * 7 / 9)
+    assert (overall["n_tasks"], overall["n_states"]) == (5, 9)
+
+    # by predecessor, pooled: P has a (a1,a3 -> 1), c (1), n (n1 -> 0): (1+1+0)/3 = 66.666...%
+    #   matched clean on {a, c, n} = (1 + 0 + 1)/3 = 66.666...%; gap 0
+    # Q has a (a2 -> 0), b (0), m (m1,m2 -> 1/2): (0 + 0 + 1/2)/3 = 16.666...%
+    #   matched clean on {a, b, m} = (1 + 1 + 0)/3 = 66.666...%; gap = 50 points
+    groups = overall["by_predecessor"]
+    assert groups["P"] == pytest.approx(
+        {"residual": 100 * 2 / 3, "clean": 100 * 2 / 3, "gap": 0.0, "n_tasks": 3}
+    )
+    assert groups["Q"] == pytest.approx(
+        {"residual": 100 / 6, "clean": 100 * 2 / 3, "gap": 50.0, "n_tasks": 3}
+    )
+
+    beta = summary["agents"]["beta"]
+    assert set(beta["tracks"]) == {"repo"}
+    # beta: Res = (1 + 0)/2 = 50%; Clean = (0 + 1)/2 = 50%; C_beta = {b}: 1 - 0 = 100%
+    assert beta["tracks"]["repo"]["residual"] == pytest.approx(50.0)
+    assert beta["tracks"]["repo"]["gap"] == pytest.approx(0.0)
+    assert beta["tracks"]["repo"]["cond_fail"] == pytest.approx(100.0)
+    assert beta["overall"]["residual"] == pytest.approx(50.0)
+
+
+def test_acceptance_steps_in_summary() -> None:
+    acc = build_summary(records())["agents"]["alpha"]["tracks"]["repo"]["acceptance_bias"]
+    # every run is normally submitted with 10 clean steps: a: (10 + 5 + 10)/3 / 10 = 25/30;
+    # b: 20/10 = 2; c: (10 + 10)/2 / 10 = 1; d: clean excluded.  median(5/6, 2, 1) = 1.0
+    assert acc["steps_ratio"] == pytest.approx(1.0)
+    assert acc["kept"] is None  # no patches recorded
+    assert acc["inspected"] is None
+
+
+def test_infra_figures_and_excluded_items() -> None:
+    infra = build_summary(records())["infra"]
+    assert infra["items"] == 22
+    assert infra["retried"] == 2  # a1 (2 attempts) and d clean (3 attempts)
+    assert infra["unresolved"] == 2  # d clean, n2
+    assert infra["excluded"] == [
+        {"agent": "alpha", "task": "d", "state": None, "error": "verifier timeout"},
+        {"agent": "alpha", "task": "n", "state": "n2", "error": "image build failed"},
+    ]
+
+
+def test_merging_twice_and_last_wins() -> None:
+    once = build_summary(records())
+    assert build_summary(records() + records()) == once
+    # a later record for the same key replaces the earlier one: b1 now succeeds
+    again = build_summary(records() + [rec("b", "b1", S, pred="Q")])
+    repo = again["agents"]["alpha"]["tracks"]["repo"]
+    # Res = (2/3 + 1 + 1)/3 = 8/9 = 88.888...%
+    assert repo["residual"] == pytest.approx(100 * 8 / 9)
+    assert again["infra"]["items"] == 22
+
+
+def test_summary_is_json_and_unrounded() -> None:
+    summary = build_summary(records())
+    assert json.loads(json.dumps(summary)) == summary
+    residual = summary["agents"]["alpha"]["tracks"]["repo"]["residual"]
+    assert residual == pytest.approx(100 * 5 / 9, rel=1e-12)  # 55.5555..., not 55.6
+    assert residual != round(residual, 1)
+
+
+def test_empty_records() -> None:
+    summary = build_summary([])
+    assert summary == {
+        "schema": 1,
+        "agents": {},
+        "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": []},
+    }
+    assert render_terminal(summary)[-1].startswith("infra: 0 items")
+    assert "SWE-Residual" in render_markdown(summary)
+
+
+def test_render_markdown_tables() -> None:
+    text = render_markdown(build_summary(records()))
+    assert "| Agent | Track | Residual (%) | Ref. Clean (%) | Gap | CondFail (%) |" in text
+    # alpha repo: 55.6 / 66.7 / 11.1 / 66.7, 3 tasks, 6 states
+    assert "| alpha | repo | 55.6 | 66.7 | 11.1 | 66.7 | 3 | 6 |" in text
+    assert "| alpha | overall | 43.3 | 60.0 | 16.7 | 77.8 | 5 | 9 |" in text
+    assert "| alpha | overall | Q | 16.7 | 66.7 | 50.0 | 3 |" in text
+    assert "## Acceptance bias" in text and "Same failing" in text
+    assert "| alpha | d | (clean) | verifier timeout |" in text
+    assert "unresolved infra errors (excluded, not failures): 2" in text
+
+
+def test_render_terminal_short_lines() -> None:
+    lines = render_terminal(build_summary(records()))
+    assert all(len(line) <= 100 for line in lines)
+    joined = "\n".join(lines)
+    assert "SWE-Residual [repo]" in joined
+    assert "SWE-Residual [machine]" in joined
+    assert "SWE-Residual [overall]" in joined
+    assert "infra: 22 items, 2 retried, 2 unresolved" in joined
+    assert any("excluded: alpha n [n2]: image build failed" in line for line in lines)
+    repo_row = next(line for line in lines if line.startswith("alpha") and "55.6" in line)
+    assert repo_row.split() == ["alpha", "55.6", "66.7", "11.1", "66.7", "3", "6"]
+    long = build_summary([rec("t", None, X, agent="x" * 150, error="e" * 300)])
+    assert all(len(line) <= 100 for line in render_terminal(long))
