@@ -229,6 +229,16 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
                 f" {_pct(m.get('gap')):>7} {_pct(m.get('cond_fail')):>9}"
                 f" {m.get('n_tasks', 0):>6} {m.get('n_states', 0):>7}"
             )
+        predecessors = sorted({p for _, _, m in rows for p in (m.get("by_predecessor") or {})})
+        if predecessors:
+            lines.append(f"{'by predecessor: residual/clean':<32} " + " ".join(f"{p[:17]:>17}" for p in predecessors))
+            for _, agent, m in sorted(rows, key=lambda r: (r[0], r[1])):
+                groups = m.get("by_predecessor") or {}
+                cells = []
+                for pred in predecessors:
+                    g = groups.get(pred)
+                    cells.append(f"{_pct(g.get('residual'))}/{_pct(g.get('clean'))}" if g else "-")
+                lines.append(f"{_clip(agent, 32):<32} " + " ".join(f"{c:>17}" for c in cells))
     infra = summary.get("infra", {})
     lines.append(
         f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "

@@ -1,0 +1,16 @@
+#!/bin/bash
+# Hidden verifier: runs the acceptance tests against the repository and writes the reward.
+TESTS_DIR="${TESTS_DIR:-/tests}"
+LOGS_DIR="${VERIFIER_LOGS_DIR:-/logs/verifier}"
+APP_DIR="${APP_DIR:-/app}"
+mkdir -p "$LOGS_DIR"
+cd "$APP_DIR" || { echo -1 > "$LOGS_DIR/reward.txt"; exit 1; }
+export PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$APP_DIR"
+python3 -m pytest -c "$TESTS_DIR/pytest.ini" --rootdir "$TESTS_DIR" -q "$TESTS_DIR" --junitxml="$LOGS_DIR/junit.xml"
+rc=$?
+case "$rc" in
+  0) echo 1 > "$LOGS_DIR/reward.txt" ;;
+  1) echo 0 > "$LOGS_DIR/reward.txt" ;;
+  *) echo -1 > "$LOGS_DIR/reward.txt" ;;
+esac
+exit 0

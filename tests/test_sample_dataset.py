@@ -1,0 +1,75 @@
+"""The bundled sample dataset, run end to end by the suite itself (local backend).
+
+`oracle` must solve every start and `noop` must fail every one with a valid verdict; each
+state's measured per-test statuses must equal what its state.toml claims, fail, and pass at
+least half of the acceptance tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+from swe_residual.dataset import load_dataset
+
+SAMPLE = REPO_ROOT / "datasets" / "sample"
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict]]:
+    out = tmp_path_factory.mktemp("sample-run")
+    cache = tmp_path_factory.mktemp("cache")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--agent=oracle", "--agent=noop", "--backend=local",
+         f"--results-dir={out}", "--run-id=sample", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO_ROOT, capture_output=True, text=True, env={**__import__("os").environ, "SWE_RESIDUAL_CACHE": str(cache)},
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "SWE-Residual summary" in result.stdout
+    run_dir = out / "sample"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    return summary, records
+
+
+def test_oracle_solves_everything_and_noop_nothing(sample_run) -> None:
+    summary, records = sample_run
+    for track, block in summary["agents"]["oracle"]["tracks"].items():
+        assert (block["residual"], block["clean"]) == (100.0, 100.0), track
+    for track, block in summary["agents"]["noop"]["tracks"].items():
+        assert (block["residual"], block["clean"]) == (0.0, 0.0), track
+    assert summary["infra"]["unresolved"] == 0
+    noop = [r for r in records if r["agent"] == "noop"]
+    assert noop and all(r["outcome"] == "failure" and r["reward"] == 0.0 for r in noop)
+
+
+def test_states_measure_what_their_state_toml_claims(sample_run) -> None:
+    _, records = sample_run
+    dataset = load_dataset(SAMPLE)
+    measured = {(r["task"], r["state"]): r["tests"] for r in records if r["agent"] == "noop" and r["state"]}
+    for entry in dataset.entries:
+        for state in entry.states:
+            tests = measured[(entry.task.id, state.id)]
+            assert tests == state.initial_tests, f"{entry.task.id}/{state.id}"
+            passed = sum(status == "passed" for status in tests.values())
+            assert passed < len(tests), f"{entry.task.id}/{state.id} does not fail"
+            assert passed >= len(tests) / 2, f"{entry.task.id}/{state.id} passes under half"
+            recorded = state.raw["validation"]
+            assert recorded["n_tests"] == len(tests) and recorded["pass_rate"] == pytest.approx(passed / len(tests))
+
+
+def test_sample_covers_the_paper_patterns() -> None:
+    dataset = load_dataset(SAMPLE)
+    patterns = {p for entry in dataset.entries for state in entry.states for p in state.raw.get("patterns", [])}
+    assert {"left-out-file", "wrong-branch", "own-tests-pass", "artifacts", "new-file", "deleted-file",
+            "binary-file"} <= patterns
+    patches = "".join(state.read_patch() for entry in dataset.entries for state in entry.states)
+    assert "new file mode" in patches and "deleted file mode" in patches and "GIT binary patch" in patches
+    counts = {len(entry.states) for entry in dataset.entries}
+    assert counts == {1, 2, 3}
