@@ -19,8 +19,11 @@ import pytest
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset import Dataset, load_dataset
 from swe_residual.errors import ConfigError, DatasetError
+from swe_residual.gates import GateResult, evaluate_gates, parse_gate
+from swe_residual.resume import prepare_resume
+from swe_residual.sharding import assign_tasks, parse_shard
 from swe_residual.items import ItemSpec, build_items
-from swe_residual.records import append_record, read_records
+from swe_residual.records import append_record, infra_error_record, read_records
 from swe_residual.settings import (
     RunSettings, parse_backend, parse_non_negative_int, parse_positive_float, parse_positive_int, resolve,
 )
@@ -32,6 +35,7 @@ settings_key = pytest.StashKey["RunSettings"]()
 run_dir_key = pytest.StashKey[Path]()
 dataset_key = pytest.StashKey[Dataset]()
 reporter_key = pytest.StashKey["ResidualReporter"]()
+finished_key = pytest.StashKey[set]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,6 +50,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--timeout-multiplier", default=None, metavar="X", help="multiplies each task's agent timeout")
     group.addoption("--max-steps", default=None, metavar="N", help="step limit per run (same for every start)")
     group.addoption("--cost-limit", default=None, metavar="USD", help="cost limit per run (same for every start)")
+    group.addoption("--shard", default=None, metavar="K/N",
+                    help="run shard K of N (all items of a task in one shard); merge with `swe-residual report`")
+    group.addoption("--resume", default=None, metavar="RUN_DIR",
+                    help="continue an interrupted run: finished items are reused, the rest run")
+    group.addoption("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
+                    help="fail the run when an agent's Residual success is below PCT (overall, or one track)")
+    group.addoption("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
+                    help="fail the run when an agent's Gap is above POINTS (overall, or one track)")
     parser.addini("residual_agents", "agents to evaluate when --agent is not given", type="args", default=[])
     parser.addini("residual_dataset", "dataset directory", default="")
     parser.addini("residual_backend", "environment backend", default="")
@@ -73,6 +85,12 @@ def _settings(config: pytest.Config) -> RunSettings:
         timeout_multiplier=value("--timeout-multiplier", "residual_timeout_multiplier", 1.0, parse_positive_float),
         max_steps=value("--max-steps", "residual_max_steps", None, parse_positive_int),
         cost_limit=value("--cost-limit", "residual_cost_limit", None, parse_positive_float),
+        shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
+        resume=(Path(config.getoption("resume")).resolve() if config.getoption("resume") else None),
+        gates=tuple(
+            [parse_gate("residual_fail_under", v) for v in config.getoption("residual_fail_under")]
+            + [parse_gate("gap_fail_over", v) for v in config.getoption("gap_fail_over")]
+        ),
     )
 
 
@@ -94,11 +112,20 @@ def pytest_configure(config: pytest.Config) -> None:
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
     if _is_worker(config):
-        config.stash[run_dir_key] = Path(config.workerinput["swe_residual_run_dir"])  # type: ignore[attr-defined]
+        workerinput = config.workerinput  # type: ignore[attr-defined]
+        config.stash[run_dir_key] = Path(workerinput["swe_residual_run_dir"])
+        config.stash[finished_key] = {tuple(key) for key in workerinput["swe_residual_finished"]}
         return
-    run_id = settings.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-    config.stash[run_dir_key] = settings.results_dir / run_id
-    reporter = ResidualReporter(config, run_id)
+    if settings.resume is not None:
+        if not (settings.resume / "results.jsonl").is_file():
+            raise pytest.UsageError(f"--resume={settings.resume}: no results.jsonl there to resume")
+        config.stash[run_dir_key] = settings.resume
+        config.stash[finished_key] = prepare_resume(settings.resume / "results.jsonl")
+    else:
+        run_id = settings.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+        config.stash[run_dir_key] = settings.results_dir / run_id
+        config.stash[finished_key] = set()
+    reporter = ResidualReporter(config, config.stash[run_dir_key].name)
     config.stash[reporter_key] = reporter
     config.pluginmanager.register(reporter, "swe-residual-reporter")
 
@@ -114,6 +141,35 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """xdist controller: every worker writes trajectories into the controller's run directory."""
     node.workerinput["swe_residual_run_dir"] = str(node.config.stash[run_dir_key])
+    node.workerinput["swe_residual_finished"] = [list(key) for key in sorted(node.config.stash[finished_key], key=str)]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep this shard's items, and drop the items a resumed run already finished."""
+    settings = settings_of(config)
+    finished = config.stash.get(finished_key, set())
+    specs = {item.nodeid: spec_of(item) for item in items}
+    assignment = None
+    if settings.shard is not None:
+        task_ids = [spec.task_id for spec in specs.values() if spec is not None]
+        assignment = assign_tasks(task_ids, settings.shard[1])
+    kept, deselected = [], []
+    for item in items:
+        spec = specs[item.nodeid]
+        if spec is not None and assignment is not None and assignment[spec.task_id] != settings.shard[0]:  # type: ignore[index]
+            deselected.append(item)
+        elif spec is not None and spec.error is None and (spec.agent, spec.task_id, spec.start, spec.state_id) in finished:
+            deselected.append(item)
+        else:
+            kept.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+def spec_of(item: pytest.Item) -> ItemSpec | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("residual_item") if callspec is not None else None
 
 
 def run_dir(config: pytest.Config) -> Path:
@@ -181,37 +237,75 @@ class ResidualReporter:
         self.finished = 0
         self.solved = 0
         self.summary: dict[str, Any] | None = None
+        self.gate_results: list[GateResult] = []
+        self.problems: list[str] = []
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = record_of(report)
-        if record is None or report.nodeid in self.seen:
-            return
-        self.seen.add(report.nodeid)
-        record = {**record, "run_id": self.run_id}
-        append_record(self.results_path, record)
+    def _append(self, nodeid: str, record: dict[str, Any]) -> None:
+        self.seen.add(nodeid)
+        append_record(self.results_path, {**record, "run_id": self.run_id})
         self.finished += 1
         self.solved += record["outcome"] == "success"
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid in self.seen:
+            return
+        record = record_of(report)
+        if record is not None:
+            self._append(report.nodeid, record)
+        elif report.when == "???" and report.failed:
+            # xdist: the worker died with this item in flight. Record it as what it is.
+            crashed = self._crash_record(report)
+            if crashed is not None:
+                self._append(report.nodeid, crashed)
+
+    def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
+        param = report.nodeid[report.nodeid.find("[") + 1 : -1] if report.nodeid.endswith("]") else ""
+        settings = settings_of(self.config)
+        for spec in build_items(dataset_of(self.config), list(settings.agents)):
+            if spec.id == param and spec.error is None:
+                entry = dataset_of(self.config).entry(spec.task_id)
+                state = next((s for s in entry.states if s.id == spec.state_id), None)
+                message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "worker crashed"
+                return infra_error_record(
+                    self.run_id, spec.agent, entry.task.id, entry.task.track, state.id if state else None,
+                    state.predecessor if state else None, f"worker crashed: {message}",
+                )
+        return None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         record = record_of(report)
         if record is None or report.when != "call" or not report.passed:
             return None
+        # Progress for long runs: the running success rate rides on the verbose word.
+        progress = f" ({self.solved}/{self.finished} solved so far)"
         if record["outcome"] == "success":
-            return "passed", "S", ("SOLVED", {"green": True})
-        return "passed", "u", ("UNSOLVED", {"yellow": True})
+            return "passed", "S", ("SOLVED" + progress, {"green": True})
+        return "passed", "u", ("UNSOLVED" + progress, {"yellow": True})
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Compute the summary once and apply the gates before pytest settles its exit status."""
         if not self.results_path.exists():
             return
         loaded = read_records([self.results_path])
+        self.problems = loaded.problems
         self.summary = build_summary(loaded.records)
         write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))
+        self.gate_results = evaluate_gates(self.summary, list(settings_of(self.config).gates))
+        if any(not result.passed for result in self.gate_results) and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.summary is None:
+            return
         write = terminalreporter.write_line
         terminalreporter.section("SWE-Residual summary")
         for line in render_terminal(self.summary):
             write(line)
-        for problem in loaded.problems:
+        for result in self.gate_results:
+            write(result.describe(), red=not result.passed, green=result.passed)
+        for problem in self.problems:
             write(f"warning: {problem}", yellow=True)
         write(f"results: {self.results_path}")
         write(f"summary: {self.run_dir / 'summary.json'}, {self.run_dir / 'summary.md'}")

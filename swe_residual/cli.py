@@ -13,6 +13,7 @@ from pathlib import Path
 
 from swe_residual.dataset import load_dataset
 from swe_residual.errors import DatasetError, SuiteError
+from swe_residual.gates import evaluate_gates, parse_gate
 from swe_residual.records import read_records
 from swe_residual.summary import build_summary, render_markdown, render_terminal
 from swe_residual.summary_files import write_summary_files
@@ -39,7 +40,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in render_terminal(summary):
         print(line)
     print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}")
-    return 0
+    gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
+    gates += [parse_gate("gap_fail_over", v) for v in args.gap_fail_over]
+    results = evaluate_gates(summary, gates)
+    for result in results:
+        print(result.describe())
+    return 1 if any(not result.passed for result in results) else 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -76,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="recompute the summary from results.jsonl files (merges shards)")
     report.add_argument("results", nargs="+", help="results.jsonl files or run directories")
     report.add_argument("--out", help="directory for summary.json and summary.md")
+    report.add_argument("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
+                        help="exit 1 when an agent's Residual success is below PCT")
+    report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
+                        help="exit 1 when an agent's Gap is above POINTS")
     report.set_defaults(func=cmd_report)
     validate = sub.add_parser("validate", help="check that a dataset's tasks and states load")
     validate.add_argument("dataset")

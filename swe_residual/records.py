@@ -40,6 +40,20 @@ def agent_slug(agent: str) -> str:
     return f"{slug[:60]}-{hashlib.sha1(agent.encode()).hexdigest()[:8]}"
 
 
+def infra_error_record(
+    run_id: str, agent: str, task: str, track: str, state: str | None, predecessor: str | None, error: str,
+) -> dict[str, Any]:
+    """The record of an item whose run was lost outright (e.g. its worker process died)."""
+    return {
+        "schema": RECORD_SCHEMA, "run_id": run_id, "agent": agent, "task": task, "track": track,
+        "start": "clean" if state is None else "residual", "state": state, "predecessor": predecessor,
+        "outcome": "infra_error", "reward": None, "submitted": False, "termination": "infra_error",
+        "tests": None, "initial_tests": None, "steps": None, "final_patch": None, "trajectory": None,
+        "attempts": [{"attempt": 1, "outcome": "infra_error", "termination": "infra_error", "error": error}],
+        "durations": {}, "error": error,
+    }
+
+
 def append_record(path: Path, record: dict[str, Any]) -> None:
     line = json.dumps(record, ensure_ascii=True, sort_keys=False) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)

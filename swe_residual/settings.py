@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from swe_residual.errors import ConfigError
+from swe_residual.gates import Gate
 
 T = TypeVar("T")
 BACKENDS = ("auto", "local", "docker")
@@ -25,6 +26,9 @@ class RunSettings:
     timeout_multiplier: float
     max_steps: int | None
     cost_limit: float | None
+    shard: tuple[int, int] | None = None
+    resume: Path | None = None
+    gates: tuple[Gate, ...] = ()
 
 
 def resolve(

@@ -65,3 +65,75 @@ class FlakyInfra:
             raise InfraError("container lost (injected)")
         session.exec("git status")
         return AgentResult()
+
+
+class KillsItsWorker:
+    """Ends its own process mid-run, as a worker dies from an OOM kill or a segfault."""
+
+    name = "kills-worker"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        os._exit(3)
+
+
+class HangsAfter:
+    """Declares done on its first $HANG_AFTER runs, then hangs (the run gets killed)."""
+
+    name = "hangs-after"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        counter = Path(os.environ["HANG_DIR"]) / "runs"
+        seen = int(counter.read_text()) if counter.exists() else 0
+        counter.write_text(str(seen + 1))
+        if seen >= int(os.environ.get("HANG_AFTER", "1000000")):
+            import time
+
+            time.sleep(600)
+        return AgentResult()
+
+
+# Agents with known acceptance-bias signatures (tests/test_bias_signatures.py, test_report_html.py).
+# The fix is the taskfactory task's: clamp's base body `return value` becomes a real clamp.
+FIX_CLAMP = "sed -i 's/^    return value$/    return max(low, min(value, high))/' calc.py"
+DISCARD = "git reset -q --hard HEAD && git clean -fdxq"
+
+
+def _inherits_work(session: AgentSession) -> bool:
+    return bool(session.exec("git status --porcelain").stdout.strip())
+
+
+class DiscardsInherited:
+    """Throws inherited work away without looking at it, then submits the base unchanged."""
+
+    name = "discard-inherited"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        session.exec(DISCARD)
+        return AgentResult(message="Started over.")
+
+
+class AcceptsInherited:
+    """Fixes the bug from a clean start; given inherited work, reviews it and accepts it as
+    done (the acceptance bias in its purest form)."""
+
+    name = "accepts-inherited"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        if _inherits_work(session):
+            session.exec("git diff")
+            return AgentResult(message="The previous work already covers the request.")
+        session.exec(FIX_CLAMP)
+        return AgentResult(message="Fixed clamp.")
+
+
+class FinishesInheritedOnly:
+    """The mirror image: redoes inherited work properly, but declares a clean start done at
+    once. With AcceptsInherited it makes a ranking reversal."""
+
+    name = "finishes-inherited"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        if _inherits_work(session):
+            session.exec(DISCARD)
+            session.exec(FIX_CLAMP)
+        return AgentResult()

@@ -1,0 +1,44 @@
+"""Resuming an interrupted run: which items are finished, and a clean results file.
+
+A finished item is one with a valid record whose outcome is not an unresolved infra error.
+A half-written line (the run was killed mid-append) is moved aside to
+`results.jsonl.corrupt`, so the next append starts on a fresh line and the item is rerun.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from swe_residual.records import record_key, validate_record
+
+
+def prepare_resume(results_path: Path) -> set[tuple[str, str, str, str | None]]:
+    """Rewrite `results_path` keeping whole, valid lines; return the keys of finished items."""
+    if not results_path.exists():
+        return set()
+    kept: list[str] = []
+    dropped: list[str] = []
+    finished: set[tuple[str, str, str, str | None]] = set()
+    for line in results_path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            dropped.append(line)
+            continue
+        if validate_record(record) is not None:
+            dropped.append(line)
+            continue
+        if record["outcome"] == "infra_error":
+            continue  # unresolved: measured again on resume
+        kept.append(line)
+        finished.add(record_key(record))
+    if dropped:
+        with (results_path.parent / (results_path.name + ".corrupt")).open("a", encoding="utf-8") as corrupt:
+            corrupt.write("\n".join(dropped) + "\n")
+    temporary = results_path.with_name(results_path.name + ".resume")
+    temporary.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    temporary.replace(results_path)
+    return finished
