@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.errors import DatasetError
+from swe_residual.patch_safety import check_patch_text
 from swe_residual.task import TRACKS, Task, _Reader, read_toml
 
 TEST_STATUSES = ("passed", "failed", "skipped", "error")
@@ -81,6 +82,8 @@ def load_state(task: Task, path: Path) -> ResidualState:
         size = patch_path.stat().st_size
         if size > MAX_PATCH_BYTES:
             raise DatasetError(patch_path, f"patch of {size} bytes exceeds the {MAX_PATCH_BYTES} byte limit")
+        # Rejected at load, so a hostile patch never reaches any backend.
+        check_patch_text(patch_path.read_bytes().decode("utf-8", errors="surrogateescape"), source=str(patch_path))
     else:
         commands_path = path / reader.get("commands", str, "commands.jsonl")
         _check_inside(toml_path, path, commands_path, "commands")
