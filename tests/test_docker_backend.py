@@ -1,0 +1,665 @@
+"""The docker backend against a real engine (DESIGN §9, issue 3).
+
+Builds the Debian base image once (reused when present), a tiny task in tmp_path, and checks
+starts, states, exec timeouts, limits, the verifier contract and cleanup. Every test ends with
+no container of this process left and no new dangling image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swe_residual.environment.base import StartSpec
+from swe_residual.environment.docker import (
+    LABEL,
+    TEMP_REPO,
+    DockerBackend,
+    DockerEnvironment,
+    dockerfile_bases,
+    remove_cached_images,
+    sweep,
+)
+from swe_residual.errors import DatasetError, InfraError
+from swe_residual.images import BASE_IMAGE, debian_mirror, ensure_base_image, parse_deb822, parse_one_line
+from swe_residual.patches import capture_patch
+from swe_residual.state import ResidualState, load_state
+from swe_residual.task import Task, load_task
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(not DockerBackend.available(), reason="no Docker engine answers"),
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CALC = '''\
+def add(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a * b
+'''
+
+TEST_SH = '''\
+#!/bin/bash
+TESTS_DIR="${TESTS_DIR:-/tests}"; LOGS_DIR="${VERIFIER_LOGS_DIR:-/logs/verifier}"; APP_DIR="${APP_DIR:-/app}"
+mkdir -p "$LOGS_DIR"; cd "$APP_DIR" || { echo -1 > "$LOGS_DIR/reward.txt"; exit 1; }
+export PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$APP_DIR"
+python3 -m pytest -c "$TESTS_DIR/pytest.ini" --rootdir "$TESTS_DIR" -q "$TESTS_DIR" --junitxml="$LOGS_DIR/junit.xml"
+rc=$?; case "$rc" in 0) echo 1 > "$LOGS_DIR/reward.txt";; 1) echo 0 > "$LOGS_DIR/reward.txt";; *) echo -1 > "$LOGS_DIR/reward.txt";; esac; exit 0
+'''
+
+HIDDEN_TEST = '''\
+from calc import add, mul
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+'''
+
+DOCKERFILE = '''\
+ARG BASE_IMAGE=swe-residual-base:bookworm
+FROM ${BASE_IMAGE}
+COPY repo/ /app/
+WORKDIR /app
+RUN git init -q -b main . && git add -A \\
+ && git -c user.name=t -c user.email=t@localhost -c commit.gpgsign=false commit -q -m "Base commit"
+'''
+
+# The predecessor touched the right file but left the bug, and added a notes file.
+RESIDUAL_PATCH = "\n".join([
+    "diff --git a/calc.py b/calc.py",
+    "--- a/calc.py",
+    "+++ b/calc.py",
+    "@@ -1,6 +1,7 @@",
+    " def add(a, b):",
+    "+    # TODO: check the sign",
+    "     return a - b",
+    " ",
+    " ",
+    " def mul(a, b):",
+    "     return a * b",
+    "diff --git a/NOTES.md b/NOTES.md",
+    "new file mode 100644",
+    "--- /dev/null",
+    "+++ b/NOTES.md",
+    "@@ -0,0 +1 @@",
+    "+predecessor was here",
+    "",
+])
+
+FIXED_CALC = CALC.replace("a - b", "a + b")
+
+
+def make_task(root: Path, task_id: str, *, mode: str = "shared") -> Path:
+    task = root / task_id
+    (task / "environment" / "repo").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "solution").mkdir()
+    (task / "task.toml").write_text(textwrap.dedent(f'''\
+        schema_version = "1.1"
+        [metadata]
+        repo_dir = "environment/repo"
+        [environment]
+        cpus = 1
+        memory_mb = 512
+        [verifier]
+        timeout_sec = 120
+        environment_mode = "{mode}"
+    '''))
+    (task / "instruction.md").write_text("Fix add() in calc.py.\n")
+    (task / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (task / "environment" / "repo" / "calc.py").write_text(CALC)
+    (task / "tests" / "test.sh").write_text(TEST_SH)
+    (task / "tests" / "test.sh").chmod(0o755)
+    (task / "tests" / "test_calc.py").write_text(HIDDEN_TEST)
+    (task / "tests" / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\nsed -i 's/a - b/a + b/' /app/calc.py\n")
+    state = task / "residual" / "pred-1"
+    state.mkdir(parents=True)
+    (state / "state.toml").write_text('predecessor = "pred"\nsource_run = "r1"\ntrack = "repo"\n')
+    (state / "changes.patch").write_text(RESIDUAL_PATCH)
+    return task
+
+
+# -- fixtures --------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def base_image() -> str:
+    return ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
+
+
+@pytest.fixture(scope="session")
+def task_root(tmp_path_factory: pytest.TempPathFactory, base_image: str) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("tasks")
+    yield root
+
+
+@pytest.fixture(scope="session")
+def task_id(task_root: Path, dangling_at_start: set[str]) -> Iterator[str]:
+    # Unique per session, so parallel runs on one engine never share (or delete) each other's
+    # images; all of them are removed at the end.
+    name = f"calc-{secrets.token_hex(3)}"
+    make_task(task_root, name)
+    yield name
+    remove_cached_images(name)
+    assert _docker("images", "-q", "--filter", f"reference=swe-residual-*:{name}-*") == ""
+    # The end of the session: nothing of ours is left running or dangling.
+    assert _containers(f"label={LABEL}.pid={os.getpid()}") == []
+    assert _temp_images(f"label={LABEL}.pid={os.getpid()}") == []
+    assert _new_dangling(dangling_at_start) == set()
+
+
+@pytest.fixture
+def task(task_root: Path, task_id: str) -> Task:
+    return load_task(task_root / task_id)
+
+
+@pytest.fixture
+def state(task: Task) -> ResidualState:
+    return load_state(task, task.path / "residual" / "pred-1")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def dangling_at_start(base_image: str) -> set[str]:
+    return set(_dangling())
+
+
+@pytest.fixture
+def progress() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def backend(cache_dir: Path, progress: list[str]) -> Iterator[DockerBackend]:
+    with DockerBackend(cache_dir=cache_dir, progress=progress.append) as created:
+        yield created
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers(dangling_at_start: set[str]) -> Iterator[None]:
+    yield
+    assert _containers(f"label={LABEL}.pid={os.getpid()}") == []
+    assert _temp_images(f"label={LABEL}.pid={os.getpid()}") == []
+    assert _new_dangling(dangling_at_start) == set()
+
+
+def _spec(item: str = "item", attempt: int = 1) -> StartSpec:
+    return StartSpec(run_id="test-run", item_id=item, attempt=attempt)
+
+
+def _docker(*args: str) -> str:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=True).stdout
+
+
+def _containers(*filters: str) -> list[str]:
+    args = [arg for value in filters for arg in ("--filter", value)]
+    return _docker("ps", "-aq", *args).split()
+
+
+def _dangling() -> list[str]:
+    return _docker("images", "-q", "--no-trunc", "--filter", "dangling=true").split()
+
+
+def _new_dangling(at_start: set[str], patience_sec: float = 30.0) -> set[str]:
+    """Dangling images that appeared since the session started and stay dangling.
+
+    A build in progress (another xdist worker's, another run's on this engine) has an untagged
+    newest layer for a few seconds; only what is still dangling after `patience_sec` counts.
+    """
+    deadline = time.monotonic() + patience_sec
+    while (new := set(_dangling()) - at_start) and time.monotonic() < deadline:
+        time.sleep(1)
+    return new
+
+
+def _temp_images(*filters: str) -> list[str]:
+    args = [arg for value in filters for arg in ("--filter", value)]
+    return _docker("images", "-q", "--filter", f"reference={TEMP_REPO}", *args).split()
+
+
+def _inspect(container: str) -> dict:
+    return json.loads(_docker("inspect", container))[0]
+
+
+def _sh(env: DockerEnvironment, command: str) -> str:
+    result = env.exec(command, timeout_sec=60)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+# -- the base image and its recipe -----------------------------------------------------------
+def test_base_image_is_reused_and_has_the_tools(base_image: str) -> None:
+    lines: list[str] = []
+    assert ensure_base_image(progress=lines.append) == base_image
+    assert "up to date" in lines[0]
+    out = _docker("run", "--rm", "--network", "none", BASE_IMAGE, "sh", "-c",
+                  "python3 -m pytest --version && git --version && patch --version && ps --version && timeout --version")
+    assert "git version" in out and "GNU patch" in out
+
+
+def test_apt_sources_are_parsed_from_both_formats(tmp_path: Path) -> None:
+    deb822 = parse_deb822("Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\n"
+                          "Components: main\n\nTypes: deb-src\nURIs: http://x.invalid\nSuites: bookworm\n", tmp_path)
+    mirror = "http://mirror.invalid/debian"
+    assert [(s.uri, s.suite) for s in deb822] == [(mirror, "bookworm"), (mirror, "bookworm-updates")]
+    one_line = parse_one_line("# c\ndeb [arch=amd64] http://m.invalid/debian trixie main\n", tmp_path)
+    assert debian_mirror("bookworm", one_line).uri == "http://m.invalid/debian"
+    with pytest.raises(InfraError, match="no Debian mirror"):
+        debian_mirror("bookworm", [])
+
+
+def test_dockerfile_bases_substitute_args() -> None:
+    text = "ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${BASE_IMAGE} AS build\nFROM build\nFROM scratch\n"
+    assert dockerfile_bases(text) == [BASE_IMAGE]
+
+
+# -- starts ------------------------------------------------------------------------------------
+def test_clean_start_is_the_base_commit(backend: DockerBackend, task: Task) -> None:
+    with backend.start(task, None, _spec()) as env:
+        assert env.workdir == "/app"
+        assert _sh(env, "git rev-parse HEAD").strip() == env.base_commit
+        assert _sh(env, "git status --porcelain") == ""
+        assert _sh(env, "pwd").strip() == "/app"
+        assert not env.exec("test -e /tests").exit_code == 0
+        assert capture_patch(env) == ""
+
+
+def test_residual_state_is_uncommitted_changes(backend: DockerBackend, task: Task, state: ResidualState) -> None:
+    with backend.start(task, state, _spec()) as env:
+        assert _sh(env, "git rev-parse HEAD").strip() == env.base_commit
+        assert _sh(env, "git log --oneline | wc -l").strip() == "1"
+        status = _sh(env, "git status --porcelain").splitlines()
+        assert sorted(status) == [" M calc.py", "?? NOTES.md"]
+        assert "+    # TODO: check the sign" in _sh(env, "git diff")
+        captured = capture_patch(env)
+        assert "NOTES.md" in captured and "TODO" in captured
+        assert _sh(env, f"ls -A {env.scratch_dir}") == ""  # the applied patch file is gone
+
+
+def test_rollouts_of_one_state_are_independent(
+    backend: DockerBackend, task: Task, state: ResidualState, progress: list[str]
+) -> None:
+    with backend.start(task, state, _spec("a")) as first, backend.start(task, state, _spec("b")) as second:
+        assert first.container_id != second.container_id
+        first.write_file("calc.py", FIXED_CALC.encode())
+        _sh(first, "echo mine > only_in_first.txt && rm NOTES.md")
+        assert second.read_file("calc.py").decode().count("a - b") == 1
+        assert _sh(second, "ls").split() == ["NOTES.md", "calc.py"]
+        assert sorted(_sh(first, "git status --porcelain").splitlines()) == [" M calc.py", "?? only_in_first.txt"]
+    # The state was applied at most once for both rollouts (none if an earlier test snapshotted it).
+    assert sum("snapshotting" in line for line in progress) <= 1
+    with backend.start(task, state, _spec("c")) as third:
+        assert sorted(_sh(third, "git status --porcelain").splitlines()) == [" M calc.py", "?? NOTES.md"]
+
+
+def test_second_prepare_reuses_and_changed_dockerfile_rebuilds(
+    cache_dir: Path, task: Task, tmp_path: Path
+) -> None:
+    first_lines: list[str] = []
+    with DockerBackend(cache_dir=cache_dir, progress=first_lines.append) as first:
+        first_image = first.task_image(task)
+    lines: list[str] = []
+    with DockerBackend(cache_dir=cache_dir, progress=lines.append) as second:
+        second.prepare(task)
+        again = second.task_image(task)
+        assert again.image_id == first_image.image_id
+        assert not any(line.startswith("building") for line in lines)
+        # Same task id, changed Dockerfile: a new tag, a new image.
+        changed_dir = tmp_path / task.id
+        shutil.copytree(task.path, changed_dir)
+        dockerfile = changed_dir / "environment" / "Dockerfile"
+        dockerfile.write_text(dockerfile.read_text() + "RUN echo changed > /etc/changed\n")
+        changed = second.task_image(load_task(changed_dir))
+        assert changed.image_id != first_image.image_id and changed.reference != first_image.reference
+        assert any(line.startswith("building") for line in lines)
+        assert changed.head == first_image.head  # same repository, same base commit
+    _docker("image", "rm", changed.reference)
+
+
+PREPARE = '''
+import sys
+from pathlib import Path
+from swe_residual.environment.docker import DockerBackend
+from swe_residual.task import load_task
+with DockerBackend(cache_dir=Path(sys.argv[2]), progress=lambda line: print(line, flush=True)) as backend:
+    print("image", backend.task_image(load_task(Path(sys.argv[1]))).image_id, flush=True)
+'''
+
+
+def test_parallel_processes_build_once(task: Task, cache_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    dockerfile = other / "environment" / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + f"RUN echo {secrets.token_hex(4)} > /etc/variant\n")
+    workers = [
+        subprocess.Popen([sys.executable, "-c", PREPARE, str(other), str(cache_dir)], stdout=subprocess.PIPE,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        for _ in range(2)
+    ]
+    outputs = [worker.communicate(timeout=300)[0] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0]
+    lines = "".join(outputs).splitlines()
+    assert sum(line.startswith("building") for line in lines) == 1
+    images = {line.split()[1] for line in lines if line.startswith("image ")}
+    assert len(images) == 1
+    _docker("image", "rm", images.pop())
+
+
+def test_base_commit_hash_is_checked(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text().replace("[metadata]\n", '[metadata]\nbase_commit_hash = "0000"\n'))
+    with pytest.raises(DatasetError, match="base_commit_hash"):
+        backend.prepare(load_task(other))
+
+
+def test_missing_docker_image_is_an_infra_error(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text().replace("[environment]\n", '[environment]\ndocker_image = "no-such-image:1"\n'))
+    with pytest.raises(InfraError, match="not present locally"):
+        backend.prepare(load_task(other))
+
+
+def test_patch_that_does_not_apply_is_a_dataset_error(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    patch = other / "residual" / "pred-1" / "changes.patch"
+    patch.write_text(RESIDUAL_PATCH.replace(" def add(a, b):\n+", " def add(x, y):\n+"))
+    other_task = load_task(other)
+    with pytest.raises(DatasetError, match="does not apply"):
+        backend.start(other_task, load_state(other_task, patch.parent), _spec())
+
+
+def test_state_validation_hook_runs_once_and_can_reject(cache_dir: Path, task: Task, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    patch = other / "residual" / "pred-1" / "changes.patch"
+    patch.write_text(RESIDUAL_PATCH.replace("predecessor was here", "another predecessor"))
+    other_task = load_task(other)
+    other_state = load_state(other_task, patch.parent)
+    seen: list[dict[str, bytes]] = []
+
+    def reject(backend: DockerBackend, env: DockerEnvironment, task: Task, state: ResidualState) -> None:
+        seen.append(backend.run_verifier(env, task).files)
+        raise DatasetError(state.path / "state.toml", "verdict differs")
+
+    def accept(backend: DockerBackend, env: DockerEnvironment, task: Task, state: ResidualState) -> None:
+        seen.append(backend.run_verifier(env, task).files)
+
+    with DockerBackend(cache_dir=cache_dir, validate_state=reject, progress=lambda _: None) as backend:
+        with pytest.raises(DatasetError, match="verdict differs"):
+            backend.start(other_task, other_state, _spec())
+        tag = backend.state_tag(other_task, other_state)
+    assert _docker("images", "-q", tag) == ""  # rejected: never snapshotted under its tag
+    with DockerBackend(cache_dir=cache_dir, validate_state=accept, progress=lambda _: None) as backend:
+        for item in ("x", "y"):
+            with backend.start(other_task, other_state, _spec(item)) as env:
+                # The validation's verifier run left nothing in the snapshot.
+                assert env.exec("test -e /tests || test -e /logs/verifier").exit_code == 1
+    assert [files["reward.txt"] for files in seen] == [b"0\n", b"0\n"]  # once rejected, once accepted
+    _docker("image", "rm", tag)
+
+
+def test_machine_track_state_is_replayed_and_snapshotted(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text().replace("[metadata]\n", '[metadata]\ntrack = "machine"\n'))
+    state_dir = other / "residual" / "pred-1"
+    (state_dir / "changes.patch").unlink()
+    (state_dir / "state.toml").write_text('predecessor = "pred"\ntrack = "machine"\n')
+    commands = [{"command": "mkdir -p /etc/tool && echo configured > /etc/tool/tool.conf"},
+                {"command": "echo edited >> calc.py", "cwd": "."}]
+    (state_dir / "commands.jsonl").write_text("".join(json.dumps(c) + "\n" for c in commands))
+    machine = load_task(other)
+    machine_state = load_state(machine, state_dir)
+    for item in ("m1", "m2"):
+        with backend.start(machine, machine_state, _spec(item)) as env:
+            assert env.read_file("/etc/tool/tool.conf") == b"configured\n"
+            assert _sh(env, "git status --porcelain").strip() == "M calc.py"
+    _docker("image", "rm", backend.state_tag(machine, machine_state))
+
+
+# -- exec, files, limits -----------------------------------------------------------------------
+def test_exec_timeout_kills_inside_the_container(backend: DockerBackend, task: Task) -> None:
+    with backend.start(task, None, _spec()) as env:
+        started = time.monotonic()
+        result = env.exec("sleep 300 & setsid sleep 301 & echo started; sleep 302", timeout_sec=2)
+        assert result.timed_out and result.exit_code is None
+        assert "started" in result.stdout
+        assert time.monotonic() - started < 15
+        processes = _sh(env, "ps -eo stat,args")
+        assert "sleep 30" not in processes, processes
+        # The environment still works after a timeout.
+        ok = env.exec("echo fine", timeout_sec=10)
+        assert ok.exit_code == 0 and ok.stdout == "fine\n" and not ok.timed_out
+
+
+def test_exec_env_cwd_and_exit_code(backend: DockerBackend, task: Task) -> None:
+    with backend.start(task, None, _spec()) as env:
+        _sh(env, "mkdir -p sub")
+        result = env.exec('echo "$GREETING" && pwd && echo err >&2 && exit 3', env={"GREETING": "hi there"}, cwd="sub")
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "hi there\n/app/sub\n", "err\n")
+        assert env.exec("nonexistent-command").exit_code == 127
+        with pytest.raises(FileNotFoundError):
+            env.exec("true", cwd="no/such/dir")
+
+
+def test_lost_container_is_an_infra_error(backend: DockerBackend, task: Task) -> None:
+    with backend.start(task, None, _spec()) as env:
+        _docker("rm", "-f", env.container_id)
+        with pytest.raises(InfraError, match="lost"):
+            env.exec("true")
+        with pytest.raises(InfraError):
+            env.read_file("calc.py")
+
+
+def test_files_are_binary_safe(backend: DockerBackend, task: Task) -> None:
+    data = bytes(range(256)) * 64
+    with backend.start(task, None, _spec()) as env:
+        env.write_file("deep/dir/blob.bin", data)
+        assert env.read_file("/app/deep/dir/blob.bin") == data
+        env.write_file(f"{env.scratch_dir}/x", b"")
+        assert env.read_file(f"{env.scratch_dir}/x") == b""
+        with pytest.raises(FileNotFoundError):
+            env.read_file("missing.txt")
+
+
+def test_network_none_and_limits(backend: DockerBackend, task: Task) -> None:
+    with backend.start(task, None, _spec("limits")) as env:
+        info = _inspect(env.container_id)
+        host = info["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert _sh(env, "ls /sys/class/net").split() == ["lo"]
+        assert host["NanoCpus"] == 1_000_000_000
+        assert host["Memory"] == 512 * 1024 * 1024 and host["MemorySwap"] == 512 * 1024 * 1024
+        assert host["PidsLimit"] == 4096
+        assert host["Privileged"] is False
+        assert host["CapDrop"] == ["ALL"] and "NET_RAW" not in host["CapAdd"]
+        labels = info["Config"]["Labels"]
+        assert labels[LABEL] == "1" and labels[f"{LABEL}.run"] == "test-run"
+        assert labels[f"{LABEL}.item"] == "limits" and labels[f"{LABEL}.pid"] == str(os.getpid())
+
+
+def test_network_mode_comes_from_task_toml(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text() + '[agent]\nnetwork_mode = "bridge"\n')
+    with backend.start(load_task(other), None, _spec()) as env:
+        assert _inspect(env.container_id)["HostConfig"]["NetworkMode"] == "bridge"
+
+
+# -- the verifier -------------------------------------------------------------------------------
+def test_hidden_tests_arrive_only_with_the_verifier(backend: DockerBackend, task: Task, state: ResidualState) -> None:
+    with backend.start(task, state, _spec()) as env:
+        assert env.exec("ls /tests").exit_code != 0
+        _sh(env, "mkdir -p /tests && echo fake > /tests/test_fake.py")
+        output = backend.run_verifier(env, task)
+        assert _sh(env, "ls /tests").split() == ["pytest.ini", "test.sh", "test_calc.py"]
+        assert output.files["reward.txt"] == b"0\n"
+        assert b"test_add" in output.files["junit.xml"]
+        assert output.exit_code == 0 and not output.timed_out
+        assert "1 failed, 1 passed" in output.output
+
+
+def test_stale_reward_files_gain_nothing(backend: DockerBackend, task: Task, state: ResidualState) -> None:
+    with backend.start(task, state, _spec()) as env:
+        _sh(env, "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt "
+                 "&& echo '{\"reward\": 1}' > /logs/verifier/reward.json && echo x > /logs/verifier/old.log")
+        output = backend.run_verifier(env, task)
+        assert output.files["reward.txt"] == b"0\n"
+        assert "reward.json" not in output.files and "old.log" not in output.files
+
+
+def test_oracle_fix_passes_in_shared_mode(backend: DockerBackend, task: Task, state: ResidualState) -> None:
+    with backend.start(task, state, _spec()) as env:
+        _sh(env, "sed -i 's/a - b/a + b/' calc.py")
+        assert backend.run_verifier(env, task).files["reward.txt"] == b"1\n"
+
+
+def test_verifier_timeout_kills_inside(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 120", "timeout_sec = 2"))
+    (other / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 303\n")
+    slow = load_task(other)
+    with backend.start(slow, None, _spec()) as env:
+        output = backend.run_verifier(env, slow)
+        assert output.timed_out and output.exit_code is None and output.files == {}
+        assert "sleep 303" not in _sh(env, "ps -eo args")
+
+
+def test_separate_mode_verifies_a_fresh_container(backend: DockerBackend, task_root: Path, tmp_path: Path, task: Task) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text().replace('environment_mode = "shared"', 'environment_mode = "separate"'))
+    separate = load_task(other)
+    assert separate.config.verifier_environment_mode == "separate"
+    with backend.start(separate, load_state(separate, other / "residual" / "pred-1"), _spec("sep")) as env:
+        env.write_file("calc.py", FIXED_CALC.encode())
+        # Left running by the agent: in the shared container it would forge the reward.
+        _sh(env, "nohup bash -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
+                 " echo forged > /app/forged.txt; sleep 0.05; done' >/dev/null 2>&1 &")
+        before = set(_containers(f"label={LABEL}.pid={os.getpid()}"))
+        output = backend.run_verifier(env, separate)
+        assert output.files["reward.txt"] == b"1\n"
+        assert "2 passed" in output.output
+        # It ran elsewhere: the agent's container never saw the tests, the verifier's is gone.
+        assert env.exec("test -e /tests").exit_code == 1
+        assert set(_containers(f"label={LABEL}.pid={os.getpid()}")) == before
+        assert _temp_images(f"label={LABEL}.pid={os.getpid()}") == []
+        # The final state is untouched by the verifier and still running.
+        assert env.read_file("calc.py") == FIXED_CALC.encode()
+
+
+def test_separate_mode_with_a_forger_still_yields_the_true_verdict(backend: DockerBackend, tmp_path: Path, task: Task) -> None:
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    toml = other / "task.toml"
+    toml.write_text(toml.read_text().replace('environment_mode = "shared"', 'environment_mode = "separate"'))
+    separate = load_task(other)
+    with backend.start(separate, None, _spec()) as env:
+        _sh(env, "nohup bash -c 'while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
+                 " sleep 0.05; done' >/dev/null 2>&1 &")
+        time.sleep(0.2)
+        assert backend.run_verifier(env, separate).files["reward.txt"] == b"0\n"
+
+
+# -- hygiene ----------------------------------------------------------------------------------
+def test_close_is_idempotent_and_removes_everything(cache_dir: Path, task: Task) -> None:
+    backend = DockerBackend(cache_dir=cache_dir, progress=lambda _: None)
+    env = backend.start(task, None, _spec())
+    backend.start(task, None, _spec("left-open"))  # never closed by its owner
+    assert len(_containers(f"label={LABEL}.backend={backend.token}")) == 2
+    env.close()
+    env.close()
+    backend.close()
+    backend.close()
+    assert _containers(f"label={LABEL}.backend={backend.token}") == []
+    with pytest.raises(InfraError, match="closed"):
+        backend.start(task, None, _spec())
+
+
+def test_sweep_removes_containers_of_dead_owners(backend: DockerBackend, base_image: str) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    created = _docker(
+        "create", "--label", f"{LABEL}=1", "--label", f"{LABEL}.pid={dead.pid}",
+        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=old-run", BASE_IMAGE, "true",
+    ).strip()
+    alive = _docker(
+        "create", "--label", f"{LABEL}=1", "--label", f"{LABEL}.pid={os.getpid()}",
+        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=this-run", BASE_IMAGE, "true",
+    ).strip()
+    try:
+        assert sweep() >= 1
+        remaining = _containers(f"label={LABEL}=1")
+        assert created[:12] not in [c[:12] for c in remaining]
+        assert alive[:12] in [c[:12] for c in remaining]
+        assert backend.sweep(run_id="this-run") == 1
+        assert _containers(f"label={LABEL}.run=this-run") == []
+    finally:
+        subprocess.run(["docker", "rm", "-f", created, alive], capture_output=True)
+
+
+CHILD = '''
+import sys, time
+from pathlib import Path
+from swe_residual.environment.base import StartSpec
+from swe_residual.environment.docker import DockerBackend
+from swe_residual.task import load_task
+backend = DockerBackend(cache_dir=Path(sys.argv[2]), progress=lambda _: None)
+task = load_task(Path(sys.argv[1]))
+envs = [backend.start(task, None, StartSpec("sig-run", f"child-{i}", 1)) for i in range(2)]
+print("ready", flush=True)
+time.sleep(120)
+'''
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_removes_the_containers(task: Task, cache_dir: Path, signum: int) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(task.path), str(cache_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
+        assert len(_containers(f"label={LABEL}.pid={child.pid}")) == 2
+        child.send_signal(signum)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode != 0  # it still died of the interruption
+    assert _containers(f"label={LABEL}.pid={child.pid}") == []
