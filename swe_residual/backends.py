@@ -32,8 +32,9 @@ def make_backend(name: str, run_id: str) -> Backend:
         if not docker_available():
             raise ConfigError("--backend=docker: no Docker engine answers (is the daemon running?)")
         from swe_residual.environment.docker import DockerBackend
+        from swe_residual.validation import check_state_verdict
 
-        return DockerBackend(run_id=run_id)
+        return DockerBackend(run_id=run_id, validate_state=check_state_verdict)
     raise ConfigError(f"unknown backend {name!r}")
 
 

@@ -160,8 +160,9 @@ def make_task(
     (task / "instruction.md").write_text("`clamp(value, low, high)` returns values outside the range. Make it clamp.\n")
     (task / "environment" / "Dockerfile").write_text(
         "ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${BASE_IMAGE}\nCOPY repo/ /app/\nWORKDIR /app\n"
-        'RUN git init -q -b main . && git add -A && git -c user.name=swe-residual -c user.email=swe-residual@localhost '
-        'commit -q -m "Base commit" --date="2026-01-01T00:00:00Z"\n'
+        "RUN git init -q -b main . && git add -A && GIT_AUTHOR_DATE=2026-01-01T00:00:00Z "
+        "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z git -c user.name=swe-residual -c user.email=swe-residual@localhost "
+        'commit -q -m "Base commit"\n'
     )
     tests = task / "tests"
     tests.mkdir()
