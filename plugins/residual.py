@@ -25,9 +25,11 @@ from swe_residual.sharding import assign_tasks, parse_shard
 from swe_residual.items import ItemSpec, build_items
 from swe_residual.records import append_record, infra_error_record, read_records
 from swe_residual.settings import (
-    RunSettings, parse_backend, parse_non_negative_int, parse_positive_float, parse_positive_int, resolve,
+    RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float, parse_positive_int, resolve,
+    resolve_agent_options,
 )
 from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.report_html import write_report
 from swe_residual.summary_files import write_summary_files
 
 RECORD_PROPERTY = "swe_residual_record"
@@ -50,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--timeout-multiplier", default=None, metavar="X", help="multiplies each task's agent timeout")
     group.addoption("--max-steps", default=None, metavar="N", help="step limit per run (same for every start)")
     group.addoption("--cost-limit", default=None, metavar="USD", help="cost limit per run (same for every start)")
+    group.addoption("--model", default=None, metavar="NAME",
+                    help="model for agents that take one (mini-swe-agent: any name its model layer knows)")
+    group.addoption("--agent-option", action="append", default=[], metavar="KEY=VALUE",
+                    help="an agent option (repeatable), e.g. script=FILE, config=swebench.yaml, env=NAME")
     group.addoption("--shard", default=None, metavar="K/N",
                     help="run shard K of N (all items of a task in one shard); merge with `swe-residual report`")
     group.addoption("--resume", default=None, metavar="RUN_DIR",
@@ -66,6 +72,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("residual_timeout_multiplier", "multiplies each task's agent timeout", default="")
     parser.addini("residual_max_steps", "step limit per run", default="")
     parser.addini("residual_cost_limit", "cost limit per run", default="")
+    parser.addini("residual_model", "model for agents that take one", default="")
+    parser.addini("residual_agent_options", "agent options, one KEY=VALUE per line", type="linelist", default=[])
 
 
 def _settings(config: pytest.Config) -> RunSettings:
@@ -85,6 +93,8 @@ def _settings(config: pytest.Config) -> RunSettings:
         timeout_multiplier=value("--timeout-multiplier", "residual_timeout_multiplier", 1.0, parse_positive_float),
         max_steps=value("--max-steps", "residual_max_steps", None, parse_positive_int),
         cost_limit=value("--cost-limit", "residual_cost_limit", None, parse_positive_float),
+        model=value("--model", "residual_model", None, parse_model),
+        agent_options=resolve_agent_options(config.getoption("agent_option"), config.getini("residual_agent_options")),
         shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
         resume=(Path(config.getoption("resume")).resolve() if config.getoption("resume") else None),
         gates=tuple(
@@ -108,7 +118,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[settings_key] = settings
     for agent in settings.agents:
         try:
-            resolve_agent(agent)  # a typo in --agent is a usage error before anything runs
+            # a typo in --agent (or a bad model, config or script) is a usage error before anything runs
+            resolve_agent(agent, dict(settings.agent_options), settings.model)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
     if _is_worker(config):
@@ -219,7 +230,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def record_of(report: pytest.TestReport) -> dict[str, Any] | None:
-    for name, value in report.user_properties:
+    for name, value in getattr(report, "user_properties", ()):  # a CollectReport has none
         if name == RECORD_PROPERTY:
             return value
     return None
@@ -290,8 +301,12 @@ class ResidualReporter:
             return
         loaded = read_records([self.results_path])
         self.problems = loaded.problems
-        self.summary = build_summary(loaded.records)
+        self.summary = build_summary(loaded.records, compare=True)
         write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))
+        try:  # a broken report must cost the run neither its results nor its exit status
+            write_report(self.run_dir, self.summary, loaded.records)
+        except Exception as exc:
+            self.problems.append(f"report.html not written: {type(exc).__name__}: {exc}")
         self.gate_results = evaluate_gates(self.summary, list(settings_of(self.config).gates))
         if any(not result.passed for result in self.gate_results) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -308,4 +323,4 @@ class ResidualReporter:
         for problem in self.problems:
             write(f"warning: {problem}", yellow=True)
         write(f"results: {self.results_path}")
-        write(f"summary: {self.run_dir / 'summary.json'}, {self.run_dir / 'summary.md'}")
+        write(f"summary: {self.run_dir / 'summary.json'}, {self.run_dir / 'summary.md'}, {self.run_dir / 'report.html'}")

@@ -3,6 +3,8 @@
     swe-residual report RESULTS... [--out DIR]   recompute the summary from results files
     swe-residual validate DATASET                check a dataset's tasks and states
     swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
+    swe-residual residualize STAGE ...           build Residual States (generate, filter, review, build)
+    swe-residual stats DATASET                   Table 2 / Appendix A statistics of a dataset
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from swe_residual.errors import DatasetError, SuiteError
 from swe_residual.gates import evaluate_gates, parse_gate
 from swe_residual.records import read_records
 from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.report_html import write_report_from_results
 from swe_residual.summary_files import write_summary_files
 
 
@@ -34,12 +37,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not loaded.records:
         print("error: no run records found in " + ", ".join(map(str, paths)), file=sys.stderr)
         return 2
-    summary = build_summary(loaded.records)
+    summary = build_summary(loaded.records, compare=True)
     out = Path(args.out) if args.out else _default_out(paths)
     write_summary_files(out, summary, render_markdown(summary))
+    # diffs/ beside it; trajectories linked relative to each results file's directory
+    report = write_report_from_results(out, summary, paths)
     for line in render_terminal(summary):
         print(line)
-    print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}")
+    print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
     gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
     gates += [parse_gate("gap_fail_over", v) for v in args.gap_fail_over]
     results = evaluate_gates(summary, gates)
@@ -93,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     base = sub.add_parser("build-base", help="build the Debian base image the sample tasks start FROM")
     base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
     base.set_defaults(func=cmd_build_base)
+    from swe_residual.residualize.cli import add_parsers as add_residualize_parsers
+
+    add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`
     return parser
 
 

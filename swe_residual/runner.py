@@ -9,13 +9,15 @@ the agent's own error) is never retried.
 
 from __future__ import annotations
 
+import os
+import re
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from swe_residual.agents import Agent, AgentSession, Budget, BudgetExhausted
+from swe_residual.agents import Agent, AgentSession, Budget, BudgetExhausted, passed_env_names
 from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED
 from swe_residual.diffparse import changed_files
 from swe_residual.environment.base import Backend, StartSpec
@@ -29,6 +31,34 @@ from swe_residual.trajectory import Trajectory
 from swe_residual.verifier import Verdict, evaluate
 
 SUCCESS, FAILURE = "success", "failure"
+# Host variables whose values never reach a record, a trajectory or a report (model API keys
+# and the like), plus those passed to agents by name (`--agent-option env=NAME`).
+SECRET_NAME = re.compile(r"(^|_)(API_KEY|TOKEN|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD)$", re.IGNORECASE)
+SECRET_OPTION_KEY = re.compile(r"(api_key|token|secret|password)", re.IGNORECASE)
+MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would blank out ordinary text
+REDACTED = "[REDACTED]"
+
+
+def secret_values(extra_names: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """Values of the host's secret-looking variables, longest first (so no prefix leaks)."""
+    found = {value for name, value in os.environ.items()
+             if (SECRET_NAME.search(name) or name in extra_names) and len(value) >= MIN_SECRET_CHARS}
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(value: Any, secrets: list[str]) -> Any:
+    """`value` (a record, a trajectory) with every secret value replaced, recursively."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {key: redact(item, secrets) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(item, secrets) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -39,6 +69,13 @@ class RunOptions:
     timeout_multiplier: float = 1.0
     max_steps: int | None = None
     cost_limit: float | None = None
+    model: str | None = None
+    agent_options: tuple[tuple[str, str], ...] = ()
+
+    def agent_config(self) -> dict[str, Any]:
+        """What configured the agent, for the record; option values that look secret are hidden."""
+        options = {k: (REDACTED if SECRET_OPTION_KEY.search(k) else v) for k, v in self.agent_options}
+        return {"model": self.model, "options": options}
 
     def budget(self, task: Task) -> Budget:
         return Budget(
@@ -60,6 +97,8 @@ class _Attempt:
     error: str | None = None
     durations: dict[str, float] | None = None
     reverified: bool = False
+    cost: float | None = None
+    fidelity: str | None = None  # how a machine-track state was restored (docker backend)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -102,9 +141,12 @@ def _one_attempt(
             environment=environment,
             trajectory=trajectory,
             reference_solution=reference_solution if getattr(agent, "uses_reference_solution", False) else None,
+            solution_dir=task.solution_dir if getattr(agent, "uses_reference_solution", False) else None,
         )
+        fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()
         message = None
+        result = None
         try:
             result = agent.run(session)
             termination = result.termination if result is not None else SUBMITTED
@@ -119,17 +161,21 @@ def _one_attempt(
             termination = AGENT_ERROR
             message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
         trajectory.final_message = message
+        # What the agent spent: charged to the session, or reported on its result.
+        cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
         durations["agent_sec"] = time.monotonic() - agent_started
-        final_patch = capture_patch(environment)
+        # A machine-track start has no repository to diff: its work is the machine itself.
+        final_patch = capture_patch(environment) if task.track == "repo" else None
         verdict, reverified, verify_sec = _verify(backend, environment, task, acceptance)
         durations["verify_sec"] = verify_sec
         durations["total_sec"] = time.monotonic() - started
         if not verdict.valid:
             return _Attempt(number, INFRA_ERROR, termination, verdict, final_patch, trajectory, message,
-                            error=f"verifier: {verdict.error}", durations=durations, reverified=reverified)
+                            error=f"verifier: {verdict.error}", durations=durations, reverified=reverified, cost=cost,
+                            fidelity=fidelity)
         outcome = SUCCESS if verdict.success and termination != AGENT_ERROR else FAILURE
         return _Attempt(number, outcome, termination, verdict, final_patch, trajectory, message,
-                        durations=durations, reverified=reverified)
+                        durations=durations, reverified=reverified, cost=cost, fidelity=fidelity)
     finally:
         environment.close()
 
@@ -149,6 +195,7 @@ def run_item(
     attempts: list[_Attempt] = []
     started = time.monotonic()
     agent_name = "?"
+    agent: Agent | None = None
     for number in range(1, options.infra_retries + 2):
         agent = agent_factory()
         agent_name = agent.name
@@ -164,6 +211,7 @@ def run_item(
         if attempt.outcome != INFRA_ERROR:
             break
     final = attempts[-1]
+    secrets = secret_values(passed_env_names(dict(options.agent_options)))
     inherited_patch = state.read_patch() if state is not None else None
     reference_files = sorted(changed_files(reference_solution)) if reference_solution else None
     record: dict[str, Any] = {
@@ -191,6 +239,9 @@ def run_item(
         "opened_files": None,
         "inspected": None,
         "budget": options.budget(task).as_dict(),
+        "agent_config": {**options.agent_config(), **_describe(agent)},
+        "cost": final.cost,
+        "fidelity": final.fidelity,
         "message": final.message[-2000:] if final.message else None,
         "error": final.error,
         "verifier_notes": list(final.verdict.notes) if final.verdict else [],
@@ -204,6 +255,21 @@ def run_item(
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
             f"{state.id}.json" if state else "clean.json"
         )
+        _redact_trajectory(final.trajectory, secrets)
         final.trajectory.write(options.run_dir / relative)
         record["trajectory"] = relative.as_posix()
-    return record
+    return redact(record, secrets)
+
+
+def _describe(agent: Agent | None) -> dict[str, Any]:
+    """An agent's own account of its configuration (harness, version, model), if it gives one."""
+    describe = getattr(agent, "describe", None)
+    return dict(describe()) if callable(describe) else {}
+
+
+def _redact_trajectory(trajectory: Trajectory, secrets: list[str]) -> None:
+    """Secrets an agent printed (or echoed) never reach the trajectory file."""
+    for step in trajectory.steps:
+        step.output = redact(step.output, secrets)
+        step.command = redact(step.command, secrets)
+    trajectory.final_message = redact(trajectory.final_message, secrets)

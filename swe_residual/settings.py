@@ -29,6 +29,9 @@ class RunSettings:
     shard: tuple[int, int] | None = None
     resume: Path | None = None
     gates: tuple[Gate, ...] = ()
+    model: str | None = None
+    # KEY -> VALUE for the agents (`--agent-option`); per key the command line wins over the ini.
+    agent_options: tuple[tuple[str, str], ...] = ()
 
 
 def resolve(
@@ -77,3 +80,46 @@ def parse_backend(text: str) -> str:
     if text not in BACKENDS:
         raise ValueError(f"one of {', '.join(BACKENDS)}")
     return text
+
+
+def parse_model(text: str) -> str:
+    name = text.strip()
+    if not name or any(c.isspace() for c in name):
+        raise ValueError("a model name, e.g. anthropic/claude-sonnet-4-5 (no spaces)")
+    return name
+
+
+def parse_agent_option(text: str) -> tuple[str, str]:
+    """One `KEY=VALUE`; KEY must be an option some agent understands (a typo is an error)."""
+    from swe_residual.agents import AGENT_OPTION_KEYS, is_agent_option_key
+
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError("expected KEY=VALUE")
+    if not is_agent_option_key(key):
+        raise ValueError(f"unknown key {key!r} (known: {', '.join(AGENT_OPTION_KEYS)}, or a mini-swe-agent "
+                         "config key with a dot, e.g. model.model_kwargs.temperature)")
+    return key, value
+
+
+def resolve_agent_options(cli_values: list[str], ini_values: list[str]) -> tuple[tuple[str, str], ...]:
+    """Merge `--agent-option` and the ini's `residual_agent_options`: per key, CLI > ini.
+
+    Within one source a repeated key's last value wins, except `env`, whose names accumulate.
+    """
+    merged: dict[str, str] = {}
+    for values, flag in ((ini_values, "ini"), (cli_values, "cli")):
+        source: dict[str, str] = {}
+        for raw in values:
+            if not raw.strip():
+                continue
+            key, value = resolve(
+                "agent-option", raw if flag == "cli" else None, raw if flag == "ini" else None, ("", ""),
+                parse_agent_option, cli_flag="--agent-option", ini_name="residual_agent_options",
+            )
+            if key == "env" and source.get("env"):
+                value = f"{source['env']},{value}"
+            source[key] = value
+        merged.update(source)
+    return tuple(merged.items())

@@ -34,6 +34,9 @@ class ResidualState:
     prior_steps: int | None
     prior_duration_sec: float | None
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    # Machine track, `[machine] live_processes`: the state includes running processes, which a
+    # filesystem snapshot cannot hold (None: not declared; the docker backend detects it).
+    live_processes: bool | None = None
 
     def read_patch(self) -> str:
         if self.patch_path is None:
@@ -97,6 +100,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
             raise DatasetError(
                 toml_path, f"must map test ids to one of {', '.join(TEST_STATUSES)}", field="validation.tests"
             )
+    live_processes = reader.get("machine.live_processes", bool, None)
     steps = reader.get("prior_attempt.steps", int, None)
     duration = reader.number("prior_attempt.duration_sec", None)
     return ResidualState(
@@ -112,6 +116,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
         prior_steps=steps,
         prior_duration_sec=duration,
         raw=reader.data,
+        live_processes=live_processes,
     )
 
 

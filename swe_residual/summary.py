@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from swe_residual.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.headline import Record, dedupe_records, headline, is_excluded
 
@@ -57,9 +58,12 @@ def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
     return block
 
 
-def build_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False) -> dict[str, Any]:
     """The DESIGN section 5 summary:
     ``{"schema": 1, "agents": {AGENT: {"tracks": {TRACK: {...}}, "overall": {...}}}, "infra"}``.
+
+    With ``compare`` it also holds ``"comparison"`` (rankings, reversals, states no agent
+    solved; see :mod:`swe_residual.comparison`): opt-in so the section 5 layout stays exact.
     """
     recs = dedupe_records(records)
     by_agent: dict[str, list[Record]] = {}
@@ -75,7 +79,10 @@ def build_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "tracks": {t: _block(by_track[t], pooled=False) for t in sorted(by_track)},
             "overall": _block(agent_recs, pooled=True),
         }
-    return {"schema": SCHEMA, "agents": agents, "infra": infra_summary(recs)}
+    summary = {"schema": SCHEMA, "agents": agents, "infra": infra_summary(recs)}
+    if compare:
+        summary["comparison"] = comparison(summary, recs)
+    return summary
 
 
 # --------------------------------------------------------------------------- rendering
@@ -239,6 +246,8 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
                     g = groups.get(pred)
                     cells.append(f"{_pct(g.get('residual'))}/{_pct(g.get('clean'))}" if g else "-")
                 lines.append(f"{_clip(agent, 32):<32} " + " ".join(f"{c:>17}" for c in cells))
+    if summary.get("comparison"):  # the one comparison line that matters most
+        lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
     infra = summary.get("infra", {})
     lines.append(
         f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "

@@ -364,3 +364,27 @@ def test_lcs_10k_by_10k_is_fast() -> None:
     # disjoint lines: 0
     assert lcs_length(a, [f"other {i}" for i in range(10_000)]) == 0
     assert elapsed < 5.0  # typically ~0.03 s
+
+
+def test_kept_counts_failed_continuations_only() -> None:
+    """Appendix D: Kept is over failed, normally submitted continuations; a successful one
+    (even keeping everything) and an agent-error one are left out, but a success still enters
+    Split by Kept."""
+    inherited = patch({"a.py": ["1", "2"]})
+    records = [
+        rec("t", None, S, steps=4, tests={"A": "passed"}, final_patch=patch({"a.py": ["x"]})),
+        rec("t", "ok", S, steps=4, initial_tests={"A": "failed"}, tests={"A": "passed"},
+            inherited_patch=inherited, final_patch=inherited),
+        rec("t", "crashed", F, termination="agent_error", steps=2, initial_tests={"A": "failed"},
+            tests={"A": "failed"}, inherited_patch=inherited, final_patch=inherited),
+    ]  # fmt: skip
+    ab = acceptance_bias(records)
+    assert ab["kept"] is None and ab["same_failing"] is None
+    assert ab["split_by_kept"] == {"median_kept": 100.0, "success_above": None, "success_below": 100.0}
+    # one failed normal continuation keeping half of P: Kept = 50%, the success still ignored
+    records.append(
+        rec("t", "half", F, steps=4, initial_tests={"A": "failed"}, tests={"A": "failed"},
+            inherited_patch=inherited, final_patch=patch({"a.py": ["2"]}))
+    )  # fmt: skip
+    assert acceptance_bias(records)["kept"] == pytest.approx(50.0)
+    assert acceptance_bias(records)["same_failing"] == pytest.approx(100.0)

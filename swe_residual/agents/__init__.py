@@ -3,16 +3,63 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from swe_residual.agents.base import Agent, AgentResult, AgentSession, Budget, BudgetExhausted
 from swe_residual.agents.builtin import CommandAgent, NoopAgent, OracleAgent
+from swe_residual.agents.mini_swe import NAME as MINI_SWE_AGENT, OPTION_KEYS as MINI_SWE_OPTION_KEYS
+from swe_residual.environment.base import ExecResult
 from swe_residual.errors import ConfigError
 
 __all__ = [
     "Agent", "AgentResult", "AgentSession", "Budget", "BudgetExhausted",
     "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
 ]
+
+# `--agent-option` keys: `env` (cmd: agents; host variables passed in by name), the
+# mini-swe-agent adapter's own, and any dotted key (an override of mini-swe-agent's config).
+AGENT_OPTION_KEYS = ("env", *MINI_SWE_OPTION_KEYS)
+
+
+def is_agent_option_key(key: str) -> bool:
+    return key in AGENT_OPTION_KEYS or ("." in key and all(part.strip() for part in key.split(".")))
+
+
+def passed_env_names(options: Mapping[str, str] | None) -> list[str]:
+    """Host variables named by `--agent-option env=NAME[,NAME]` (also redacted from records)."""
+    return [name.strip() for name in (options or {}).get("env", "").split(",") if name.strip()]
+
+
+class _WithHostEnv:
+    """An environment view that adds host variables to each command (for `cmd:` agents)."""
+
+    def __init__(self, environment: Any, env: dict[str, str]) -> None:
+        self._environment, self._env = environment, env
+
+    def exec(self, command: str, *, env: dict[str, str] | None = None, **kwargs: Any) -> ExecResult:
+        return self._environment.exec(command, env={**self._env, **(env or {})}, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._environment, name)
+
+
+class _CommandAgentWithEnv(CommandAgent):
+    """`cmd:` given the host variables listed with `env=`: keys reach it by environment only."""
+
+    def __init__(self, command: str, name: str, env_names: list[str]) -> None:
+        super().__init__(command, name=name)
+        self.env_names = env_names
+
+    def run(self, session: AgentSession) -> AgentResult:
+        passed = {name: os.environ[name] for name in self.env_names if name in os.environ}
+        original = session.environment
+        session.environment = _WithHostEnv(original, passed)  # type: ignore[assignment]
+        try:
+            return super().run(session)
+        finally:
+            session.environment = original
 
 BUILTIN: dict[str, Callable[[], Agent]] = {"noop": NoopAgent, "oracle": OracleAgent}
 
@@ -31,14 +78,29 @@ def _load_class(target: str) -> type:
         raise ConfigError(f"--agent=module:{target}: {module_name!r} has no {class_name!r}") from exc
 
 
-def resolve_agent(spec: str) -> Callable[[], Agent]:
-    """A factory making a fresh agent per attempt from an `--agent` value."""
+def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: str | None = None) -> Callable[[], Agent]:
+    """A factory making a fresh agent per attempt from an `--agent` value.
+
+    `options` (`--agent-option KEY=VALUE`) and `model` (`--model`) go to the agents that use
+    them; the others ignore them, so one command line can evaluate several kinds of agent.
+    """
+    unknown = sorted(key for key in (options or {}) if not is_agent_option_key(key))
+    if unknown:
+        raise ConfigError(f"--agent-option: unknown key(s) {', '.join(unknown)} (known: {', '.join(AGENT_OPTION_KEYS)})")
     if spec in BUILTIN:
         return BUILTIN[spec]
+    if spec == MINI_SWE_AGENT:
+        from swe_residual.agents.mini_swe import MiniSweAgent
+
+        MiniSweAgent(model, options)  # a bad model, config or script is a usage error now, not per item
+        return lambda: MiniSweAgent(model, options)
     if spec.startswith("cmd:"):
         command = spec[len("cmd:"):]
         if not command.strip():
             raise ConfigError("--agent=cmd: needs a command, e.g. --agent='cmd:./my-agent.sh'")
+        env_names = passed_env_names(options)
+        if env_names:
+            return lambda: _CommandAgentWithEnv(command, spec, env_names)
         return lambda: CommandAgent(command, name=spec)
     if spec.startswith("module:"):
         cls = _load_class(spec[len("module:"):])
@@ -51,5 +113,5 @@ def resolve_agent(spec: str) -> Callable[[], Agent]:
             return agent
 
         return make
-    known = ", ".join([*BUILTIN, "cmd:<command>", "module:<module>:<Class>"])
+    known = ", ".join([*BUILTIN, MINI_SWE_AGENT, "cmd:<command>", "module:<module>:<Class>"])
     raise ConfigError(f"--agent={spec}: unknown agent (known: {known})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from swe_residual.environment.base import Environment, ExecResult
@@ -54,6 +55,7 @@ class AgentSession:
     environment: Environment
     trajectory: Trajectory
     reference_solution: str | None = None  # only for agents that declare `uses_reference_solution`
+    solution_dir: Path | None = None  # the task's solution/ (same condition), e.g. for solve.sh
     started: float = field(default_factory=time.monotonic)
     cost: float = 0.0
 
@@ -76,10 +78,12 @@ class AgentSession:
             raise BudgetExhausted(TIME_LIMIT, f"time limit of {self.budget.timeout_sec:.0f}s reached")
         return remaining
 
-    def exec(self, command: str, *, timeout_sec: float | None = None, env: dict[str, str] | None = None) -> ExecResult:
+    def exec(self, command: str, *, timeout_sec: float | None = None, env: dict[str, str] | None = None,
+             cwd: str | None = None) -> ExecResult:
         remaining = self._before_step()
         limit = remaining if timeout_sec is None else min(timeout_sec, remaining)
-        result = self.environment.exec(command, timeout_sec=limit, env=env)
+        # `cwd` only when given, so environment wrappers without it keep working.
+        result = self.environment.exec(command, timeout_sec=limit, env=env, **({"cwd": cwd} if cwd else {}))
         self.trajectory.add(
             "command", command=command, output=result.output, exit_code=result.exit_code,
             duration_sec=round(result.duration_sec, 3),

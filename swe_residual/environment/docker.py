@@ -20,6 +20,16 @@ Hygiene
   start). SIGINT/SIGTERM and interpreter exit remove the current process's containers too.
   Temporary images (`swe-residual-tmp:*`) are removed by tag right after use, so no image is
   ever left dangling.
+
+Machine track and fidelity
+  A machine-track state is rebuilt by replaying its `commands.jsonl` in a fresh container of the
+  task image and committing the result. A commit holds files, installed software and
+  configuration, not running processes, so the backend also records whether the replay left
+  processes running (or the state declares `[machine] live_processes`). Such a state cannot be
+  restored from its snapshot alone: without engine checkpoints (CRIU, see
+  `checkpoint_support()`), every instance is a fresh container of the task image into which the
+  commands are replayed again ("replay"); other machine states start from the snapshot
+  ("snapshot"). `DockerEnvironment.fidelity` says which one an instance got.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import os
 import posixpath
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -76,6 +87,19 @@ CLIENT_GRACE_SEC = 5.0
 # daemonized) can still be found in /proc and killed.
 EXEC_MARK = "SWE_RESIDUAL_EXEC"
 _ENGINE_ERRORS = (b"Error response from daemon", b"Error: No such container", b"OCI runtime exec failed")
+# How a machine-track instance holds its state: a CRIU checkpoint (files + live processes),
+# the commands replayed into the instance (live processes restarted), or the committed
+# snapshot (files only).
+FIDELITY_CRIU, FIDELITY_REPLAY, FIDELITY_SNAPSHOT = "criu", "replay", "snapshot"
+LIVE_LABEL = f"{LABEL}.live-processes"
+# Processes left behind by a replay: everything but the container's own init and idle command
+# and the listing itself (the shell running it and its children).
+_LIST_PROCESSES = (
+    "ps -eo pid=,ppid=,args= 2>/dev/null | "
+    "awk -v me=$$ '$1 != 1 && $1 != me && $2 != me && $3 != \"ps\" "
+    "&& !($3 == \"sleep\" && $4 == \"infinity\" && NF == 4) "
+    "{ $1 = \"\"; $2 = \"\"; sub(/^ +/, \"\"); print }'"
+)
 
 Progress = Callable[[str], None]
 # (backend, environment of the freshly applied state, task, state) -> None; raises to reject.
@@ -310,6 +334,8 @@ class DockerEnvironment:
         self.base_commit = base_commit
         self.spec = spec
         self.closed = False
+        # Machine-track states: "replay" or "snapshot" (see the module docstring); else None.
+        self.fidelity: str | None = None
 
     def _path(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -570,22 +596,58 @@ class DockerBackend:
         spec = StartSpec(run_id=self.run_id, item_id=f"build:{task.id}/{state.id}", attempt=0)
         # A patch needs no network; replayed machine-track commands get the agent's.
         network = "none" if state.track == "repo" else task.config.agent_network_mode
+        live = False
         with self._start_container(prepared.image_id, task, spec, network, prepared.head) as builder:
             if state.track == "repo":
                 apply_patch(builder, state.read_patch(), source=str(state.patch_path), strict=True)
             else:
                 self._replay(builder, state)
-            candidate = self._commit(builder.container_id, labels={
-                "kind": "state", "task": task.id, "state": state.id, "base-commit": prepared.head or "",
-            })
+                live = state.live_processes if state.live_processes is not None else bool(self.live_processes(builder))
+            labels = {"kind": "state", "task": task.id, "state": state.id, "base-commit": prepared.head or ""}
+            if state.track == "machine":
+                labels["live-processes"] = "1" if live else "0"
+            candidate = self._commit(builder.container_id, labels=labels)
         try:
             if self.validate_state is not None:
-                # In a throwaway container: the verifier's files never reach the snapshot.
-                with self._start_container(candidate, task, spec, "none", prepared.head) as trial:
+                # In a throwaway container: the verifier's files never reach the snapshot. A state
+                # with live processes is validated the way its instances start: replayed.
+                if live:
+                    trial = self._replayed_instance(task, state, spec, prepared)
+                else:
+                    trial = self._start_container(candidate, task, spec, "none", prepared.head)
+                with trial:
                     self.validate_state(self, trial, task, state)
             docker(["tag", candidate, tag])
         finally:
             self._remove_temp_image(candidate)
+
+    def live_processes(self, environment: DockerEnvironment) -> list[str]:
+        """Command lines of the processes running in a container besides its own idle ones."""
+        done = self.run_in(environment.container_id, ["sh", "-c", _LIST_PROCESSES])
+        return [line for line in done.stdout.decode(errors="replace").splitlines() if line.strip()]
+
+    def state_fidelity(self, task: Task, state: ResidualState) -> str | None:
+        """How instances of `state` hold it: None (repo track), "snapshot" or "replay"."""
+        if state.track != "machine":
+            return None
+        tag, _ = self.state_image(task, state)
+        found = _inspect("image", tag) or {}
+        labels = (found.get("Config") or {}).get("Labels") or {}
+        # CRIU restore is not implemented (no engine here supports checkpoints): live processes
+        # are always restored by replay.
+        return FIDELITY_REPLAY if labels.get(LIVE_LABEL) == "1" else FIDELITY_SNAPSHOT
+
+    def _replayed_instance(self, task: Task, state: ResidualState, spec: StartSpec,
+                           prepared: PreparedImage) -> DockerEnvironment:
+        """A fresh container of the task image with the state's commands replayed into it."""
+        environment = self._start_container(prepared.image_id, task, spec, task.config.agent_network_mode, prepared.head)
+        try:
+            self._replay(environment, state)
+        except BaseException:
+            environment.close()
+            raise
+        environment.fidelity = FIDELITY_REPLAY
+        return environment
 
     def _replay(self, environment: DockerEnvironment, state: ResidualState) -> None:
         """Machine track: the predecessor's terminal interactions, in order, in a fresh machine."""
@@ -593,7 +655,8 @@ class DockerBackend:
         for number, entry in enumerate(state.read_commands(), start=1):
             timeout = entry.get("timeout_sec", 600)
             result = environment.exec(entry["command"], timeout_sec=float(timeout), cwd=entry.get("cwd"))
-            if result.timed_out:
+            # `timed_out: true` was recorded: the predecessor's command was killed at its deadline too.
+            if result.timed_out and not entry.get("timed_out"):
                 raise DatasetError(state.commands_path, f"command {number} did not finish within {timeout}s while replaying")
 
     # -- starts ----------------------------------------------------------------------------
@@ -603,7 +666,14 @@ class DockerBackend:
             image, head = prepared.image_id, prepared.head
         else:
             image, head = self.state_image(task, state)
-        return self._start_container(image, task, spec, task.config.agent_network_mode, head)
+        fidelity = self.state_fidelity(task, state) if state is not None else None
+        if fidelity == FIDELITY_REPLAY:
+            # Live processes are not in the snapshot: replay into this instance (validated once).
+            assert state is not None
+            return self._replayed_instance(task, state, spec, self.task_image(task))
+        environment = self._start_container(image, task, spec, task.config.agent_network_mode, head)
+        environment.fidelity = fidelity
+        return environment
 
     def _label_args(self, kind: str, item: str, run_id: str = "") -> list[str]:
         labels = {LABEL: "1", f"{LABEL}.kind": kind, f"{LABEL}.run": run_id, f"{LABEL}.item": item,
@@ -821,6 +891,38 @@ class DockerBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def checkpoint_support(timeout_sec: float = 20.0) -> dict[str, Any]:
+    """Whether the engine can checkpoint live containers (`docker checkpoint` needs an
+    experimental daemon and a working `criu`); `supported` and the evidence for the report."""
+    report: dict[str, Any] = {"experimental": None, "criu": None, "criu_check": None}
+    try:
+        version = subprocess.run(["docker", "version", "--format", "{{json .Server.Experimental}}"],
+                                 capture_output=True, text=True, timeout=timeout_sec, check=False)
+        report["experimental"] = version.stdout.strip() == "true"
+    except (OSError, subprocess.TimeoutExpired):
+        report["experimental"] = None
+    criu = shutil.which("criu")
+    report["criu"] = criu
+    if criu:
+        try:
+            checked = subprocess.run([criu, "check"], capture_output=True, text=True, timeout=timeout_sec, check=False)
+            report["criu_check"] = "ok" if checked.returncode == 0 else (checked.stdout + checked.stderr).strip()[-300:]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            report["criu_check"] = str(exc)
+    report["supported"] = bool(report["experimental"]) and report["criu_check"] == "ok"
+    reasons = []
+    if not report["experimental"]:
+        reasons.append("the engine is not in experimental mode")
+    if not criu:
+        reasons.append("criu is not installed")
+    elif report["criu_check"] != "ok":
+        reasons.append(f"`criu check` failed: {report['criu_check']}")
+    report["reason"] = "; ".join(reasons) or "docker checkpoint is available"
+    # Restoring from a checkpoint is not implemented; live processes are restored by replay.
+    report["fidelity"] = FIDELITY_REPLAY
+    return report
 
 
 def _dangling_images() -> list[str]:

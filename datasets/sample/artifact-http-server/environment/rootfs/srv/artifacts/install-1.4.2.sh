@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "installer for toolkit 1.4.2"

@@ -1,0 +1,125 @@
+"""`swe-residual residualize ...` and `swe-residual stats`: argument parsing and printing only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from swe_residual.errors import ConfigError
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from swe_residual.residualize.generate import generate
+    from swe_residual.residualize.predecessors import parse_predecessor
+
+    predecessors = [parse_predecessor(value) for value in args.predecessor]
+    generate(args.dataset, predecessors, args.out, attempts=args.attempts, backend_name=args.backend,
+             timeout_sec=args.timeout_sec, infra_retries=args.infra_retries, tasks=args.task or None)
+    return 0
+
+
+def _filter(args: argparse.Namespace) -> int:
+    from swe_residual.residualize.filter import DEFAULT_ARTIFACT_PATTERNS, filter_runs
+
+    patterns = [] if args.no_default_artifacts else list(DEFAULT_ARTIFACT_PATTERNS)
+    filter_runs(args.workdir, [*patterns, *args.artifact])
+    return 0
+
+
+def _review(args: argparse.Namespace) -> int:
+    from swe_residual.residualize.review import ReviewIncomplete, collect, write_packets
+
+    write_packets(args.workdir, summarizer=args.summarizer)
+    if not (args.collect or args.accept_all_as):
+        print("edit the packets' decision lines, then run `swe-residual residualize review WORKDIR --collect`")
+        return 0
+    try:
+        collect(args.workdir, accept_all_as=args.accept_all_as)
+    except ReviewIncomplete as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from swe_residual.residualize.reconstruct import build
+
+    build(args.workdir, args.out, backend_name=args.backend)
+    return 0
+
+
+def _checkpoints(args: argparse.Namespace) -> int:
+    from swe_residual.environment.docker import checkpoint_support
+
+    report = checkpoint_support()
+    print(json.dumps(report, indent=2))
+    # Restoring from a CRIU checkpoint is not implemented: replay is used even where it would work.
+    print(f"checkpoints: {'supported' if report['supported'] else 'not supported'} ({report['reason']}); "
+          f"live processes are restored by: {report['fidelity']}")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from swe_residual.residualize.stats import dataset_stats, render_stats
+
+    stats = dataset_stats(Path(args.dataset))
+    if args.json:
+        print(json.dumps(stats, indent=2, sort_keys=True))
+    else:
+        for line in render_stats(stats):
+            print(line)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    residualize = sub.add_parser("residualize", help="build Residual States from predecessor runs (Stages I-IV)")
+    stages = residualize.add_subparsers(dest="stage", required=True)
+
+    gen = stages.add_parser("generate", help="Stage I: run predecessors from each Clean Start")
+    gen.add_argument("dataset")
+    gen.add_argument("--predecessor", action="append", required=True, metavar="NAME=AGENT",
+                     help="a predecessor: any --agent value, or script:DIR (DIR/<task-id>.sh or .jsonl)")
+    gen.add_argument("--attempts", type=int, default=1, help="runs per task and predecessor (default 1)")
+    gen.add_argument("--out", required=True, metavar="WORKDIR", help="the work directory")
+    gen.add_argument("--backend", default="auto", choices=("auto", "docker", "local"))
+    gen.add_argument("--timeout-sec", type=float, default=8 * 3600.0,
+                     help="each predecessor run's time budget (default 8 hours, as in the paper)")
+    gen.add_argument("--infra-retries", type=int, default=0,
+                     help="retries after an infrastructure failure (default 0: Stage II excludes such runs)")
+    gen.add_argument("--task", action="append", default=[], help="only this task (repeatable)")
+    gen.set_defaults(func=_generate)
+
+    flt = stages.add_parser("filter", help="Stage II: keep submitted-but-failing, changed, infra-free, unique runs")
+    flt.add_argument("workdir")
+    flt.add_argument("--artifact", action="append", default=[], metavar="GLOB",
+                     help="another incidental-artifact pattern (`dir/` for directories)")
+    flt.add_argument("--no-default-artifacts", action="store_true", help="drop the default artifact patterns")
+    flt.set_defaults(func=_filter)
+
+    rev = stages.add_parser("review", help="Stage III: write review packets; --collect reads the decisions")
+    rev.add_argument("workdir")
+    rev.add_argument("--summarizer", metavar="CMD", help="a command printing a summary of the trajectory JSON on stdin")
+    rev.add_argument("--collect", action="store_true", help="read the decisions back (undecided packets block)")
+    rev.add_argument("--accept-all-as", metavar="NAME",
+                     help="scripted pipelines: accept every undecided packet under NAME (recorded in provenance)")
+    rev.set_defaults(func=_review)
+
+    bld = stages.add_parser("build", help="Stage IV: reconstruct, validate, write the dataset and Table 5")
+    bld.add_argument("workdir")
+    bld.add_argument("--out", required=True, metavar="DATASET", help="the output dataset directory")
+    bld.add_argument("--backend", default=None, choices=("auto", "docker", "local"),
+                     help="default: the backend Stage I used")
+    bld.set_defaults(func=_build)
+
+    chk = stages.add_parser("checkpoints", help="report whether the engine can checkpoint live processes (CRIU)")
+    chk.set_defaults(func=_checkpoints)
+
+    stats = sub.add_parser("stats", help="Table 2 / Appendix A statistics of a dataset")
+    stats.add_argument("dataset")
+    stats.add_argument("--json", action="store_true", help="print the figures as JSON")
+    stats.set_defaults(func=_stats)
+
+
+__all__ = ["add_parsers", "ConfigError"]

@@ -1,0 +1,116 @@
+"""Stage II: automatic filtering.
+
+A run becomes a candidate only when it
+  (c) ended without an infrastructure failure     rule `infra_failure` (no valid verdict, lost
+                                                  environment, engine error: outcome infra_error);
+  (a) was submitted but fails                     rules `not_submitted` (time/step/cost limit, the
+                                                  agent's own error) and `not_failing` (it passed);
+  (b) changed something                           rule `unchanged`: nothing but incidental
+                                                  artifacts (build outputs, caches, logs; glob
+                                                  patterns) differs from the clean state. The
+                                                  artifacts stay in the state: they only do not
+                                                  count as a change;
+  and is not a duplicate                          rule `duplicate`: the same final state (same
+                                                  patch or same commands) as an earlier run of the
+                                                  same task, kept once.
+Rules apply in that order; each exclusion is recorded with its rule in `filter.json`.
+
+On the machine track "changed" means the run sent at least one interaction to the machine
+(commands are replayed as a whole, so there is no file list to filter).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from swe_residual.diffparse import changed_files
+from swe_residual.residualize.workdir import RunRef, Workdir
+from swe_residual.state import load_commands
+
+DEFAULT_ARTIFACT_PATTERNS = ("*.log", "__pycache__/", ".cache/", "*.pyc", "node_modules/", "build/", "dist/")
+RULES = ("infra_failure", "not_submitted", "not_failing", "unchanged", "duplicate")
+
+
+def is_artifact(path: str, patterns: Sequence[str]) -> bool:
+    """Whether a changed file is an incidental artifact.
+
+    `dir/` matches any directory of that name (or glob) on the path; a pattern with a `/`
+    matches the whole path; any other pattern matches the file name.
+    """
+    parts = path.split("/")
+    for pattern in patterns:
+        if pattern.endswith("/"):
+            if any(fnmatch.fnmatchcase(part, pattern[:-1]) for part in parts[:-1]):
+                return True
+        elif "/" in pattern:
+            if fnmatch.fnmatchcase(path, pattern.lstrip("/")):
+                return True
+        elif fnmatch.fnmatchcase(parts[-1], pattern):
+            return True
+    return False
+
+
+def substantive_changes(patch: str, patterns: Sequence[str]) -> list[str]:
+    return sorted(path for path in changed_files(patch) if not is_artifact(path, patterns))
+
+
+def _rule(record: dict[str, Any]) -> tuple[str, str] | None:
+    if record.get("outcome") == "infra_error" or record.get("termination") == "infra_error":
+        return "infra_failure", str(record.get("error") or "infrastructure failure")
+    if not record.get("submitted"):
+        return "not_submitted", f"termination {record.get('termination')}"
+    if record.get("outcome") == "success":
+        return "not_failing", f"the verifier passes (reward {record.get('reward')})"
+    return None
+
+
+def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_ARTIFACT_PATTERNS,
+                progress: Callable[[str], None] = print) -> dict[str, Any]:
+    work = Workdir(workdir)
+    candidates: list[dict[str, Any]] = []
+    excluded: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], str] = {}  # (task, payload digest) -> candidate kept
+    for ref in work.runs():
+        record = work.record(ref)
+        verdict = _rule(record)
+        track = record.get("track", "repo")
+        payload = work.payload(ref)
+        if verdict is None:
+            if track == "repo":
+                changed = substantive_changes(payload.decode("utf-8", errors="surrogateescape"), artifact_patterns)
+                if not changed:
+                    everything = sorted(changed_files(payload.decode("utf-8", errors="surrogateescape")))
+                    verdict = ("unchanged", "only artifacts changed: " + ", ".join(everything) if everything
+                               else "no change at all")
+            else:
+                commands = load_commands(work.run_dir(ref) / "commands.jsonl") if payload else []
+                if not commands:
+                    verdict = ("unchanged", "no interaction with the machine")
+        if verdict is None:
+            key = (ref.task, hashlib.sha256(payload).hexdigest())
+            if key in seen:
+                verdict = ("duplicate", f"same final state as {seen[key]}")
+            else:
+                seen[key] = ref.candidate
+        entry = {**ref.as_dict(), "track": track}
+        if verdict is None:
+            candidates.append(entry)
+        else:
+            excluded.append({**entry, "rule": verdict[0], "detail": verdict[1]})
+    counts = {rule: sum(e["rule"] == rule for e in excluded) for rule in RULES}
+    result = {"artifact_patterns": list(artifact_patterns), "rules": list(RULES),
+              "n_runs": len(candidates) + len(excluded), "candidates": candidates,
+              "excluded": excluded, "counts": counts}
+    work.write_json("filter.json", result)
+    progress(f"Stage II: {len(candidates)} candidate(s) of {result['n_runs']} run(s); excluded "
+             + ", ".join(f"{rule} {n}" for rule, n in counts.items()))
+    return result
+
+
+def candidates(workdir: Path | str) -> list[RunRef]:
+    data = Workdir(workdir).read_json("filter.json", stage="filter")
+    return [RunRef.from_dict(entry) for entry in data["candidates"]]

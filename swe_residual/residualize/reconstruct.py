@@ -1,0 +1,282 @@
+"""Stage IV: state reconstruction and validation; the output dataset and Table 5.
+
+Each candidate retained by review is rebuilt from the clean state, exactly as the suite will
+start it (the backend's own `start`): repo track, the patch applied strictly at the base commit
+without a commit; machine track, the commands replayed in a fresh container and snapshotted
+(with per-instance replay when processes are left running, see the docker backend). Then:
+
+  1. it can be instantiated            else "Patch application or command replay failed"
+                                       (the patch does not apply, a replayed command hangs) or
+                                       "Environment unusable" (the engine cannot start it);
+  2. an agent can act in it            a trivial command through the environment must run and
+                                       answer, else "Environment unusable";
+  3. the verifier gives a valid verdict, and it is still a failure
+                                       else "No valid verifier result, or no longer failing".
+
+Included states are numbered `<predecessor>-<n>` per task in candidate order and written to the
+output dataset as `residual/<state-id>/state.toml` + `changes.patch` / `commands.jsonl`, with
+provenance (predecessor, source run, stage decisions, reviewers) and `[validation]` (the
+per-test statuses measured here). Each task's files are copied beside them. The output is a
+pure function of the work directory, so a rerun writes the same bytes and no duplicates.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swe_residual.backends import make_backend, resolve_backend_name
+from swe_residual.dataset import load_dataset
+from swe_residual.environment.base import StartSpec
+from swe_residual.errors import ConfigError, DatasetError, InfraError
+from swe_residual.residualize import tomlwrite
+from swe_residual.residualize.filter import RULES
+from swe_residual.residualize.review import retained as stage_iii_retained
+from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir, write_bytes
+from swe_residual.state import ResidualState, load_state
+from swe_residual.task import Task
+from swe_residual.verifier import PASSED, Verdict, evaluate
+
+PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, INCLUDED = (
+    "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing", "included")
+TABLE5_ROWS = (
+    (PASSED_REVIEW, "Passed human review"),
+    (REPLAY_FAILED, "Patch application or command replay failed"),
+    (UNUSABLE, "Environment unusable for rollouts"),
+    (NO_VERDICT, "No valid verifier result, or no longer failing"),
+    (INCLUDED, "Included"),
+)
+USABLE_MARK = "swe-residual-usable"
+STATE_SCHEMA = 1
+
+
+@dataclass
+class Outcome:
+    ref: RunRef
+    track: str
+    category: str
+    detail: str = ""
+    verdict: Verdict | None = None
+    fidelity: str | None = None
+    live_processes: bool | None = None
+    state_id: str | None = None
+    review: dict[str, Any] = field(default_factory=dict)
+
+
+def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
+    """The candidate as a state directory the backends can start (WORKDIR/build/...)."""
+    directory = work.root / "build" / ref.task / ref.candidate
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    payload_name = PATCH if task.track == "repo" else COMMANDS
+    write_bytes(directory / payload_name, work.payload(ref))
+    key = "patch" if task.track == "repo" else "commands"
+    (directory / "state.toml").write_text(tomlwrite.dumps(
+        {"schema": STATE_SCHEMA, "track": task.track, "predecessor": ref.predecessor, key: payload_name}))
+    return directory
+
+
+def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunRef) -> Outcome:
+    """Steps 1-3 above on one staged state; never raises for the state's own faults."""
+    outcome = Outcome(ref, task.track, INCLUDED)
+    spec = StartSpec("residualize-build", f"validate:{task.id}/{ref.candidate}", 1)
+    try:
+        environment = backend.start(task, state, spec)
+    except DatasetError as exc:
+        outcome.category, outcome.detail = REPLAY_FAILED, str(exc)
+        return outcome
+    except (InfraError, OSError) as exc:
+        outcome.category, outcome.detail = UNUSABLE, f"could not be instantiated: {exc}"
+        return outcome
+    try:
+        outcome.fidelity = getattr(environment, "fidelity", None)
+        if task.track == "machine":
+            outcome.live_processes = outcome.fidelity in ("replay", "criu")
+        try:
+            probe = environment.exec(f"echo {USABLE_MARK} && pwd", timeout_sec=60)
+        except (InfraError, OSError) as exc:
+            outcome.category, outcome.detail = UNUSABLE, f"cannot run a command: {exc}"
+            return outcome
+        if probe.exit_code != 0 or USABLE_MARK not in probe.stdout:
+            outcome.category = UNUSABLE
+            outcome.detail = f"a trivial command failed (exit {probe.exit_code}): {probe.output.strip()[-300:]}"
+            return outcome
+        try:
+            verdict = evaluate(backend.run_verifier(environment, task), task.acceptance_tests())
+        except InfraError as exc:
+            outcome.category, outcome.detail = NO_VERDICT, f"the verifier could not run: {exc}"
+            return outcome
+        outcome.verdict = verdict
+        if not verdict.valid:
+            outcome.category, outcome.detail = NO_VERDICT, f"no valid verdict: {verdict.error}"
+        elif verdict.success:
+            outcome.category, outcome.detail = NO_VERDICT, "no longer failing: the verifier passes"
+        return outcome
+    finally:
+        environment.close()
+
+
+def _validation_table(verdict: Verdict) -> dict[str, Any]:
+    tests = dict(sorted(verdict.tests.items()))
+    passed = sum(status == PASSED for status in tests.values())
+    table: dict[str, Any] = {"valid": verdict.valid, "reward": float(verdict.reward or 0.0), "n_tests": len(tests),
+                             "n_failed": len(tests) - passed}
+    if tests:
+        table["pass_rate"] = passed / len(tests)
+    table["tests"] = tests
+    return table
+
+
+def state_toml(outcome: Outcome, record: dict[str, Any], filter_entry: dict[str, Any], config: dict[str, Any]) -> str:
+    ref = outcome.ref
+    assert outcome.verdict is not None
+    review = outcome.review
+    data: dict[str, Any] = {
+        "schema": STATE_SCHEMA,
+        "track": outcome.track,
+        "predecessor": ref.predecessor,
+        "source_run": f"residualize:{ref.relative}",
+        ("patch" if outcome.track == "repo" else "commands"): PATCH if outcome.track == "repo" else COMMANDS,
+        "prior_attempt": {
+            "submitted": bool(record.get("submitted")),
+            "termination": record.get("termination"),
+            "steps": record.get("steps"),
+            "duration_sec": round(float((record.get("durations") or {}).get("agent_sec") or 0.0), 2),
+        },
+    }
+    if outcome.track == "machine":
+        data["machine"] = {"live_processes": bool(outcome.live_processes), "fidelity": outcome.fidelity}
+    data["provenance"] = {
+        "pipeline": "swe-residual residualize",
+        "predecessor_agent": config.get("predecessors", {}).get(ref.predecessor),
+        "candidate": ref.candidate,
+        "source_run": ref.relative,
+        "attempt": ref.attempt,
+        "stage_ii": {"decision": "candidate", "rules_passed": list(RULES)},
+        "stage_iii": {
+            "decision": "retained",
+            "reviewers": list(review.get("reviewers", [])),
+            "accept_all": review.get("accept_all") or "",
+            "packet": review.get("packet", ""),
+        },
+        "stage_iv": {"decision": INCLUDED, "fidelity": outcome.fidelity},
+    }
+    data["validation"] = _validation_table(outcome.verdict)
+    return tomlwrite.dumps(data)
+
+
+def _copy_task(task: Task, target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(task.path, target, symlinks=True,
+                    ignore=lambda directory, names: ["residual"] if Path(directory) == task.path else [])
+
+
+def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
+    """Staged states are snapshotted under their candidate name: not kept in the image cache."""
+    tag_of = getattr(backend, "state_tag", None)
+    if tag_of is None:
+        return
+    from swe_residual.environment.docker import docker
+
+    try:
+        docker(["image", "rm", tag_of(task, state)], check=False)
+    except InfraError:
+        pass
+
+
+def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = None, backend: Any = None,
+          progress: Callable[[str], None] = print) -> dict[str, Any]:
+    work = Workdir(workdir)
+    config = work.read_json("generate.json", stage="generate")
+    source = Path(config["dataset"])
+    out = Path(out)
+    if out.resolve() == source.resolve():
+        raise ConfigError(f"--out {out}: the output dataset must not be the source dataset {source}")
+    filter_data = work.read_json("filter.json", stage="filter")
+    filter_entries = {(e["task"], e["candidate"]): e for e in filter_data["candidates"]}
+    retained = stage_iii_retained(workdir)
+    dataset = load_dataset(source)
+    tasks = {entry.task.id: entry.task for entry in dataset.entries}
+    own_backend = backend is None
+    if own_backend:
+        name = resolve_backend_name(backend_name or config.get("backend", "auto"))
+        backend = make_backend(name, run_id="residualize-build")
+        if hasattr(backend, "validate_state"):
+            backend.validate_state = None  # Stage IV validates itself, step by step
+    outcomes: list[Outcome] = []
+    try:
+        for entry in retained:
+            ref = RunRef.from_dict(entry)
+            task = tasks[ref.task]
+            staged = _stage_state(work, ref, task)
+            try:
+                state = load_state(task, staged)
+            except DatasetError as exc:
+                outcome = Outcome(ref, task.track, REPLAY_FAILED, f"the state cannot be loaded: {exc}")
+            else:
+                outcome = validate_candidate(backend, task, state, ref)
+                _drop_snapshot(backend, task, state)
+            outcome.review = entry
+            outcomes.append(outcome)
+            progress(f"Stage IV {ref.task}/{ref.candidate}: {outcome.category}"
+                     + (f" ({outcome.detail[:200]})" if outcome.detail else "")
+                     + (f", fidelity {outcome.fidelity}" if outcome.fidelity else ""))
+    finally:
+        if own_backend:
+            backend.close()
+    numbers: dict[tuple[str, str], int] = {}
+    for outcome in outcomes:
+        if outcome.category == INCLUDED:
+            key = (outcome.ref.task, outcome.ref.predecessor)
+            numbers[key] = numbers.get(key, 0) + 1
+            outcome.state_id = f"{outcome.ref.predecessor}-{numbers[key]}"
+    _write_dataset(work, out, tasks, config, outcomes, filter_entries)
+    table = table5(outcomes)
+    result = {"table5": table, "rows": [label for _, label in TABLE5_ROWS], "out": str(out),
+              "candidates": [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
+                              "fidelity": o.fidelity, "state": o.state_id} for o in outcomes]}
+    work.write_json("table5.json", result)
+    for line in render_table5(table):
+        progress(line)
+    return result
+
+
+def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dict[str, Any],
+                   outcomes: list[Outcome], filter_entries: dict[tuple[str, str], dict[str, Any]]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for task_id in config.get("tasks", []):
+        _copy_task(tasks[task_id], out / task_id)
+    for outcome in outcomes:
+        if outcome.state_id is None:
+            continue
+        ref = outcome.ref
+        directory = out / ref.task / "residual" / outcome.state_id
+        directory.mkdir(parents=True, exist_ok=True)
+        payload_name = PATCH if outcome.track == "repo" else COMMANDS
+        write_bytes(directory / payload_name, work.payload(ref))
+        text = state_toml(outcome, work.record(ref), filter_entries.get((ref.task, ref.candidate), {}), config)
+        write_bytes(directory / "state.toml", text.encode("utf-8"))
+
+
+def table5(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
+    """Counts per track and in total: passed review, each exclusion, included."""
+    tracks = sorted({o.track for o in outcomes}) or ["repo"]
+    table: dict[str, dict[str, int]] = {}
+    for column in [*tracks, "total"]:
+        chosen = [o for o in outcomes if column == "total" or o.track == column]
+        counts = {row: sum(o.category == row for o in chosen) for row, _ in TABLE5_ROWS if row != PASSED_REVIEW}
+        table[column] = {PASSED_REVIEW: len(chosen), **counts}
+    return table
+
+
+def render_table5(table: dict[str, dict[str, int]]) -> list[str]:
+    columns = list(table)
+    width = max(len(label) for _, label in TABLE5_ROWS)
+    lines = ["Table 5: reconstruction and validation of the candidates that passed review",
+             " " * width + "".join(f"  {column:>8}" for column in columns)]
+    for row, label in TABLE5_ROWS:
+        lines.append(f"{label:<{width}}" + "".join(f"  {table[column][row]:>8}" for column in columns))
+    return lines

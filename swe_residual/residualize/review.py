@@ -1,0 +1,252 @@
+"""Stage III: human review, in plain text files.
+
+`write_packets` writes one Markdown packet per Stage II candidate,
+`WORKDIR/review/<task>/<candidate>.md`: the request, the change from the clean state (the
+patch, or the commands replayed on the machine), the Stage I outcome, an optional summary of
+the trajectory (`--summarizer=CMD`: CMD gets the trajectory JSON on stdin and prints a summary),
+the trajectory itself, and a decisions block two reviewers fill in independently:
+
+    reviewer_1: name = alice
+    reviewer_1: task_directed = yes
+    reviewer_1: consistent = yes
+    reviewer_2: name = bob
+    reviewer_2: task_directed = yes
+    reviewer_2: consistent = no
+
+(`?` = undecided). An existing packet is never rewritten, so decisions survive reruns.
+
+`collect` reads them back: a candidate is retained only when both reviewers answer `yes` to both
+criteria (task-directed; request and hidden tests consistent); a criterion on which the two
+differ is listed as a disagreement; any undecided packet blocks Stage IV (ReviewIncomplete names
+each one). `accept_all_as=NAME` fills every undecided answer with `yes` under that name, for
+scripted pipelines; the provenance says so (`accept_all`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from swe_residual.dataset import load_dataset
+from swe_residual.errors import ConfigError
+from swe_residual.residualize.filter import candidates as stage_ii_candidates
+from swe_residual.residualize.workdir import RunRef, Workdir
+
+CRITERIA = ("task_directed", "consistent")
+REVIEWERS = ("reviewer_1", "reviewer_2")
+DECISIONS_HEADING = "## Decisions"
+_DECISION = re.compile(r"^(reviewer_[12])\s*:\s*(name|task_directed|consistent)\s*=[ \t]*(.*?)\s*$")
+MAX_OUTPUT_CHARS = 1500
+SUMMARIZER_TIMEOUT_SEC = 600
+
+
+class ReviewIncomplete(ConfigError):
+    """Some packets are undecided: Stage III cannot be collected yet."""
+
+
+def packet_path(work: Workdir, ref: RunRef) -> Path:
+    return work.root / "review" / ref.task / f"{ref.candidate}.md"
+
+
+def decisions_block(values: dict[str, dict[str, str]] | None = None) -> str:
+    values = values or {}
+    lines = []
+    for reviewer in REVIEWERS:
+        given = values.get(reviewer, {})
+        lines.append(f"{reviewer}: name = {given.get('name', '')}")
+        for criterion in CRITERIA:
+            lines.append(f"{reviewer}: {criterion} = {given.get(criterion, '?')}")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _fence(text: str, info: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{info}\n{text.rstrip()}\n{ticks}\n"
+
+
+def _clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
+
+
+def _summarize(command: str, trajectory_path: Path | None, request: str) -> str:
+    data = trajectory_path.read_text(encoding="utf-8") if trajectory_path and trajectory_path.is_file() else "{}"
+    try:
+        done = subprocess.run(command, shell=True, input=data, capture_output=True, text=True,
+                              timeout=SUMMARIZER_TIMEOUT_SEC, check=False,
+                              env={**__import__("os").environ, "SWE_RESIDUAL_INSTRUCTION": request})
+    except subprocess.TimeoutExpired:
+        return f"(the summarizer did not finish within {SUMMARIZER_TIMEOUT_SEC}s)"
+    if done.returncode != 0:
+        return f"(the summarizer exited with {done.returncode}: {done.stderr.strip()[-500:]})"
+    return done.stdout.strip() or "(the summarizer printed nothing)"
+
+
+def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | None) -> str:
+    record = work.record(ref)
+    run_dir = work.run_dir(ref)
+    trajectory_path = run_dir / record["trajectory"] if record.get("trajectory") else None
+    tests = record.get("tests") or {}
+    passed = sum(status == "passed" for status in tests.values())
+    duration = (record.get("durations") or {}).get("agent_sec")
+    parts = [
+        f"# Review packet: {ref.task} / {ref.candidate}\n",
+        f"Predecessor `{ref.predecessor}` (agent `{record.get('residualize', {}).get('agent_spec', record.get('agent'))}`), "
+        f"attempt {ref.attempt}; run `{ref.relative}`.\n",
+        f"Stage I: termination `{record.get('termination')}`, verifier reward {record.get('reward')}, "
+        f"{passed}/{len(tests)} hidden tests passed, {record.get('steps')} steps"
+        + (f", {duration:.1f}s" if isinstance(duration, (int, float)) else "") + ".\n",
+        f"\n{DECISIONS_HEADING}\n\n"
+        "Each reviewer answers independently, `yes` or `no` in place of `?`. The candidate is retained\n"
+        "only when both reviewers answer `yes` to both questions.\n\n"
+        "- task_directed: is the work a coherent attempt at the request, not unrelated or incidental changes?\n"
+        "- consistent: do the request and the hidden tests ask for the same thing?\n\n",
+        decisions_block(),
+        "\n## Request\n\n", request.rstrip() + "\n",
+    ]
+    if summarizer:
+        parts += ["\n## Summary of the trajectory\n\n", _summarize(summarizer, trajectory_path, request) + "\n"]
+    payload = work.payload(ref).decode("utf-8", errors="replace")
+    if record.get("track") == "machine":
+        commands = [json.loads(line) for line in payload.splitlines() if line.strip()]
+        listing = "\n".join(f"[{i}]{' (cwd ' + c['cwd'] + ')' if c.get('cwd') else ''} $ {c['command']}"
+                            for i, c in enumerate(commands, start=1))
+        parts += ["\n## Changes from the clean state (commands replayed on a fresh machine)\n\n",
+                  _fence(listing or "(none)", "console")]
+    else:
+        parts += ["\n## Changes from the clean state\n\n", _fence(payload or "(no change)", "diff")]
+    parts += ["\n## Hidden tests at the end of the run\n\n",
+              _fence("\n".join(f"{status:8} {test}" for test, status in sorted(tests.items())) or "(none)")]
+    steps = []
+    if trajectory_path and trajectory_path.is_file():
+        steps = json.loads(trajectory_path.read_text(encoding="utf-8")).get("steps", [])
+    lines = []
+    for step in steps:
+        what = step.get("command") or step.get("path") or ""
+        lines.append(f"[{step.get('index', 0) + 1}] {step.get('action')} (exit {step.get('exit_code')}): {what}")
+        if step.get("output"):
+            lines.append(_clip(step["output"]))
+    parts += ["\n## Trajectory\n\n", _fence("\n".join(lines) or "(no steps)")]
+    return "".join(parts)
+
+
+def write_packets(workdir: Path | str, *, summarizer: str | None = None,
+                  progress: Callable[[str], None] = print) -> list[Path]:
+    work = Workdir(workdir)
+    config = work.read_json("generate.json", stage="generate")
+    dataset = load_dataset(config["dataset"])
+    requests = {entry.task.id: entry.task.instruction for entry in dataset.entries}
+    written = []
+    for ref in stage_ii_candidates(workdir):
+        path = packet_path(work, ref)
+        if path.is_file():
+            continue  # never overwrite: it may hold decisions
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_packet(work, ref, requests[ref.task], summarizer), encoding="utf-8")
+        written.append(path)
+    progress(f"Stage III: {len(written)} new review packet(s) under {work.root / 'review'}")
+    return written
+
+
+def read_decisions(text: str) -> dict[str, dict[str, str]]:
+    """The decisions block of a packet: reviewer -> {name, task_directed, consistent}."""
+    values: dict[str, dict[str, str]] = {reviewer: {} for reviewer in REVIEWERS}
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == DECISIONS_HEADING
+            continue
+        if inside and (match := _DECISION.match(line.strip())):
+            values[match[1]][match[2]] = match[3].strip().lower() if match[2] != "name" else match[3].strip()
+    return values
+
+
+def set_decisions(text: str, values: dict[str, dict[str, str]]) -> str:
+    """The packet with its decision lines replaced by `values` (the rest untouched)."""
+    out, inside = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            inside = line.strip() == DECISIONS_HEADING
+        elif inside and (match := _DECISION.match(line.strip())):
+            reviewer, key = match[1], match[2]
+            value = values.get(reviewer, {}).get(key, "" if key == "name" else "?")
+            out.append(f"{reviewer}: {key} = {value}".rstrip() + "\n")
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+def _undecided(values: dict[str, dict[str, str]]) -> list[str]:
+    return [f"{reviewer}.{criterion}" for reviewer in REVIEWERS for criterion in CRITERIA
+            if values[reviewer].get(criterion) not in ("yes", "no")]
+
+
+def collect(workdir: Path | str, *, accept_all_as: str | None = None,
+            progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Read every packet back; write review.json; raise ReviewIncomplete when any is undecided."""
+    work = Workdir(workdir)
+    if accept_all_as is not None and not accept_all_as.strip():
+        raise ConfigError("--accept-all-as needs a name (who stands behind the decisions)")
+    retained, rejected, disagreements, undecided = [], [], [], []
+    for ref in stage_ii_candidates(workdir):
+        path = packet_path(work, ref)
+        if not path.is_file():
+            undecided.append({**ref.as_dict(), "packet": str(path), "missing": ["the packet itself"]})
+            continue
+        text = path.read_text(encoding="utf-8")
+        values = read_decisions(text)
+        accept_all = False
+        if accept_all_as is not None and _undecided(values):
+            accept_all = True
+            for reviewer in REVIEWERS:
+                for criterion in CRITERIA:
+                    if values[reviewer].get(criterion) not in ("yes", "no"):
+                        values[reviewer][criterion] = "yes"
+                values[reviewer]["name"] = values[reviewer].get("name") or f"{accept_all_as} (accept-all)"
+            path.write_text(set_decisions(text, values), encoding="utf-8")
+        accept_all = accept_all or all("(accept-all)" in values[r].get("name", "") for r in REVIEWERS)
+        missing = _undecided(values)
+        entry = {**ref.as_dict(), "packet": path.relative_to(work.root).as_posix(),
+                 "reviewers": [values[r].get("name") or r for r in REVIEWERS],
+                 "decisions": {r: {c: values[r].get(c) for c in CRITERIA} for r in REVIEWERS},
+                 "accept_all": accept_all_as if accept_all else None}
+        if missing:
+            undecided.append({**entry, "missing": missing})
+            continue
+        for criterion in CRITERIA:
+            if values["reviewer_1"][criterion] != values["reviewer_2"][criterion]:
+                disagreements.append({**ref.as_dict(), "criterion": criterion,
+                                      "reviewer_1": values["reviewer_1"][criterion],
+                                      "reviewer_2": values["reviewer_2"][criterion]})
+        if all(values[r][c] == "yes" for r in REVIEWERS for c in CRITERIA):
+            retained.append(entry)
+        else:
+            failed = sorted({c for r in REVIEWERS for c in CRITERIA if values[r][c] != "yes"})
+            rejected.append({**entry, "failed": failed})
+    result = {"complete": not undecided, "retained": retained, "rejected": rejected,
+              "disagreements": disagreements, "undecided": undecided}
+    work.write_json("review.json", result)
+    for item in disagreements:
+        progress(f"disagreement: {item['task']}/{item['candidate']} on {item['criterion']} "
+                 f"(reviewer_1 {item['reviewer_1']}, reviewer_2 {item['reviewer_2']})")
+    if undecided:
+        listing = "\n".join(f"  {u.get('packet')}: undecided {', '.join(u['missing'])}" for u in undecided)
+        raise ReviewIncomplete(f"{len(undecided)} review packet(s) are not decided yet; answer `yes` or `no` "
+                               f"for both reviewers on both criteria, then collect again:\n{listing}")
+    progress(f"Stage III: {len(retained)} retained, {len(rejected)} rejected, "
+             f"{len(disagreements)} disagreement(s)")
+    return result
+
+
+def retained(workdir: Path | str) -> list[dict[str, Any]]:
+    data = Workdir(workdir).read_json("review.json", stage="review --collect")
+    if not data.get("complete"):
+        raise ReviewIncomplete(f"{Path(workdir) / 'review.json'}: the review is not complete; run `review --collect`")
+    entries: list[dict[str, Any]] = data["retained"]
+    return entries
+
+

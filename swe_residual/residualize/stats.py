@@ -1,0 +1,141 @@
+"""Dataset statistics: the Table 2 / Appendix A figures of any dataset (DESIGN §6).
+
+Computed from the states alone (state.toml and the state's patch or commands), per track:
+states per predecessor; tasks with 1, 2, 3 (and more) states; median (and quartiles of) the
+prior attempt's steps and time; the acceptance-test pass rate of the states (mean, median, as
+0-100 floats); states with 1-3 tests still failing; and, on the repo track, the median files
+changed, added and deleted text lines and patch size; on the machine track, the median number
+of interactions. A figure whose data is missing is None.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from swe_residual.dataset import Dataset, load_dataset
+from swe_residual.diffparse import parse_diff
+from swe_residual.state import ResidualState
+
+
+def _median(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(statistics.fmean(values)) if values else None
+
+
+def _quartiles(values: list[float]) -> list[float] | None:
+    if len(values) < 2:
+        return [float(values[0])] * 2 if values else None
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return [float(q1), float(q3)]
+
+
+def _pass_rate(state: ResidualState) -> float | None:
+    tests = state.initial_tests
+    if not tests:
+        return None
+    return 100.0 * sum(status == "passed" for status in tests.values()) / len(tests)
+
+
+def _failing(state: ResidualState) -> int | None:
+    tests = state.initial_tests
+    return None if tests is None else sum(status != "passed" for status in tests.values())
+
+
+def track_stats(states: list[ResidualState], track: str) -> dict[str, Any]:
+    per_task = Counter(state.task_id for state in states)
+    steps = [float(s.prior_steps) for s in states if s.prior_steps is not None]
+    seconds = [float(s.prior_duration_sec) for s in states if s.prior_duration_sec is not None]
+    rates = [rate for s in states if (rate := _pass_rate(s)) is not None]
+    failing = [n for s in states if (n := _failing(s)) is not None]
+    by_count = Counter(per_task.values())
+    figures: dict[str, Any] = {
+        "n_tasks": len(per_task),
+        "n_states": len(states),
+        "states_per_predecessor": dict(sorted(Counter(s.predecessor for s in states).items())),
+        "tasks_by_states": {"1": by_count.get(1, 0), "2": by_count.get(2, 0), "3": by_count.get(3, 0),
+                            "more": sum(n for k, n in by_count.items() if k > 3)},
+        "prior_steps_median": _median(steps),
+        "prior_steps_iqr": _quartiles(steps),
+        "prior_time_median_sec": _median(seconds),
+        "prior_time_median_min": None if not seconds else _median(seconds) / 60.0,  # type: ignore[operator]
+        "pass_rate_mean": _mean(rates),
+        "pass_rate_median": _median(rates),
+        "states_with_tests": len(failing),
+        "states_failing_1_to_3": sum(1 <= n <= 3 for n in failing),
+        "states_failing_1_to_3_pct": (100.0 * sum(1 <= n <= 3 for n in failing) / len(failing)) if failing else None,
+        "states_by_failing_tests": {"1": failing.count(1), "2": failing.count(2), "3": failing.count(3),
+                                    "more": sum(n > 3 for n in failing), "0": failing.count(0)},
+        "states_passing_some_test": sum(1 for s in states if s.initial_tests and any(
+            status == "passed" for status in s.initial_tests.values())),
+    }
+    if track == "repo":
+        files, added, deleted, sizes = [], [], [], []
+        for state in states:
+            text = state.read_patch()
+            diffs = parse_diff(text)
+            files.append(float(len(diffs)))
+            added.append(float(sum(len(d.added) for d in diffs)))
+            deleted.append(float(sum(len(d.removed) for d in diffs)))
+            sizes.append(float(state.patch_path.stat().st_size) / 1024.0 if state.patch_path else 0.0)
+        figures.update({"files_changed_median": _median(files), "added_lines_median": _median(added),
+                        "deleted_lines_median": _median(deleted), "patch_kib_median": _median(sizes)})
+    else:
+        figures["interactions_median"] = _median([float(len(s.read_commands())) for s in states])
+    return figures
+
+
+def dataset_stats(dataset: Dataset | Path | str) -> dict[str, Any]:
+    if not isinstance(dataset, Dataset):
+        dataset = load_dataset(dataset)
+    states = [state for entry in dataset.entries for state in entry.states]
+    tracks = sorted({s.track for s in states})
+    return {
+        "n_tasks_total": len(dataset.entries),
+        "tracks": {track: track_stats([s for s in states if s.track == track], track) for track in tracks},
+        "overall": {
+            "n_tasks": len({s.task_id for s in states}),
+            "n_states": len(states),
+            "states_per_predecessor": dict(sorted(Counter(s.predecessor for s in states).items())),
+        },
+    }
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}{unit}"
+    return f"{value}{unit}"
+
+
+def render_stats(stats: dict[str, Any]) -> list[str]:
+    lines = [f"{stats['overall']['n_states']} state(s) from {stats['overall']['n_tasks']} task(s) "
+             f"({stats['n_tasks_total']} task(s) in the dataset)"]
+    for track, f in stats["tracks"].items():
+        per_pred = ", ".join(f"{name} {n}" for name, n in f["states_per_predecessor"].items())
+        by = f["tasks_by_states"]
+        iqr = f["prior_steps_iqr"]
+        lines += [
+            f"[{track}] {f['n_states']} state(s), {f['n_tasks']} task(s)",
+            f"  states per predecessor: {per_pred}",
+            f"  tasks with 1 / 2 / 3 states: {by['1']} / {by['2']} / {by['3']}" + (f" (more: {by['more']})" if by["more"] else ""),
+            f"  prior attempt: median {_fmt(f['prior_steps_median'])} steps"
+            + (f" (IQR {iqr[0]:.0f}-{iqr[1]:.0f})" if iqr else "")
+            + f", median time {_fmt(f['prior_time_median_sec'], ' s')}",
+            f"  test pass rate of the states: mean {_fmt(f['pass_rate_mean'], '%')}, median {_fmt(f['pass_rate_median'], '%')}",
+            f"  states with 1-3 tests still failing: {f['states_failing_1_to_3']} of {f['states_with_tests']}"
+            + (f" ({f['states_failing_1_to_3_pct']:.1f}%)" if f["states_failing_1_to_3_pct"] is not None else ""),
+        ]
+        if track == "repo":
+            lines.append(f"  median files changed {_fmt(f['files_changed_median'])}, added lines "
+                         f"{_fmt(f['added_lines_median'])}, deleted lines {_fmt(f['deleted_lines_median'])}, "
+                         f"patch size {f['patch_kib_median']:.1f} KiB" if f["patch_kib_median"] is not None else "")
+        else:
+            lines.append(f"  median interactions {_fmt(f['interactions_median'])}")
+    return lines

@@ -1,0 +1,114 @@
+"""The machine track on the real engine: the sample's machine tasks, their pipeline-made states,
+per-instance replay of live processes, and `oracle` 100 / `noop` 0 through the suite itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+from swe_residual.dataset import load_dataset
+from swe_residual.environment.docker import DockerBackend, checkpoint_support
+
+SAMPLE = REPO_ROOT / "datasets" / "sample"
+PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(not DockerBackend.available(), reason="no Docker engine answers"),
+]
+
+
+def machine_entries() -> list:
+    return [e for e in load_dataset(SAMPLE).entries if e.task.track == "machine"]
+
+
+def _leftovers(run_id: str) -> list[str]:
+    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=swe-residual.run={run_id}"],
+                            capture_output=True, text=True, check=True)
+    return listed.stdout.split()
+
+
+def test_sample_has_the_three_kinds_of_machine_task() -> None:
+    entries = {e.task.id: e for e in machine_entries()}
+    assert {"wordstat-install", "backup-retention-config", "artifact-http-server"} <= set(entries)
+    for entry in entries.values():
+        assert entry.task.missing_files() == [] and entry.task.config.repo_dir is None
+        assert (entry.task.solution_dir / "solve.sh").is_file() and entry.task.solution_patch is None
+        assert entry.states, entry.task.id
+        for state in entry.states:
+            assert state.raw["source_run"].startswith("residualize:")  # made by the pipeline
+            assert state.raw["validation"]["valid"] and state.raw["validation"]["reward"] == 0.0
+    service = entries["artifact-http-server"].states[0]
+    assert service.live_processes is True and service.raw["machine"]["fidelity"] == "replay"
+
+
+def test_checkpoint_support_is_reported() -> None:
+    report = checkpoint_support()
+    assert set(report) >= {"experimental", "criu", "criu_check", "supported", "reason", "fidelity"}
+    assert report["fidelity"] == "replay"  # CRIU restore is not implemented: replay restores processes
+    if not report["supported"]:
+        assert report["reason"]
+
+
+def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
+    """generate -> filter -> review -> build on docker gives the shipped commands and statuses."""
+    env = {**os.environ, "SWE_RESIDUAL_CACHE": os.environ.get("SWE_RESIDUAL_CACHE", str(Path.home() / ".cache/swe-residual"))}
+    work, out = tmp_path / "work", tmp_path / "out"
+    tasks = [arg for e in machine_entries() for arg in ("--task", e.task.id)]
+    steps = [
+        ["generate", str(SAMPLE), *[f"--predecessor={n}=script:{PREDECESSORS / n}" for n in ("drafter", "patcher", "skimmer")],
+         "--out", str(work), "--backend", "docker", *tasks],
+        ["filter", str(work)],
+        ["review", str(work), "--accept-all-as", "machine-test"],
+        ["build", str(work), "--out", str(out)],
+    ]
+    for step in steps:
+        done = subprocess.run([sys.executable, "-m", "swe_residual.cli", "residualize", *step], cwd=REPO_ROOT,
+                              capture_output=True, text=True, env=env, timeout=900)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Included" in done.stdout
+    rebuilt = load_dataset(out)
+    for entry in machine_entries():
+        again = rebuilt.entry(entry.task.id)
+        assert [s.id for s in again.states] == [s.id for s in entry.states]
+        for old, new in zip(entry.states, again.states):
+            assert new.commands_path.read_bytes() == old.commands_path.read_bytes()
+            assert new.initial_tests == old.initial_tests
+            assert new.raw["machine"] == old.raw["machine"]
+    # every run record carries the (null) fidelity of its clean start; the build cleaned up after itself
+    record = json.loads((work / "runs" / "artifact-http-server" / "drafter" / "1" / "record.json").read_text())
+    assert "fidelity" in record and record["residualize"]["payload"] == "commands.jsonl"
+    assert _leftovers("residualize-build") == [] and _leftovers("residualize-generate") == []
+
+
+def test_oracle_and_noop_on_the_machine_track(tmp_path: Path) -> None:
+    run_id = "machine-track"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--agent=oracle", "--agent=noop", "-m", "machine", "--backend=docker",
+         f"--results-dir={tmp_path}", f"--run-id={run_id}", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((tmp_path / run_id / "summary.json").read_text())
+    machine = {agent: block["tracks"]["machine"] for agent, block in summary["agents"].items()}
+    assert (machine["oracle"]["residual"], machine["oracle"]["clean"]) == (100.0, 100.0)
+    assert (machine["noop"]["residual"], machine["noop"]["clean"]) == (0.0, 0.0)
+    assert machine["oracle"]["n_states"] == 3 and summary["infra"]["unresolved"] == 0
+    records = [json.loads(line) for line in (tmp_path / run_id / "results.jsonl").read_text().splitlines()]
+    states = {(e.task.id, s.id): s for e in machine_entries() for s in e.states}
+    for record in records:
+        if record["state"] is None:
+            assert record["fidelity"] is None
+            continue
+        state = states[(record["task"], record["state"])]
+        assert record["fidelity"] == state.raw["machine"]["fidelity"]
+        if record["agent"] == "noop":
+            # The service answered in every instance: replay restored the live process.
+            assert record["tests"] == state.initial_tests, record["task"]
+    assert _leftovers(run_id) == []
