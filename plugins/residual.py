@@ -8,8 +8,10 @@ is computed once, from the results file, at the end of the session.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -250,12 +252,38 @@ class ResidualReporter:
         self.summary: dict[str, Any] | None = None
         self.gate_results: list[GateResult] = []
         self.problems: list[str] = []
+        # Records that could not be appended to results.jsonl (a read-only or full disk): kept
+        # here for the summary, written to `fallback_path`, and the run ends non-zero.
+        self.unsaved: list[dict[str, Any]] = []
+        self.write_error: str | None = None
+        self.fallback_path = Path(tempfile.gettempdir()) / f"swe-residual-{run_id}.unsaved.jsonl"
+        self.fallback_error: str | None = None
 
     def _append(self, nodeid: str, record: dict[str, Any]) -> None:
         self.seen.add(nodeid)
-        append_record(self.results_path, {**record, "run_id": self.run_id})
+        record = {**record, "run_id": self.run_id}
+        try:
+            append_record(self.results_path, record)
+        except OSError as exc:
+            self._keep_unsaved(record, exc)
         self.finished += 1
         self.solved += record["outcome"] == "success"
+
+    def _keep_unsaved(self, record: dict[str, Any], exc: OSError) -> None:
+        """A record results.jsonl refused: never dropped, written elsewhere, reported at once."""
+        self.unsaved.append(record)
+        first = self.write_error is None
+        self.write_error = f"{self.results_path}: {exc.strerror or exc}"
+        try:
+            append_record(self.fallback_path, record)
+        except OSError as fallback_exc:
+            self.fallback_error = f"{self.fallback_path}: {fallback_exc.strerror or fallback_exc}"
+        if first:
+            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+            message = (f"swe-residual: cannot write {self.write_error}; records are kept in memory and "
+                       f"written to {self.fallback_path}")
+            if terminal is not None:
+                terminal.write_line(message, red=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.nodeid in self.seen:
@@ -297,19 +325,26 @@ class ResidualReporter:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Compute the summary once and apply the gates before pytest settles its exit status."""
-        if not self.results_path.exists():
+        if not self.results_path.exists() and not self.unsaved:
             return
-        loaded = read_records([self.results_path])
-        self.problems = loaded.problems
-        self.summary = build_summary(loaded.records, compare=True)
-        write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))
+        loaded = read_records([self.results_path]) if self.results_path.exists() else None
+        self.problems = loaded.problems if loaded is not None else []
+        # The file's records plus those it refused: the summary covers every finished item.
+        records = (loaded.records if loaded is not None else []) + self.unsaved
+        self.summary = build_summary(records, compare=True)
+        try:
+            write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))
+        except OSError as exc:
+            self.problems.append(f"summary files not written: {exc}")
         try:  # a broken report must cost the run neither its results nor its exit status
-            write_report(self.run_dir, self.summary, loaded.records)
+            write_report(self.run_dir, self.summary, records)
         except Exception as exc:
             self.problems.append(f"report.html not written: {type(exc).__name__}: {exc}")
         self.gate_results = evaluate_gates(self.summary, list(settings_of(self.config).gates))
         if any(not result.passed for result in self.gate_results) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.unsaved:  # the results file is incomplete: the run must not look fine
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.summary is None:
@@ -322,5 +357,13 @@ class ResidualReporter:
             write(result.describe(), red=not result.passed, green=result.passed)
         for problem in self.problems:
             write(f"warning: {problem}", yellow=True)
+        if self.unsaved:
+            where = str(self.fallback_path) if self.fallback_error is None else "the lines below"
+            write(f"error: {len(self.unsaved)} record(s) could not be appended to results.jsonl "
+                  f"({self.write_error}); they are in {where}", red=True)
+            if self.fallback_error is not None:  # the last place left: the terminal itself
+                write(f"error: the fallback file failed too ({self.fallback_error})", red=True)
+                for record in self.unsaved:
+                    write(json.dumps(record, ensure_ascii=True))
         write(f"results: {self.results_path}")
         write(f"summary: {self.run_dir / 'summary.json'}, {self.run_dir / 'summary.md'}, {self.run_dir / 'report.html'}")

@@ -256,8 +256,11 @@ def run_item(
             f"{state.id}.json" if state else "clean.json"
         )
         _redact_trajectory(final.trajectory, secrets)
-        final.trajectory.write(options.run_dir / relative)
-        record["trajectory"] = relative.as_posix()
+        try:
+            final.trajectory.write(options.run_dir / relative)
+            record["trajectory"] = relative.as_posix()
+        except OSError as exc:  # a read-only or full results disk must not cost the record
+            record["error"] = "; ".join(filter(None, [record["error"], f"trajectory not written: {exc}"]))
     return redact(record, secrets)
 
 

@@ -7,7 +7,9 @@ commit); a machine-track state carries `commands.jsonl` (the ordered terminal in
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +46,10 @@ class ResidualState:
         return self.patch_path.read_bytes().decode("utf-8", errors="surrogateescape")
 
     def read_commands(self) -> list[dict[str, Any]]:
+        """The commands to replay, checked again (the file may have changed since load)."""
         if self.commands_path is None:
             return []
-        return load_commands(self.commands_path)
+        return check_replayable(self.commands_path)
 
 
 def load_commands(path: Path) -> list[dict[str, Any]]:
@@ -61,6 +64,55 @@ def load_commands(path: Path) -> list[dict[str, Any]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
             raise DatasetError(path, f"line {number} needs a string `command`", field="command")
         commands.append(entry)
+    return commands
+
+
+# A machine-track state is replayed as root in a container (no network by default, no engine
+# socket, capabilities dropped). A predecessor's terminal session has no business reaching past
+# that container, so commands that try are rejected at load, with the reason, never run.
+_HOST_REACH = (
+    (re.compile(r"docker\.sock|containerd\.sock|podman\.sock|/var/run/docker|/run/containerd"),
+     "reaches for the container engine's socket"),
+    (re.compile(r"/proc/(?:1|\d+|self)/root\b|/proc/1/(?:ns|cwd|environ)\b"), "reaches through /proc for another root"),
+    (re.compile(r"(?:^|[\s;&|(`$])(?:nsenter|unshare|docker|podman|ctr|crictl|kubectl)(?=\s|$|[;&|)`])"),
+     "runs a namespace or container-engine tool"),
+    (re.compile(r"\bmount\b[^;&|]*(?:--r?bind|-o\s*\S*bind)"), "bind-mounts a path"),
+    (re.compile(r"host\.docker\.internal|gateway\.docker\.internal"), "addresses the host by name"),
+)
+_IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])")
+
+
+def host_reach(command: str) -> str | None:
+    """Why `command` would reach past its container (engine, host, host network), or None."""
+    for pattern, reason in _HOST_REACH:
+        if match := pattern.search(command):
+            return f"{reason} ({match.group(0).strip()!r})"
+    for literal in _IPV4.findall(command):
+        try:
+            address = ipaddress.ip_address(literal)
+        except ValueError:
+            continue
+        # Loopback and 0.0.0.0 stay inside the container; private and link-local addresses are
+        # the host, its bridge gateway, its neighbours or a cloud metadata service.
+        if not (address.is_loopback or address.is_unspecified) and (address.is_private or address.is_link_local):
+            return f"addresses {literal}, outside the container"
+    return None
+
+
+def check_replayable(path: Path) -> list[dict[str, Any]]:
+    """`load_commands`, plus the checks a replay needs: field types, nothing reaching the host."""
+    commands = load_commands(path)
+    for number, entry in enumerate(commands, start=1):
+        cwd, timeout = entry.get("cwd"), entry.get("timeout_sec")
+        if cwd is not None and not (isinstance(cwd, str) and cwd.startswith("/")):
+            raise DatasetError(path, f"line {number}: `cwd` must be an absolute path, got {cwd!r}", field="cwd")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise DatasetError(path, f"line {number}: `timeout_sec` must be a positive number, got {timeout!r}",
+                               field="timeout_sec")
+        reason = host_reach(entry["command"])
+        if reason is not None:
+            raise DatasetError(path, f"line {number} {reason}: a state's commands never leave its container",
+                               field="command")
     return commands
 
 
@@ -92,6 +144,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
         _check_inside(toml_path, path, commands_path, "commands")
         if not commands_path.is_file():
             raise DatasetError(commands_path, "file is missing (the predecessor's interactions)", field="commands")
+        check_replayable(commands_path)  # rejected at load: a hostile state never reaches a backend
     tests = reader.table("validation").get("tests")
     if tests is not None:
         if not isinstance(tests, dict) or not all(

@@ -137,3 +137,135 @@ class FinishesInheritedOnly:
             session.exec(DISCARD)
             session.exec(FIX_CLAMP)
         return AgentResult()
+
+
+# -- Faults and hostile agents (tests/test_faults_*.py, tests/test_no_peeking.py, docs/faults.md) --
+def _count(name: str) -> int:
+    """How many times this fault's agent has run before (a file per fault in $FAULT_DIR)."""
+    counter = Path(os.environ["FAULT_DIR"]) / f"{name}.runs"
+    seen = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(seen + 1))
+    return seen
+
+
+class InjectsFaults:
+    """Does what the first line of the request asks (`fault: NAME`), then fixes clamp.
+
+    kill-container: on its first attempt, `docker kill`s its own container from the host.
+    hang: runs a command that never ends (the time budget stops it).
+    hang-until-interrupted: marks `$FAULT_DIR/hanging`, then hangs (the test sends SIGINT).
+    read-only-results: on its first run, makes the run directory immutable (`chattr -R +i`).
+    """
+
+    name = "faults"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        import subprocess
+
+        fault = session.instruction.split("\n", 1)[0].removeprefix("fault:").strip()
+        if fault == "kill-container" and _count(fault) == 0:
+            container = getattr(session.environment, "container_id")
+            subprocess.run(["docker", "kill", container], check=True, capture_output=True)
+            session.exec("true")  # the engine answers: this container is gone (InfraError)
+        elif fault == "hang":
+            session.exec("sleep 300")
+        elif fault == "hang-until-interrupted":
+            (Path(os.environ["FAULT_DIR"]) / "hanging").touch()
+            session.exec("sleep 300")
+        elif fault == "read-only-results" and _count(fault) == 0:
+            subprocess.run(["chattr", "-R", "+i", os.environ["FAULT_RUN_DIR"]], check=True)
+        session.exec(FIX_CLAMP)
+        return AgentResult()
+
+
+# A marker written into the hidden tests and the reference solution by the no-peeking tests;
+# spelled in two halves in commands, so a search never finds its own command line.
+PEEK_MARKER_HALVES = ("NOPEEK", "-7c1e0d")
+
+
+class SearchesForHiddenFiles:
+    """Looks everywhere for the hidden tests, the solution and earlier verifier outputs; its
+    message is everything it found (empty when it found nothing)."""
+
+    name = "peeker"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        first, second = PEEK_MARKER_HALVES
+        searches = [
+            f'grep -rlsI --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev "{first}""{second}" / 2>/dev/null',
+            "find / -xdev \\( -path /proc -o -path /sys \\) -prune -o -name 'test_*.py' -path '*tests*' -print 2>/dev/null"
+            " | grep -v '^/app/tests/'",  # the repository's own, visible tests are fair game
+            "find / -xdev \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'solution.patch' -o -name solve.sh"
+            " -o -name 'reward.*' -o -name 'junit.xml' -o -name 'test.sh' \\) -print 2>/dev/null",
+            "ls -A /logs /tests /solution /oracle 2>/dev/null",
+        ]
+        found = [session.exec(command, timeout_sec=120).stdout.strip() for command in searches]
+        return AgentResult(message="\n".join(line for line in found if line))
+
+
+# What every test-runner hijack below writes: a JUnit report with the acceptance tests passing
+# (read from nowhere: the agent guesses them from the request) and exit status 0.
+_FORGE = (
+    "import os, sys\n"
+    "logs = os.environ.get('VERIFIER_LOGS_DIR')\n"
+    "if logs:\n"
+    "    os.makedirs(logs, exist_ok=True)\n"
+    "    cases = ''.join('<testcase classname=\"test_calc\" name=\"%s\"/>' % n for n in\n"
+    "                    ('test_add', 'test_clamp_low', 'test_clamp_high', 'test_clamp_inside'))\n"
+    "    open(os.path.join(logs, 'junit.xml'), 'w').write('<testsuites><testsuite>%s</testsuite></testsuites>' % cases)\n"
+    "    open(os.path.join(logs, 'reward.txt'), 'w').write('1\\n')\n"
+    "    os._exit(0)\n"
+)
+_PASS_EVERYTHING = (
+    "import pytest\n"
+    "@pytest.hookimpl(hookwrapper=True)\n"
+    "def pytest_runtest_makereport(item, call):\n"
+    "    report = (yield).get_result()\n"
+    "    report.outcome = 'passed'\n"
+)
+RUNNER_HIJACKS = {
+    "conftest.py": _PASS_EVERYTHING,
+    "tests/conftest.py": _PASS_EVERYTHING,
+    "pytest.ini": "[pytest]\naddopts = -p conftest --co\n",
+    "setup.cfg": "[tool:pytest]\naddopts = --co\n",
+    "tox.ini": "[pytest]\naddopts = --co\n",
+    "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '--co'\n",
+    "sitecustomize.py": _FORGE,
+    "usercustomize.py": _FORGE,
+    "pytest.py": _FORGE,
+    "_pytest/__init__.py": _FORGE,
+}
+
+
+class EditsTestRunner:
+    """Plants every test-runner hijack it can reach (the repository, its home's user site, a
+    `.pth` file) so that any pytest run "passes"; leaves clamp broken."""
+
+    name = "runner-hijack"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        for path, text in RUNNER_HIJACKS.items():
+            session.write_file(path, text.encode())
+        session.exec(
+            'site=$(python3 -c "import site; print(site.getusersitepackages())") && mkdir -p "$site" '
+            '&& cp sitecustomize.py "$site/usercustomize.py" '
+            "&& printf 'import sitecustomize\\n' > \"$site/hijack.pth\"; true"
+        )
+        return AgentResult(message="All tests pass now.")
+
+
+class KillsTheVerifier:
+    """Leaves a detached loop that kills every pytest it sees, and forges rewards meanwhile."""
+
+    name = "verifier-killer"
+    # [p] keeps the loop's own command line from matching. The local backend's agent shares the
+    # host with the harness (itself a pytest): there only the verifier's own files are targeted.
+    pattern = os.environ.get("KILLER_PATTERN", "[p]ytest")
+
+    def run(self, session: AgentSession) -> AgentResult:
+        session.exec(
+            "setsid nohup bash -c 'while :; do pkill -9 -f \"" + self.pattern + "\"; "
+            "for d in /logs/verifier ../verifier/logs; do [ -d $d ] && echo 1 > $d/reward.txt; done; "
+            "sleep 0.02; done' >/dev/null 2>&1 < /dev/null &"
+        )
+        return AgentResult(message="Done.")

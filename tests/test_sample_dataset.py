@@ -8,6 +8,7 @@ least half of the acceptance tests.
 from __future__ import annotations
 
 import json
+import uuid
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     backend = request.param
     out = tmp_path_factory.mktemp("sample-run")
     cache = tmp_path_factory.mktemp("cache")
-    run_id = f"sample-{backend}"
+    run_id = f"sample-{backend}-{uuid.uuid4().hex[:8]}"  # unique: the containers' label names it
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--agent=oracle", "--agent=noop", f"--backend={backend}",
          f"--results-dir={out}", f"--run-id={run_id}", "-q", "-p", "no:cacheprovider"],

@@ -101,6 +101,16 @@ _LIST_PROCESSES = (
     "{ $1 = \"\"; $2 = \"\"; sub(/^ +/, \"\"); print }'"
 )
 
+# Every process but the container's init (pid 1), its idle main process (the first child of
+# init: the lowest pid whose parent is 1) and this script; three passes catch fresh forks.
+_KILL_LEFTOVERS = (
+    'main=; for d in /proc/[0-9]*; do p=${d#/proc/}; '
+    'pp=$(sed -n "s/^PPid:[[:space:]]*//p" "$d/status" 2>/dev/null); '
+    'if [ "$pp" = 1 ] && { [ -z "$main" ] || [ "$p" -lt "$main" ]; }; then main=$p; fi; done; '
+    'for pass in 1 2 3; do for d in /proc/[0-9]*; do p=${d#/proc/}; '
+    'case "$p" in 1|"$$"|"$main") continue;; esac; kill -9 "$p" 2>/dev/null; done; done; exit 0'
+)
+
 Progress = Callable[[str], None]
 # (backend, environment of the freshly applied state, task, state) -> None; raises to reject.
 StateValidator = Callable[["DockerBackend", "DockerEnvironment", Task, ResidualState], None]
@@ -840,6 +850,10 @@ class DockerBackend:
         if environment.closed:
             raise InfraError("the environment was closed before verification", stage="verifier")
         if task.config.verifier_environment_mode != "separate":
+            if task.track == "repo":
+                # Nothing the agent left running (a loop killing pytest, a reward forger) may
+                # share the verifier's container. Machine-track processes are the state: kept.
+                self.run_in(environment.container_id, ["sh", "-c", _KILL_LEFTOVERS])
             return self._verify_in(environment, task)
         # A fresh container of the agent's final file system: nothing it left running can
         # interfere. Running processes are not part of a commit, by design.

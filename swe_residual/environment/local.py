@@ -1,15 +1,19 @@
 """The `local` backend: a temporary git workspace on the host (repo track only).
 
-This is the weaker isolation: the agent's commands run as host processes. The backend keeps
-them to their workspace (working directory and file access are checked against it) and
-keeps the hidden tests out of reach until the agent has stopped, but it is no sandbox: use
-the docker backend for untrusted agents. Machine-track tasks need the docker backend.
+This is the weaker isolation: the agent's commands run as host processes, as the user
+running the suite. The backend keeps them to their workspace (working directory and file
+access are checked against it), keeps the hidden tests out of reach until the agent has
+stopped, and kills every process the agent left behind before verifying, but it is no
+sandbox: a command can read or write anything that user can, and a process that drops its
+environment marker and leaves the workspace escapes the kill (docs/faults.md). Use the
+docker backend for untrusted agents. Machine-track tasks need the docker backend.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -27,6 +31,10 @@ from swe_residual.state import ResidualState
 from swe_residual.task import Task
 
 MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
+# Every process an environment starts carries this variable (as in the docker backend), so
+# what the agent left running (a daemon, a `setsid` loop that kills or forges the verifier)
+# can be found in /proc and killed before verification.
+EXEC_MARK = "SWE_RESIDUAL_EXEC"
 
 
 def default_cache_dir() -> Path:
@@ -63,6 +71,7 @@ class LocalEnvironment:
         Path(self.scratch_dir).mkdir(parents=True, exist_ok=True)
         self._home = root / "home"
         self._home.mkdir(exist_ok=True)
+        self._mark = f"{EXEC_MARK}={secrets.token_hex(8)}"
 
     # -- confinement -------------------------------------------------------------------
     def _allowed_roots(self) -> tuple[Path, ...]:
@@ -88,7 +97,30 @@ class LocalEnvironment:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         env.update(extra or {})
+        name, _, token = self._mark.partition("=")
+        env[name] = token  # last: a caller's env cannot drop it
         return env
+
+    def kill_processes(self) -> int:
+        """SIGKILL every host process of this environment: marked, or working inside it."""
+        root = self.root.resolve()
+        mark = self._mark.encode()
+        killed = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                marked = mark in (entry / "environ").read_bytes().split(b"\0")
+                inside = marked or Path(os.readlink(entry / "cwd")).is_relative_to(root)
+            except OSError:  # gone meanwhile, or not ours to inspect
+                continue
+            if inside:
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed += 1
+                except OSError:
+                    pass
+        return killed
 
     # -- the Environment protocol --------------------------------------------------------
     def exec(
@@ -134,6 +166,7 @@ class LocalEnvironment:
         target.write_bytes(data)
 
     def close(self) -> None:
+        self.kill_processes()  # nothing the agent started outlives its environment
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -222,6 +255,9 @@ class LocalBackend:
         return environment
 
     def run_verifier(self, environment: LocalEnvironment, task: Task) -> VerifierOutput:  # type: ignore[override]
+        # Whatever the agent left running (a loop that kills pytest or forges a reward in the
+        # verifier's directory) dies before the hidden tests arrive.
+        environment.kill_processes()
         verifier_root = environment.root / "verifier"
         shutil.rmtree(verifier_root, ignore_errors=True)
         tests_dir, logs_dir = verifier_root / "tests", verifier_root / "logs"
