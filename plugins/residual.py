@@ -9,7 +9,6 @@ is computed once, from the results file, at the end of the session.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import tempfile
 import time

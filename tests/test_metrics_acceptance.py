@@ -6,9 +6,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pytest
+from recordfactory import make_record
 
 from swe_residual.metrics.acceptance import (
     acceptance_bias,
@@ -22,44 +24,7 @@ from swe_residual.metrics.lines import lcs_length
 S, F, X = "success", "failure", "infra_error"
 
 
-def rec(
-    task: str,
-    state: str | None = None,
-    outcome: str = "success",
-    *,
-    agent: str = "A",
-    pred: str = "P",
-    track: str = "repo",
-    **extra: Any,
-) -> dict[str, Any]:
-    """A run record with defaults; ``state=None`` makes a Clean Start record."""
-    record: dict[str, Any] = {
-        "schema": 1,
-        "run_id": "r",
-        "agent": agent,
-        "task": task,
-        "track": track,
-        "start": "clean" if state is None else "residual",
-        "state": state,
-        "predecessor": None if state is None else pred,
-        "outcome": outcome,
-        "reward": None,
-        "submitted": True,
-        "termination": "infra_error" if outcome == X else "submitted",
-        "tests": None,
-        "initial_tests": None,
-        "steps": None,
-        "final_patch": None,
-        "inherited_patch": None,
-        "reference_files": None,
-        "opened_files": None,
-        "inspected": None,
-        "trajectory": None,
-        "attempts": [{"attempt": 1, "outcome": outcome, "error": None}],
-        "durations": {},
-    }
-    record.update(extra)
-    return record
+rec = partial(make_record, steps=None)
 
 
 def patch(files: dict[str, Sequence[str]], removed: dict[str, Sequence[str]] | None = None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from recordfactory import make_record
 
 from swe_residual.metrics.headline import (
     by_predecessor,
@@ -14,45 +15,7 @@ from swe_residual.metrics.headline import (
     task_table,
 )
 
-
-def rec(
-    task: str,
-    state: str | None = None,
-    outcome: str = "success",
-    *,
-    agent: str = "A",
-    pred: str | None = None,
-    track: str = "repo",
-    **extra: Any,
-) -> dict[str, Any]:
-    """A run record with defaults; ``state=None`` makes a Clean Start record."""
-    record: dict[str, Any] = {
-        "schema": 1,
-        "run_id": "r",
-        "agent": agent,
-        "task": task,
-        "track": track,
-        "start": "clean" if state is None else "residual",
-        "state": state,
-        "predecessor": None if state is None else (pred or "P"),
-        "outcome": outcome,
-        "reward": {"success": 1.0, "failure": 0.0}.get(outcome),
-        "submitted": True,
-        "termination": "infra_error" if outcome == "infra_error" else "submitted",
-        "tests": None,
-        "initial_tests": None,
-        "steps": 10,
-        "final_patch": None,
-        "inherited_patch": None,
-        "reference_files": None,
-        "opened_files": None,
-        "inspected": None,
-        "trajectory": None,
-        "attempts": [{"attempt": 1, "outcome": outcome, "error": None}],
-        "durations": {},
-    }
-    record.update(extra)
-    return record
+rec = make_record
 
 
 S, F, X = "success", "failure", "infra_error"

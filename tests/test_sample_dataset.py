@@ -8,10 +8,10 @@ least half of the acceptance tests.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
@@ -30,7 +30,7 @@ def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--agent=oracle", "--agent=noop", f"--backend={backend}",
          f"--results-dir={out}", f"--run-id={run_id}", "-q", "-p", "no:cacheprovider"],
-        cwd=REPO_ROOT, capture_output=True, text=True, env={**__import__("os").environ, "SWE_RESIDUAL_CACHE": str(cache)},
+        cwd=REPO_ROOT, capture_output=True, text=True, env={**os.environ, "SWE_RESIDUAL_CACHE": str(cache)},
         timeout=1500,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
+from recordfactory import make_record
 
 from swe_residual.summary import build_summary, render_markdown, render_terminal
 
@@ -35,51 +37,7 @@ ACCEPTANCE_KEYS = {
 }
 
 
-def rec(
-    task: str,
-    state: str | None = None,
-    outcome: str = "success",
-    *,
-    agent: str = "alpha",
-    pred: str = "P",
-    track: str = "repo",
-    attempts: int = 1,
-    error: str | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """A run record with defaults; ``state=None`` makes a Clean Start record."""
-    tries = [
-        {"attempt": n, "outcome": X if n < attempts else outcome, "error": "lost container"}
-        for n in range(1, attempts)
-    ]
-    tries.append({"attempt": attempts, "outcome": outcome, "error": error})
-    record: dict[str, Any] = {
-        "schema": 1,
-        "run_id": "run-1",
-        "agent": agent,
-        "task": task,
-        "track": track,
-        "start": "clean" if state is None else "residual",
-        "state": state,
-        "predecessor": None if state is None else pred,
-        "outcome": outcome,
-        "reward": None,
-        "submitted": outcome != X,
-        "termination": "infra_error" if outcome == X else "submitted",
-        "tests": None,
-        "initial_tests": None,
-        "steps": 10,
-        "final_patch": None,
-        "inherited_patch": None,
-        "reference_files": None,
-        "opened_files": None,
-        "inspected": None,
-        "trajectory": None,
-        "attempts": tries,
-        "durations": {"agent": 1.0},
-    }
-    record.update(extra)
-    return record
+rec = partial(make_record, agent="alpha")
 
 
 def records() -> list[dict[str, Any]]:

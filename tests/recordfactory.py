@@ -1,0 +1,54 @@
+"""Run records with defaults, for metric and summary goldens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+INFRA = "infra_error"
+
+
+def make_record(
+    task: str,
+    state: str | None = None,
+    outcome: str = "success",
+    *,
+    agent: str = "A",
+    pred: str = "P",
+    track: str = "repo",
+    attempts: int = 1,
+    error: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A record of the DESIGN §5 shape; ``state=None`` makes a Clean Start record.
+
+    ``attempts`` > 1 adds earlier attempts that ended in an infrastructure error.
+    """
+    tries = [{"attempt": n, "outcome": INFRA, "error": "lost container"} for n in range(1, attempts)]
+    tries.append({"attempt": attempts, "outcome": outcome, "error": error})
+    record: dict[str, Any] = {
+        "schema": 1,
+        "run_id": "r",
+        "agent": agent,
+        "task": task,
+        "track": track,
+        "start": "clean" if state is None else "residual",
+        "state": state,
+        "predecessor": None if state is None else pred,
+        "outcome": outcome,
+        "reward": {"success": 1.0, "failure": 0.0}.get(outcome),
+        "submitted": outcome != INFRA,
+        "termination": INFRA if outcome == INFRA else "submitted",
+        "tests": None,
+        "initial_tests": None,
+        "steps": 10,
+        "final_patch": None,
+        "inherited_patch": None,
+        "reference_files": None,
+        "opened_files": None,
+        "inspected": None,
+        "trajectory": None,
+        "attempts": tries,
+        "durations": {},
+    }
+    record.update(extra)
+    return record
