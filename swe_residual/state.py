@@ -104,8 +104,8 @@ def check_replayable(path: Path) -> list[dict[str, Any]]:
     commands = load_commands(path)
     for number, entry in enumerate(commands, start=1):
         cwd, timeout = entry.get("cwd"), entry.get("timeout_sec")
-        if cwd is not None and not (isinstance(cwd, str) and cwd.startswith("/")):
-            raise DatasetError(path, f"line {number}: `cwd` must be an absolute path, got {cwd!r}", field="cwd")
+        if cwd is not None and not isinstance(cwd, str):  # relative: to the workdir, in the container
+            raise DatasetError(path, f"line {number}: `cwd` must be a string, got {cwd!r}", field="cwd")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise DatasetError(path, f"line {number}: `timeout_sec` must be a positive number, got {timeout!r}",
                                field="timeout_sec")

@@ -164,7 +164,7 @@ class InjectsFaults:
 
         fault = session.instruction.split("\n", 1)[0].removeprefix("fault:").strip()
         if fault == "kill-container" and _count(fault) == 0:
-            container = getattr(session.environment, "container_id")
+            container = session.environment.container_id  # type: ignore[attr-defined]  # docker only
             subprocess.run(["docker", "kill", container], check=True, capture_output=True)
             session.exec("true")  # the engine answers: this container is gone (InfraError)
         elif fault == "hang":
@@ -193,10 +193,10 @@ class SearchesForHiddenFiles:
         first, second = PEEK_MARKER_HALVES
         searches = [
             f'grep -rlsI --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev "{first}""{second}" / 2>/dev/null',
-            "find / -xdev \\( -path /proc -o -path /sys \\) -prune -o -name 'test_*.py' -path '*tests*' -print 2>/dev/null"
-            " | grep -v '^/app/tests/'",  # the repository's own, visible tests are fair game
-            "find / -xdev \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'solution.patch' -o -name solve.sh"
-            " -o -name 'reward.*' -o -name 'junit.xml' -o -name 'test.sh' \\) -print 2>/dev/null",
+            ("find / -xdev \\( -path /proc -o -path /sys \\) -prune -o -name 'test_*.py' -path '*tests*' -print 2>/dev/null"
+             " | grep -v '^/app/tests/'"),  # the repository's own, visible tests are fair game
+            ("find / -xdev \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'solution.patch' -o -name solve.sh"
+             " -o -name 'reward.*' -o -name 'junit.xml' -o -name 'test.sh' \\) -print 2>/dev/null"),
             "ls -A /logs /tests /solution /oracle 2>/dev/null",
         ]
         found = [session.exec(command, timeout_sec=120).stdout.strip() for command in searches]
@@ -255,7 +255,7 @@ class EditsTestRunner:
 
 
 class KillsTheVerifier:
-    """Leaves a detached loop that kills every pytest it sees, and forges rewards meanwhile."""
+    """Leaves a detached loop that kills every pytest it sees (the verifier's above all)."""
 
     name = "verifier-killer"
     # [p] keeps the loop's own command line from matching. The local backend's agent shares the
@@ -265,7 +265,6 @@ class KillsTheVerifier:
     def run(self, session: AgentSession) -> AgentResult:
         session.exec(
             "setsid nohup bash -c 'while :; do pkill -9 -f \"" + self.pattern + "\"; "
-            "for d in /logs/verifier ../verifier/logs; do [ -d $d ] && echo 1 > $d/reward.txt; done; "
             "sleep 0.02; done' >/dev/null 2>&1 < /dev/null &"
         )
         return AgentResult(message="Done.")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import secrets
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,8 +95,9 @@ def test_hijacking_the_test_runner_gains_nothing(peek) -> None:
 
 
 def test_a_process_left_to_kill_the_verifier_gains_nothing(peek) -> None:
-    # A detached loop of `pkill -9 -f pytest` and reward forgery, left in the container the
-    # verifier shares: it is killed before the hidden tests arrive, so one attempt, a true verdict.
+    # A detached loop of `pkill -9 -f pytest`, left in the container the verifier shares: it is
+    # killed before the hidden tests arrive, so one attempt and a true verdict (without that:
+    # the verifier dies on every attempt, an unresolved infra error).
     record = _run(peek, "module:scripted_agents:KillsTheVerifier")
     assert (record["outcome"], record["reward"], len(record["attempts"])) == ("failure", 0.0, 1), record["attempts"]
     assert record["tests"]["test_calc.test_clamp_low"] == "failed"
