@@ -154,10 +154,17 @@ class _Reader:
         return value
 
     def number(self, dotted: str, default: float | None) -> float | None:
+        """A number that must be greater than 0 when given (timeouts, CPUs)."""
         value = self.get(dotted, (int, float), default)
-        if value is not None and value < 0:
-            raise DatasetError(self.path, f"must not be negative, got {value!r}", field=dotted)
+        if value is not None and not value > 0:
+            raise DatasetError(self.path, f"must be greater than 0, got {value!r}", field=dotted)
         return None if value is None else float(value)
+
+    def positive_int(self, dotted: str) -> int | None:
+        value = self.get(dotted, int, None)
+        if value is not None and value <= 0:
+            raise DatasetError(self.path, f"must be greater than 0, got {value!r}", field=dotted)
+        return value
 
     def string_map(self, dotted: str) -> dict[str, str]:
         table = self.table(dotted)
@@ -195,6 +202,13 @@ def _network_mode(reader: _Reader, dotted: str) -> str:
     return NETWORK_MODE_ALIASES[value]
 
 
+def _absolute(reader: _Reader, dotted: str, default: str) -> str:
+    value = reader.get(dotted, str, default)
+    if not value.startswith("/"):
+        raise DatasetError(reader.path, f"must be an absolute path, got {value!r}", field=dotted)
+    return value
+
+
 def parse_task_config(path: Path) -> TaskConfig:
     data = read_toml(path)
     reader = _Reader(path, data)
@@ -223,8 +237,8 @@ def parse_task_config(path: Path) -> TaskConfig:
     for name, values in (("artifacts", artifacts), ("task.keywords", keywords)):
         if not all(isinstance(v, str) for v in values):
             raise DatasetError(path, "must be a list of strings", field=name)
-    memory = reader.get("environment.memory_mb", int, None)
-    storage = reader.get("environment.storage_mb", int, None)
+    memory = reader.positive_int("environment.memory_mb")
+    storage = reader.positive_int("environment.storage_mb")
     gpus = reader.get("environment.gpus", int, 0)
     return TaskConfig(
         schema_version=str(reader.get("schema_version", str, "1.0")),
@@ -234,11 +248,11 @@ def parse_task_config(path: Path) -> TaskConfig:
         metadata=metadata,
         artifacts=tuple(artifacts),
         track=track,
-        workdir=reader.get("metadata.workdir", str, "/app"),
+        workdir=_absolute(reader, "metadata.workdir", "/app"),
         repo_dir=reader.get("metadata.repo_dir", str, None),
         base_commit=reader.get("metadata.base_commit_hash", str, None),
         docker_image=reader.get("environment.docker_image", str, None),
-        build_timeout_sec=reader.number("environment.build_timeout_sec", 1800.0) or 1800.0,
+        build_timeout_sec=reader.number("environment.build_timeout_sec", 1800.0) or 1800.0,  # never None
         cpus=reader.number("environment.cpus", None),
         memory_mb=memory,
         storage_mb=storage,

@@ -76,6 +76,10 @@ def test_sample_dataset_loads_cleanly() -> None:
         ("[agent]\nnetwork_mode = 'wifi'\n", "agent.network_mode", "unknown network mode"),
         ("[[verifier.collect]]\ntimeout_sec = 3\n", "verifier.collect[0]", "command"),
         ("agent = 3\n", "agent", "must be a table"),
+        ("[environment]\ncpus = 0\n", "environment.cpus", "greater than 0"),
+        ("[environment]\nmemory_mb = -512\n", "environment.memory_mb", "greater than 0"),
+        ("[agent]\ntimeout_sec = 0\n", "agent.timeout_sec", "greater than 0"),
+        ("[metadata]\nworkdir = 'app'\n", "metadata.workdir", "absolute path"),
     ],
 )
 def test_bad_task_toml_names_file_and_field(tmp_path: Path, toml: str, field: str, message: str) -> None:
