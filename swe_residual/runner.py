@@ -9,15 +9,19 @@ the agent's own error) is never retried.
 
 from __future__ import annotations
 
-import os
-import re
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from swe_residual.agents import Agent, AgentSession, Budget, BudgetExhausted, passed_env_names
+from swe_residual.agents import (
+    Agent,
+    AgentSession,
+    Budget,
+    BudgetExhausted,
+    passed_env_names,
+)
 from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED
 from swe_residual.diffparse import changed_files
 from swe_residual.environment.base import Backend, StartSpec
@@ -25,40 +29,13 @@ from swe_residual.errors import DatasetError, InfraError
 from swe_residual.metrics.trajectory import inspected, opened_files
 from swe_residual.patches import capture_patch
 from swe_residual.records import RECORD_SCHEMA, agent_slug, item_id
+from swe_residual.redaction import REDACTED, SECRET_OPTION_KEY, redact, secret_values
 from swe_residual.state import ResidualState
 from swe_residual.task import Task
 from swe_residual.trajectory import Trajectory
 from swe_residual.verifier import Verdict, evaluate
 
 SUCCESS, FAILURE = "success", "failure"
-# Host variables whose values never reach a record, a trajectory or a report (model API keys
-# and the like), plus those passed to agents by name (`--agent-option env=NAME`).
-SECRET_NAME = re.compile(r"(^|_)(API_KEY|TOKEN|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD)$", re.IGNORECASE)
-SECRET_OPTION_KEY = re.compile(r"(api_key|token|secret|password)", re.IGNORECASE)
-MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would blank out ordinary text
-REDACTED = "[REDACTED]"
-
-
-def secret_values(extra_names: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """Values of the host's secret-looking variables, longest first (so no prefix leaks)."""
-    found = {value for name, value in os.environ.items()
-             if (SECRET_NAME.search(name) or name in extra_names) and len(value) >= MIN_SECRET_CHARS}
-    return sorted(found, key=len, reverse=True)
-
-
-def redact(value: Any, secrets: list[str]) -> Any:
-    """`value` (a record, a trajectory) with every secret value replaced, recursively."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, dict):
-        return {key: redact(item, secrets) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(item, secrets) for item in value]
-    return value
 
 
 @dataclass(frozen=True)

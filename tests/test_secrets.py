@@ -13,13 +13,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, TESTS_DIR
 from taskfactory import make_task
 
+from conftest import REPO_ROOT, TESTS_DIR
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset import load_dataset
 from swe_residual.environment.local import LocalBackend
-from swe_residual.runner import REDACTED, RunOptions, redact, run_item, secret_values
+from swe_residual.runner import RunOptions, run_item
+from swe_residual.redaction import REDACTED, redact, secret_values
 
 FAKE_KEY = "sk-fake-0123456789abcdef"
 FAKE_TOKEN = "ghp_fakeTokenValue42"
