@@ -34,12 +34,5 @@ class InfraError(SuiteError):
         super().__init__(f"{stage}: {message}")
 
 
-class VerifierError(InfraError):
-    """The verifier produced no valid verdict (no reward file, reward -1, crash, timeout)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, stage="verifier")
-
-
 class ConfigError(SuiteError):
     """A bad setting, named with where it came from (command line, ini, marker)."""

@@ -20,7 +20,6 @@ from swe_residual.trajectory import Trajectory
 SUBMITTED = "submitted"
 TIME_LIMIT, STEP_LIMIT, COST_LIMIT = "time_limit", "step_limit", "cost_limit"
 AGENT_ERROR, INFRA_ERROR = "agent_error", "infra_error"
-BUDGET_TERMINATIONS = (TIME_LIMIT, STEP_LIMIT, COST_LIMIT)
 
 
 @dataclass(frozen=True)

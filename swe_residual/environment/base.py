@@ -26,9 +26,6 @@ BASE_COMMIT_ENV = {
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
 }
 
-# Files the verifier may leave in its log directory, read back after it runs.
-REWARD_FILES = ("reward.json", "reward.txt")
-
 
 @dataclass(frozen=True)
 class ExecResult:

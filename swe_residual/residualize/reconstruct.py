@@ -130,7 +130,7 @@ def _validation_table(verdict: Verdict) -> dict[str, Any]:
     return table
 
 
-def state_toml(outcome: Outcome, record: dict[str, Any], filter_entry: dict[str, Any], config: dict[str, Any]) -> str:
+def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any]) -> str:
     ref = outcome.ref
     assert outcome.verdict is not None
     review = outcome.review
@@ -195,8 +195,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     out = Path(out)
     if out.resolve() == source.resolve():
         raise ConfigError(f"--out {out}: the output dataset must not be the source dataset {source}")
-    filter_data = work.read_json("filter.json", stage="filter")
-    filter_entries = {(e["task"], e["candidate"]): e for e in filter_data["candidates"]}
+    work.read_json("filter.json", stage="filter")  # Stage II must have run: a clear error if not
     retained = stage_iii_retained(workdir)
     dataset = load_dataset(source)
     tasks = {entry.task.id: entry.task for entry in dataset.entries}
@@ -233,7 +232,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
             key = (outcome.ref.task, outcome.ref.predecessor)
             numbers[key] = numbers.get(key, 0) + 1
             outcome.state_id = f"{outcome.ref.predecessor}-{numbers[key]}"
-    _write_dataset(work, out, tasks, config, outcomes, filter_entries)
+    _write_dataset(work, out, tasks, config, outcomes)
     table = table5(outcomes)
     result = {"table5": table, "rows": [label for _, label in TABLE5_ROWS], "out": str(out),
               "candidates": [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
@@ -245,7 +244,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
 
 
 def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dict[str, Any],
-                   outcomes: list[Outcome], filter_entries: dict[tuple[str, str], dict[str, Any]]) -> None:
+                   outcomes: list[Outcome]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for task_id in config.get("tasks", []):
         _copy_task(tasks[task_id], out / task_id)
@@ -257,7 +256,7 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dic
         directory.mkdir(parents=True, exist_ok=True)
         payload_name = PATCH if outcome.track == "repo" else COMMANDS
         write_bytes(directory / payload_name, work.payload(ref))
-        text = state_toml(outcome, work.record(ref), filter_entries.get((ref.task, ref.candidate), {}), config)
+        text = state_toml(outcome, work.record(ref), config)
         write_bytes(directory / "state.toml", text.encode("utf-8"))
 
 
