@@ -17,28 +17,25 @@ from typing import Any
 
 import pytest
 
+from plugins.context import (
+    RECORD_PROPERTY, catalog_of, finished_key, run_dir_key, settings_key, settings_of, skip_reasons,
+)
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import Dataset, load_dataset
 from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.gates import GateResult, evaluate_gates, parse_gate
-from swe_residual.resume import prepare_resume
-from swe_residual.sharding import assign_tasks, parse_shard
-from swe_residual.items import ItemSpec, build_items
+from swe_residual.items import ItemSpec
 from swe_residual.records import append_record, infra_error_record, read_records
-from swe_residual.settings import (
-    RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float, parse_positive_int, resolve,
-    resolve_agent_options,
-)
-from swe_residual.summary import build_summary, render_markdown, render_terminal
 from swe_residual.report_html import write_report
+from swe_residual.resume import prepare_resume
+from swe_residual.settings import (
+    WATCHDOG_MARGIN_SEC, RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float,
+    parse_positive_int, resolve, resolve_agent_options,
+)
+from swe_residual.sharding import assign_tasks, parse_shard
+from swe_residual.summary import build_summary, render_markdown, render_terminal
 from swe_residual.summary_files import write_summary_files
 
-RECORD_PROPERTY = "swe_residual_record"
-settings_key = pytest.StashKey["RunSettings"]()
-run_dir_key = pytest.StashKey[Path]()
-dataset_key = pytest.StashKey[Dataset]()
 reporter_key = pytest.StashKey["ResidualReporter"]()
-finished_key = pytest.StashKey[set]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,6 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--timeout-multiplier", default=None, metavar="X", help="multiplies each task's agent timeout")
     group.addoption("--max-steps", default=None, metavar="N", help="step limit per run (same for every start)")
     group.addoption("--cost-limit", default=None, metavar="USD", help="cost limit per run (same for every start)")
+    group.addoption("--watchdog-margin", default=None, metavar="SEC",
+                    help="per-item watchdog (pytest-timeout): agent budget + verifier timeout + this margin "
+                         f"(default {WATCHDOG_MARGIN_SEC:g})")
     group.addoption("--model", default=None, metavar="NAME",
                     help="model for agents that take one (mini-swe-agent: any name its model layer knows)")
     group.addoption("--agent-option", action="append", default=[], metavar="KEY=VALUE",
@@ -73,6 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("residual_timeout_multiplier", "multiplies each task's agent timeout", default="")
     parser.addini("residual_max_steps", "step limit per run", default="")
     parser.addini("residual_cost_limit", "cost limit per run", default="")
+    parser.addini("residual_watchdog_margin", "seconds the per-item watchdog allows beyond budget and verifier",
+                  default="")
     parser.addini("residual_model", "model for agents that take one", default="")
     parser.addini("residual_agent_options", "agent options, one KEY=VALUE per line", type="linelist", default=[])
 
@@ -94,6 +96,8 @@ def _settings(config: pytest.Config) -> RunSettings:
         timeout_multiplier=value("--timeout-multiplier", "residual_timeout_multiplier", 1.0, parse_positive_float),
         max_steps=value("--max-steps", "residual_max_steps", None, parse_positive_int),
         cost_limit=value("--cost-limit", "residual_cost_limit", None, parse_positive_float),
+        watchdog_margin=value("--watchdog-margin", "residual_watchdog_margin", WATCHDOG_MARGIN_SEC,
+                              parse_positive_float),
         model=value("--model", "residual_model", None, parse_model),
         agent_options=resolve_agent_options(config.getoption("agent_option"), config.getini("residual_agent_options")),
         shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
@@ -184,28 +188,6 @@ def spec_of(item: pytest.Item) -> ItemSpec | None:
     return callspec.params.get("residual_item") if callspec is not None else None
 
 
-def run_dir(config: pytest.Config) -> Path:
-    return config.stash[run_dir_key]
-
-
-def run_id_of(config: pytest.Config) -> str:
-    return run_dir(config).name
-
-
-def settings_of(config: pytest.Config) -> RunSettings:
-    return config.stash[settings_key]
-
-
-def dataset_of(config: pytest.Config) -> Dataset:
-    if dataset_key not in config.stash:
-        settings = settings_of(config)
-        try:
-            config.stash[dataset_key] = load_dataset(settings.dataset)
-        except DatasetError as exc:
-            raise pytest.Collector.CollectError(f"--dataset: {exc}") from exc
-    return config.stash[dataset_key]
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "residual_item" not in metafunc.fixturenames:
         return
@@ -216,18 +198,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             "no agent to evaluate: pass --agent=NAME (noop, oracle, cmd:<command>, module:<module>:<Class>), "
             "or set residual_agents in the ini file"
         )
-    from fixtures.starts import skip_reasons  # the backend decides which tracks it can run
-
-    items = build_items(dataset_of(config), list(settings.agents), skip_reasons(config))
+    catalog = catalog_of(config)
+    watchdog = config.pluginmanager.hasplugin("timeout")  # pytest-timeout, unless disabled with -p no:timeout
+    # Items share a handful of mark combinations: one tuple each, not thousands of equal objects.
+    marks_cache: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     params = []
-    for spec in items:
-        marks: list[Any] = []
-        if spec.error is None:
-            marks += [getattr(pytest.mark, spec.start), getattr(pytest.mark, spec.track)]
-        if spec.skip_reason:
-            marks.append(pytest.mark.skip(reason=spec.skip_reason))
+    for spec in catalog.items(list(settings.agents), skip_reasons(config)):
+        timeout = None
+        if watchdog and spec.error is None:
+            task = catalog.task(spec.task_id)
+            timeout = settings.item_timeout(task.config.agent_timeout_sec, task.config.verifier_timeout_sec)
+        key = (spec.error is None, spec.start, spec.track, spec.skip_reason, timeout)
+        marks = marks_cache.get(key)
+        if marks is None:
+            marks = marks_cache[key] = _marks(spec, timeout)
         params.append(pytest.param(spec, id=spec.id, marks=marks))
     metafunc.parametrize("residual_item", params)
+
+
+def _marks(spec: ItemSpec, timeout: float | None) -> tuple[Any, ...]:
+    marks: list[Any] = []
+    if spec.error is None:
+        marks += [getattr(pytest.mark, spec.start), getattr(pytest.mark, spec.track)]
+    if timeout is not None:
+        # The watchdog covers the whole item (the work is in a fixture), whatever the ini's
+        # timeout_func_only says; the runner stops the agent itself at its budget, so this
+        # only fires when the harness around it hangs.
+        marks.append(pytest.mark.timeout(timeout, func_only=False))
+    if spec.skip_reason:
+        marks.append(pytest.mark.skip(reason=spec.skip_reason))
+    return tuple(marks)
 
 
 def record_of(report: pytest.TestReport) -> dict[str, Any] | None:
@@ -299,14 +299,20 @@ class ResidualReporter:
     def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
         param = report.nodeid[report.nodeid.find("[") + 1 : -1] if report.nodeid.endswith("]") else ""
         settings = settings_of(self.config)
-        for spec in build_items(dataset_of(self.config), list(settings.agents)):
+        catalog = catalog_of(self.config)
+        for spec in catalog.items(list(settings.agents)):
             if spec.id == param and spec.error is None:
-                entry = dataset_of(self.config).entry(spec.task_id)
-                state = next((s for s in entry.states if s.id == spec.state_id), None)
+                task = catalog.task(spec.task_id)
+                predecessor = None
+                if spec.state_id is not None:
+                    try:
+                        predecessor = catalog.state(spec.task_id, spec.state_id).predecessor
+                    except DatasetError:
+                        pass  # the record still names the state; its item reports the error
                 message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "worker crashed"
                 return infra_error_record(
-                    self.run_id, spec.agent, entry.task.id, entry.task.track, state.id if state else None,
-                    state.predecessor if state else None, f"worker crashed: {message}",
+                    self.run_id, spec.agent, task.id, task.track, spec.state_id, predecessor,
+                    f"worker crashed: {message}",
                 )
         return None
 

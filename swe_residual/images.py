@@ -2,7 +2,7 @@
 
 The machines this suite runs on have a Docker engine but no image registry: nothing can be
 pulled. So the base image is made the way Debian's own images are: `debootstrap` of a minimal
-system into a directory, then `tar | docker import`. The Debian mirror is read from the
+system into a directory, then a tar of it imported through the engine's API. The Debian mirror is read from the
 machine's apt configuration at run time (whatever mirror apt already uses is reachable), never
 written into the code.
 
@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -166,22 +167,21 @@ def recipe_digest(
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _docker(args: list[str], *, timeout: float = 120, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run(["docker", *args], input=input, capture_output=True, timeout=timeout, check=False)
-    except FileNotFoundError as exc:
-        raise InfraError("the `docker` command is not installed", stage="build") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise InfraError(f"`docker {' '.join(args[:2])}` did not answer within {timeout:.0f}s", stage="build") from exc
+def _client() -> Any:
+    # Imported here: the docker backend's package imports this module for BASE_IMAGE.
+    from swe_residual.environment.docker.engine import default_client
+
+    return default_client()
 
 
 def image_labels(reference: str) -> tuple[str, dict[str, str]] | None:
     """(image id, labels) of a local image, or None when it is absent."""
-    done = _docker(["image", "inspect", "--format", "{{.Id}} {{json .Config.Labels}}", reference])
-    if done.returncode != 0:
+    from swe_residual.environment.docker.engine import inspect_image
+
+    found = inspect_image(_client(), reference)
+    if found is None:
         return None
-    image_id, _, labels = done.stdout.decode().strip().partition(" ")
-    return image_id, json.loads(labels) or {}
+    return found["Id"], (found.get("Config") or {}).get("Labels") or {}
 
 
 def _cache_dir() -> Path:
@@ -208,7 +208,9 @@ def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, imag
         if previous and previous != image_id:
             # The tag moved to the new image: drop the old one so it does not linger dangling
             # (fails harmlessly if some task image still builds on it).
-            _docker(["image", "rm", previous])
+            from swe_residual.environment.docker.engine import remove_images
+
+            remove_images(_client(), [previous])
         progress(f"built {image} ({image_id[7:19]}) in {time.monotonic() - started:.0f}s")
         return image_id
 
@@ -253,26 +255,35 @@ def _build_base_image(image: str, digest: str, progress: Progress) -> str:
         _trim_root(root)
         progress("importing the root file system into docker")
         changes = [*BASE_CHANGES, f"LABEL {RECIPE_LABEL}={digest}", "LABEL swe-residual.kind=base"]
-        tar = subprocess.Popen(
-            ["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        import_args = ["docker", "import"]
-        for change in changes:
-            import_args += ["--change", change]
-        imported = subprocess.run([*import_args, "-", image], stdin=tar.stdout, capture_output=True, check=False)
-        assert tar.stdout is not None
-        tar.stdout.close()
-        tar_err = tar.stderr.read() if tar.stderr else b""
-        if tar.wait() != 0:
-            raise InfraError(f"tar of the root file system failed: {tar_err.decode(errors='replace')[-500:]}", stage="build")
-        if imported.returncode != 0:
-            raise InfraError(f"docker import failed: {imported.stderr.decode(errors='replace').strip()[-500:]}", stage="build")
+        _import_root(root, image, changes)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     found = image_labels(image)
     if not found:
-        raise InfraError(f"{image} is missing right after docker import", stage="build")
+        raise InfraError(f"{image} is missing right after its import", stage="build")
     return found[0]
+
+
+def _import_root(root: Path, image: str, changes: list[str]) -> None:
+    """`tar` of the root file system streamed into the engine's image import."""
+    from swe_residual.environment.docker.engine import engine_errors
+
+    tar = subprocess.Popen(
+        ["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert tar.stdout is not None and tar.stderr is not None
+    repository, _, tag = image.partition(":")
+    try:
+        with engine_errors(f"importing the root file system as {image}", stage="build"):
+            _client().api.import_image(src=tar.stdout, repository=repository, tag=tag or None,
+                                       changes=changes, stream_src=True)
+    finally:
+        tar.stdout.close()
+        tar_err = tar.stderr.read()
+        tar.stderr.close()
+        code = tar.wait()
+    if code != 0:
+        raise InfraError(f"tar of the root file system failed: {tar_err.decode(errors='replace')[-500:]}", stage="build")
 
 
 def _stream(args: list[str], progress: Progress) -> None:

@@ -1,43 +1,34 @@
 """``report.html``: the paper's tables and figures in one self-contained page.
 
 One HTML file that needs no network to view: inline CSS, no scripts, no fonts fetched, the
-charts drawn by matplotlib (Agg, SVG) and inlined. Every figure comes from the summary dict
-and the run records alone, so a report over merged shard results is the same as one over a
-single run. Each item of the per-item table links to its trajectory JSON and its final diff
-(written as ``diffs/...`` beside the report) with relative links, so the report directory can
-be copied or archived as a whole.
+charts drawn by :mod:`swe_residual.report_charts` (matplotlib, optional) and inlined.
+
+Every figure and every table cell holding a metric is read from the summary dict (what
+``summary.json`` holds, computed once by :func:`swe_residual.summary.build_summary` with
+``compare=True``); nothing here computes a metric, so the page and ``summary.json`` cannot
+disagree. The run records are read only for the per-item table, where each item links to its
+trajectory JSON and its final diff (written as ``diffs/...`` beside the report) with relative
+links, so the report directory can be copied or archived as a whole.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from swe_residual.comparison import comparison, headline_line, ranking_table
-from swe_residual.metrics.headline import (
-    Record,
-    cond_fail_rate,
-    is_excluded,
-    record_key,
-    task_table,
-)
+from swe_residual.comparison import headline_line, ranking_table
+from swe_residual.metrics.headline import Record, record_key
 from swe_residual.records import agent_slug, read_records
+from swe_residual.report_charts import chart_clean_vs_residual, chart_conditional, missing_dependency
+from swe_residual.summary import DURATION_KEYS
 
 __all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report", "write_report_from_results"]
 
 REPORT_NAME = "report.html"
-
-# Colour-blind-safe pair (Okabe-Ito blue and vermillion) for Clean vs Residual / success vs fail.
-CLEAN_COLOUR = "#0072B2"
-RESIDUAL_COLOUR = "#D55E00"
-SUCCESS_COLOUR = "#009E73"
-FAIL_COLOUR = "#D55E00"
 
 CSS = """
 :root { color-scheme: light; }
@@ -105,139 +96,6 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], *, left: int = 
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
-
-
-# --------------------------------------------------------------------------- charts
-
-
-def _svg(fig: Any) -> str:
-    """The figure as inline SVG: no XML prolog or DOCTYPE (invalid inside HTML), no metadata."""
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    text = buffer.getvalue()
-    text = text[text.index("<svg") :]
-    return re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.DOTALL)
-
-
-def _label(name: str, width: int = 26) -> str:
-    # Keep the end: agent specs differ at the end (module:pkg.mod:Class, cmd:... --model X).
-    return name if len(name) <= width else "..." + name[-(width - 3) :]
-
-
-def _rc() -> Any:  # matplotlib types rc keys as Literals; these are valid ones
-    return {
-        "svg.fonttype": "none",  # text stays text: smaller, selectable, no embedded glyphs
-        "svg.hashsalt": "swe-residual",  # stable element ids: the same data gives the same file
-        "font.size": 10,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-    }
-
-
-def chart_clean_vs_residual(summary: Mapping[str, Any]) -> str | None:
-    """Figure 1 (right): per agent, the Clean success (dot) and the Residual success (dot),
-    joined by a line whose length is the Gap; one panel per track (and overall)."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    scopes = _scopes(summary)
-    if not agents or not scopes:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context(_rc()):
-        names = sorted(agents)
-        fig = Figure(figsize=(4.8 * len(scopes), 0.55 * len(names) + 1.6), layout="constrained")
-        axes = fig.subplots(1, len(scopes), sharey=True, squeeze=False)[0]
-        for ax, scope in zip(axes, scopes):
-            for y, agent in enumerate(names):
-                m = _metrics(agents[agent], scope) or {}
-                clean, residual = m.get("clean"), m.get("residual")
-                if clean is not None and residual is not None:
-                    ax.plot([clean, residual], [y, y], color="#8c959f", linewidth=2, zorder=1)
-                if clean is not None:
-                    ax.scatter([clean], [y], color=CLEAN_COLOUR, s=60, zorder=2, label="Clean" if y == 0 else None)
-                    ax.annotate(f"{clean:.1f}", (clean, y), xytext=(0, 7), textcoords="offset points",
-                                ha="center", fontsize=8, color=CLEAN_COLOUR)
-                if residual is not None:
-                    ax.scatter([residual], [y], color=RESIDUAL_COLOUR, marker="D", s=50, zorder=3,
-                               label="Residual" if y == 0 else None)
-                    ax.annotate(f"{residual:.1f}", (residual, y), xytext=(0, -13), textcoords="offset points",
-                                ha="center", fontsize=8, color=RESIDUAL_COLOUR)
-            ax.set_xlim(-5, 105)
-            ax.set_ylim(-0.7, len(names) - 0.3)
-            ax.set_yticks(range(len(names)), [_label(n) for n in names])
-            ax.set_xlabel("success (%)")
-            ax.set_title(scope)
-            ax.grid(axis="x", color="#eaeef2")
-            ax.invert_yaxis()
-        handles, labels = axes[0].get_legend_handles_labels()
-        if handles:
-            fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
-        return _svg(fig)
-
-
-def conditional_outcomes(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
-    """Figure 2 data per agent, all tracks pooled: on the tasks the agent solves from Clean
-    Start (C_A), the task-averaged share of Residual Starts it fails (= CondFail) and solves,
-    and the counts behind them."""
-    by_agent: dict[str, list[Record]] = {}
-    for r in records:
-        by_agent.setdefault(str(r.get("agent")), []).append(r)
-    out: dict[str, dict[str, Any]] = {}
-    for agent in sorted(by_agent):
-        tasks = [t for t in task_table(by_agent[agent], key_by_track=True).values() if t.clean == 1]
-        fail = cond_fail_rate(tasks)
-        runs = [s.y for t in tasks for s in t.states]
-        out[agent] = {
-            "fail": fail,
-            "success": None if fail is None else 100.0 - fail,
-            "n_tasks": len(tasks),
-            "n_runs": len(runs),
-            "n_failed": runs.count(0),
-        }
-    return out
-
-
-def chart_conditional(outcomes: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """Figure 2: one stacked bar per agent, Residual outcomes on the tasks it solved from
-    Clean Start (failed share first, so the bars compare on CondFail)."""
-    if not outcomes:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context(_rc()):
-        names = sorted(outcomes)
-        fig = Figure(figsize=(5.0, 0.55 * len(names) + 1.6), layout="constrained")
-        ax = fig.subplots()
-        labelled = False  # label the first drawn bar only, so the legend has one entry each
-        for y, agent in enumerate(names):
-            o = outcomes[agent]
-            if o["fail"] is None:
-                ax.text(1, y, "solves no task from Clean Start", va="center", fontsize=8, color="#57606a")
-                continue
-            ax.barh(y, o["fail"], color=FAIL_COLOUR, label=None if labelled else "Residual fails")
-            ax.barh(y, o["success"], left=o["fail"], color=SUCCESS_COLOUR,
-                    label=None if labelled else "Residual succeeds")
-            labelled = True
-            if o["fail"] >= 8:
-                ax.text(o["fail"] / 2, y, f"{o['fail']:.1f}", ha="center", va="center", color="white", fontsize=8)
-            if o["success"] >= 8:
-                ax.text(o["fail"] + o["success"] / 2, y, f"{o['success']:.1f}", ha="center", va="center",
-                        color="white", fontsize=8)
-            ax.text(101, y, f"{o['n_tasks']} tasks, {o['n_runs']} states", va="center", fontsize=8, color="#57606a")
-        ax.set_xlim(0, 100)
-        ax.set_ylim(-0.7, len(names) - 0.3)
-        ax.set_yticks(range(len(names)), [_label(n) for n in names])
-        ax.invert_yaxis()
-        ax.set_xlabel("Residual Starts on tasks solved from Clean Start (%)")
-        if labelled:
-            fig.legend(loc="outside lower center", ncols=2, frameon=False)
-        return _svg(fig)
 
 
 # --------------------------------------------------------------------------- sections
@@ -349,15 +207,7 @@ def _comparison_section(block: Mapping[str, Any], scopes: Sequence[str]) -> str:
     return "".join(out)
 
 
-def _median(values: list[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def _infra_section(summary: Mapping[str, Any], records: Sequence[Record]) -> str:
+def _infra_section(summary: Mapping[str, Any]) -> str:
     infra = summary.get("infra", {})
     out = [
         "<ul>",
@@ -371,22 +221,14 @@ def _infra_section(summary: Mapping[str, Any], records: Sequence[Record]) -> str
     if excluded:
         rows = [[e.get("agent"), e.get("task"), e.get("state") or "(clean)", e.get("error") or ""] for e in excluded]
         out.append(_table(["Agent", "Task", "State", "Error"], rows, left=4))
-    by_agent: dict[str, list[Record]] = {}
-    for r in records:
-        by_agent.setdefault(str(r.get("agent")), []).append(r)
-    rows = []
-    for agent in sorted(by_agent):
-        recs = by_agent[agent]
-
-        def med(key: str, recs: list[Record] = recs) -> str:
-            values = [float(d[key]) for r in recs if isinstance(d := r.get("durations") or {}, dict) and key in d]
-            return _pct(_median(values), 2)
-
-        attempts = sum(len(r.get("attempts") or []) for r in recs)
-        rows.append([agent, str(len(recs)), str(attempts), med("setup_sec"), med("agent_sec"), med("verify_sec"),
-                     med("wall_sec")])
-    out.append('<p class="note">Median seconds per item (setup = starting environment and state).</p>')
-    out.append(_table(["Agent", "Items", "Attempts", "Setup", "Agent", "Verify", "Wall"], rows))
+    by_agent: Mapping[str, Any] = infra.get("by_agent") or {}
+    if by_agent:
+        rows = [
+            [agent, str(d.get("items", 0)), str(d.get("attempts", 0)), *(_pct(d.get(k), 2) for k in DURATION_KEYS)]
+            for agent, d in by_agent.items()
+        ]
+        out.append('<p class="note">Median seconds per item (setup = starting environment and state).</p>')
+        out.append(_table(["Agent", "Items", "Attempts", "Setup", "Agent", "Verify", "Wall"], rows))
     return "".join(out)
 
 
@@ -470,15 +312,11 @@ def render_html(
     ``record_dirs[i]``, when given, is the directory of the results file ``records[i]`` came
     from (its trajectory path is relative to that), else ``run_dir``."""
     run_dir = Path(run_dir)
-    block = summary.get("comparison") or comparison(summary, records)
-    valid = [r for r in records if not is_excluded(r)]
+    block: Mapping[str, Any] | None = summary.get("comparison")
     scopes = _scopes(summary)
     run_ids = sorted({str(r.get("run_id")) for r in records if r.get("run_id")})
     agents = list(summary.get("agents", {}))
-
-    fig1 = chart_clean_vs_residual(summary)
-    outcomes = conditional_outcomes(valid)
-    fig2 = chart_conditional(outcomes) if any(o["fail"] is not None for o in outcomes.values()) else None
+    no_comparison = '<p class="note">The summary holds no comparison (build it with compare=True).</p>'
 
     parts = [
         "<!DOCTYPE html>",
@@ -488,9 +326,9 @@ def render_html(
         f"<style>{CSS}</style></head><body>",
         "<h1>SWE-Residual report</h1>",
         f'<p class="note">run(s): {_e(", ".join(run_ids) or "-")} &middot; {len(agents)} agent(s) &middot; '
-        f"{_e(summary.get('infra', {}).get('items', len(records)))} items. Success in %, averaged over a task's "
+        f"{_e(summary.get('infra', {}).get('items', 0))} items. Success in %, averaged over a task's "
         "states, then equally across tasks; Gap = Ref. Clean - Residual in points.</p>",
-        f'<p class="headline">{_e(headline_line(block, single_scope=len(scopes) == 1))}</p>',
+        f'<p class="headline">{_e(headline_line(block, single_scope=len(scopes) == 1))}</p>' if block else "",
         "<h2>Table 3: Residual Start vs. matched Clean Start</h2>",
         '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '
         "Residual Starts failed on the tasks the agent solves from Clean Start.</p>",
@@ -498,24 +336,30 @@ def render_html(
         _counts_table(summary),
         '<div class="charts">',
     ]
-    if fig1:
-        parts.append(
-            f'<figure id="figure-1">{fig1}<figcaption>Figure 1 (right): Clean (circle) vs. Residual (diamond) '
-            "success per agent; the line between them is the Gap.</figcaption></figure>"
-        )
-    if fig2:
-        parts.append(
-            f'<figure id="figure-2">{fig2}<figcaption>Figure 2: outcomes of Residual Starts on the tasks each agent '
-            "solves from Clean Start (all tracks); the failed share is CondFail.</figcaption></figure>"
-        )
-    elif agents:
-        parts.append('<p class="note">Figure 2: no agent solves any task from Clean Start.</p>')
+    missing = missing_dependency()
+    if missing:
+        parts.append(f'<p class="note" id="charts-missing">{_e(missing)}</p>')
+    else:
+        fig1 = chart_clean_vs_residual(summary, scopes)
+        fig2 = chart_conditional(summary)
+        if fig1:
+            parts.append(
+                f'<figure id="figure-1">{fig1}<figcaption>Figure 1 (right): Clean (circle) vs. Residual (diamond) '
+                "success per agent; the line between them is the Gap.</figcaption></figure>"
+            )
+        if fig2:
+            parts.append(
+                f'<figure id="figure-2">{fig2}<figcaption>Figure 2: outcomes of Residual Starts on the tasks each '
+                "agent solves from Clean Start (all tracks); the failed share is CondFail.</figcaption></figure>"
+            )
+        elif agents:
+            parts.append('<p class="note">Figure 2: no agent solves any task from Clean Start.</p>')
     parts += [
         "</div>",
         "<h2>Ranking under Clean and Residual starts</h2>",
         '<p class="note">Ties share a rank. A reversed pair is ordered one way on Clean and the other way on '
         "Residual; margins in points.</p>",
-        _comparison_section(block, scopes),
+        _comparison_section(block, scopes) if block else no_comparison,
         "<h2>Table 4: acceptance bias</h2>",
         '<p class="note">Normally submitted runs (declared done, valid verdict); task-level averages in %. '
         "Same failing and Kept over failed continuations; Steps = median over tasks of Residual/Clean steps.</p>",
@@ -525,7 +369,7 @@ def render_html(
         "averaged, Clean Start matched on the same tasks.</p>",
         _predecessor_table(summary),
         "<h2>Infrastructure</h2>",
-        _infra_section(summary, records),
+        _infra_section(summary),
         "<h2>Items</h2>",
         '<p class="note">One row per item (the last record of a key wins, as in the summary). Links open the '
         "normalized trajectory and the final diff against the base commit.</p>",

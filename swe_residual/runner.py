@@ -9,6 +9,7 @@ the agent's own error) is never retried.
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -22,11 +23,12 @@ from swe_residual.agents import (
     BudgetExhausted,
     passed_env_names,
 )
-from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED
+from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED, TIME_LIMIT, AgentResult
 from swe_residual.diffparse import changed_files
-from swe_residual.environment.base import Backend, StartSpec
+from swe_residual.collect import collect_notes, host_path
+from swe_residual.environment.base import Backend, StartSpec, VerifierOutput
 from swe_residual.errors import DatasetError, InfraError
-from swe_residual.metrics.trajectory import inspected, opened_files
+from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.patches import capture_patch
 from swe_residual.records import RECORD_SCHEMA, agent_slug, item_id
 from swe_residual.redaction import REDACTED, SECRET_OPTION_KEY, redact, secret_values
@@ -48,6 +50,9 @@ class RunOptions:
     cost_limit: float | None = None
     model: str | None = None
     agent_options: tuple[tuple[str, str], ...] = ()
+    # Exception types an outer watchdog raises in the calling thread (the pytest fixture passes
+    # pytest-timeout's): one arriving while the agent runs ends the attempt as a time limit.
+    watchdog_exceptions: tuple[type[BaseException], ...] = ()
 
     def agent_config(self) -> dict[str, Any]:
         """What configured the agent, for the record; option values that look secret are hidden."""
@@ -60,6 +65,63 @@ class RunOptions:
             max_steps=self.max_steps,
             cost_limit=self.cost_limit,
         )
+
+
+# How long an agent may run past its wall time before it is abandoned: enough for a command
+# cut at the deadline to come back and for the session to raise the time limit itself.
+AGENT_GRACE_SEC = 5.0
+
+
+def run_agent(
+    agent: Agent, session: AgentSession, watchdog_exceptions: tuple[type[BaseException], ...] = (),
+) -> AgentResult | None:
+    """`agent.run(session)`, bounded by the session's wall time whatever the agent does.
+
+    The session stops an agent that calls the environment after its deadline, but an
+    in-process agent can also hang without ever calling it (a `module:` agent in a sleep
+    loop). So the agent runs in a worker thread and this thread waits for it until the budget
+    (plus `AGENT_GRACE_SEC`) is spent. An agent still running then is abandoned, cut off from
+    the environment and the trajectory, so nothing it does later reaches the state under
+    verification or the record; the attempt ends as a time limit (`BudgetExhausted`). What
+    the agent raises is raised here, as if it had run in this thread.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = agent.run(session)
+        except BaseException as exc:  # handed to the waiting thread, which decides
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"swe-residual agent {agent.name}", daemon=True)
+    worker.start()
+    try:
+        worker.join(max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC)
+    except watchdog_exceptions as exc:
+        _abandon(session)
+        raise BudgetExhausted(TIME_LIMIT, f"stopped by the watchdog before it returned ({exc})") from None
+    if worker.is_alive():
+        _abandon(session)
+        raise BudgetExhausted(
+            TIME_LIMIT, f"time limit of {session.budget.timeout_sec:g}s reached: the agent had not returned "
+            "and was abandoned",
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+class _Abandoned:
+    """The environment an abandoned agent is left with: every use ends its run."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise BudgetExhausted(TIME_LIMIT, "the agent ran past its time limit and was abandoned")
+
+
+def _abandon(session: AgentSession) -> None:
+    session.environment = _Abandoned()  # type: ignore[assignment]
+    # Steps it still records go to a trajectory nobody reads; the attempt keeps the original.
+    session.trajectory = Trajectory(agent=session.trajectory.agent)
 
 
 @dataclass
@@ -76,6 +138,7 @@ class _Attempt:
     reverified: bool = False
     cost: float | None = None
     fidelity: str | None = None  # how a machine-track state was restored (docker backend)
+    verification: _Verification | None = None
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -84,15 +147,41 @@ class _Attempt:
         }
 
 
-def _verify(backend: Backend, environment: Any, task: Task, acceptance: list[str] | None) -> tuple[Verdict, bool, float]:
+@dataclass(frozen=True)
+class _Verification:
+    verdict: Verdict
+    output: VerifierOutput
+    reverified: bool
+    duration_sec: float
+
+
+def _verify(backend: Backend, environment: Any, task: Task, acceptance: list[str] | None,
+            artifacts_dir: Path) -> _Verification:
     """Verify; if no valid verdict, verify the same final state once more before giving up."""
     started = time.monotonic()
-    verdict = evaluate(backend.run_verifier(environment, task), acceptance)
+    output = backend.run_verifier(environment, task, artifacts_dir)
+    verdict = evaluate(output, acceptance)
     reverified = False
     if not verdict.valid:
         reverified = True
-        verdict = evaluate(backend.run_verifier(environment, task), acceptance)
-    return verdict, reverified, time.monotonic() - started
+        output = backend.run_verifier(environment, task, artifacts_dir)
+        verdict = evaluate(output, acceptance)
+    return _Verification(verdict, output, reverified, time.monotonic() - started)
+
+
+def _verification_record(task: Task, verification: _Verification | None, artifacts_dir: Path, run_dir: Path) -> dict[str, Any]:
+    """The record's account of how the final state was graded (DESIGN §4)."""
+    if verification is None:
+        return {"rewards": None, "artifacts": [], "verifier_environment": None, "collect": []}
+    output = verification.output
+    return {
+        "rewards": dict(verification.verdict.rewards) if verification.verdict.valid else None,
+        # Where each collected artifact is kept, relative to the run directory (when it was kept).
+        "artifacts": [host_path(artifacts_dir, source).relative_to(run_dir).as_posix()
+                      for source in output.artifacts if host_path(artifacts_dir, source).exists()],
+        "verifier_environment": output.environment,
+        "collect": [step.as_dict() for step in output.collect],
+    }
 
 
 def _one_attempt(
@@ -108,6 +197,8 @@ def _one_attempt(
     durations: dict[str, float] = {}
     started = time.monotonic()
     spec = StartSpec(options.run_id, item_id(agent.name, task.id, state.id if state else None), number)
+    # Kept beside the record; a backend falls back to a private directory if it cannot be written.
+    artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state)
     environment = backend.start(task, state, spec)  # InfraError -> retried by the caller
     try:
         durations["setup_sec"] = time.monotonic() - started
@@ -125,7 +216,7 @@ def _one_attempt(
         message = None
         result = None
         try:
-            result = agent.run(session)
+            result = run_agent(agent, session, options.watchdog_exceptions)
             termination = result.termination if result is not None else SUBMITTED
             message = result.message if result is not None else None
             if termination == SUBMITTED and session.remaining_sec() < 0:
@@ -136,23 +227,29 @@ def _one_attempt(
             raise
         except Exception as exc:  # the agent's own crash is its failure, not the harness's
             termination = AGENT_ERROR
-            message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+            # The frames are the agent's own (it ran in a worker thread): the innermost ones say where.
+            frames = "".join(traceback.format_exception(exc, limit=-5))
+            message = f"{type(exc).__name__}: {exc}\n{frames}"
         trajectory.final_message = message
         # What the agent spent: charged to the session, or reported on its result.
         cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
         durations["agent_sec"] = time.monotonic() - agent_started
         # A machine-track start has no repository to diff: its work is the machine itself.
+        # The whole final working tree against the base commit (what Kept and Left-out read),
+        # taken before the collect steps run and whatever the task's grading rule is.
         final_patch = capture_patch(environment) if task.track == "repo" else None
-        verdict, reverified, verify_sec = _verify(backend, environment, task, acceptance)
-        durations["verify_sec"] = verify_sec
+        verification = _verify(backend, environment, task, acceptance, artifacts_dir)
+        verdict = verification.verdict
+        durations["verify_sec"] = verification.duration_sec
         durations["total_sec"] = time.monotonic() - started
         if not verdict.valid:
             return _Attempt(number, INFRA_ERROR, termination, verdict, final_patch, trajectory, message,
-                            error=f"verifier: {verdict.error}", durations=durations, reverified=reverified, cost=cost,
-                            fidelity=fidelity)
+                            error=f"verifier: {verdict.error}", durations=durations,
+                            reverified=verification.reverified, cost=cost, fidelity=fidelity, verification=verification)
         outcome = SUCCESS if verdict.success and termination != AGENT_ERROR else FAILURE
         return _Attempt(number, outcome, termination, verdict, final_patch, trajectory, message,
-                        durations=durations, reverified=reverified, cost=cost, fidelity=fidelity)
+                        durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
+                        verification=verification)
     finally:
         environment.close()
 
@@ -221,7 +318,9 @@ def run_item(
         "fidelity": final.fidelity,
         "message": final.message[-2000:] if final.message else None,
         "error": final.error,
-        "verifier_notes": list(final.verdict.notes) if final.verdict else [],
+        "verifier_notes": _verifier_notes(task, final),
+        **_verification_record(task, final.verification, item_artifacts_dir(options.run_dir, agent_name, task, state),
+                               options.run_dir),
     }
     if final.trajectory is not None:
         steps = [step.as_dict() for step in final.trajectory.steps]
@@ -239,6 +338,20 @@ def run_item(
         except OSError as exc:  # a read-only or full results disk must not cost the record
             record["error"] = "; ".join(filter(None, [record["error"], f"trajectory not written: {exc}"]))
     return redact(record, secrets)
+
+
+def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None) -> Path:
+    """Where an item's collected artifacts are kept, beside its trajectory."""
+    return run_dir / "artifacts" / agent_slug(agent_name) / task.id / (state.id if state else "clean")
+
+
+def _verifier_notes(task: Task, final: _Attempt) -> list[str]:
+    notes = list(final.verdict.notes) if final.verdict else []
+    if final.verification is not None:
+        output = final.verification.output
+        declared = [artifact.source for artifact in task.config.artifacts]
+        notes += collect_notes(output.collect, [source for source in declared if source not in output.artifacts])
+    return notes
 
 
 def _describe(agent: Agent | None) -> dict[str, Any]:

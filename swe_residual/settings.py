@@ -13,6 +13,10 @@ from swe_residual.gates import Gate
 
 T = TypeVar("T")
 BACKENDS = ("auto", "local", "docker")
+# The per-item watchdog (pytest-timeout) allows the agent's budget, plus the verifier's timeout,
+# plus this margin: starting the environment (a container, or a first image build), capturing
+# the final diff and one re-verification. Only a harness that hangs outside the agent meets it.
+WATCHDOG_MARGIN_SEC = 600.0
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,11 @@ class RunSettings:
     model: str | None = None
     # KEY -> VALUE for the agents (`--agent-option`); per key the command line wins over the ini.
     agent_options: tuple[tuple[str, str], ...] = ()
+    watchdog_margin: float = WATCHDOG_MARGIN_SEC
+
+    def item_timeout(self, agent_timeout_sec: float, verifier_timeout_sec: float) -> float:
+        """The watchdog of one item: its agent budget, its verifier's timeout and the margin."""
+        return agent_timeout_sec * self.timeout_multiplier + verifier_timeout_sec + self.watchdog_margin
 
 
 def resolve(

@@ -11,14 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tabulate import tabulate
+
 from swe_residual.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
-from swe_residual.metrics.headline import Record, dedupe_records, headline, is_excluded
+from swe_residual.metrics.headline import Record, dedupe_records, headline, is_excluded, task_table
 
-__all__ = ["SCHEMA", "build_summary", "infra_summary", "render_markdown", "render_terminal"]
+__all__ = ["DURATION_KEYS", "SCHEMA", "build_summary", "infra_summary", "render_markdown", "render_terminal"]
 
 SCHEMA = 1
 TERMINAL_WIDTH = 100
+#: the phases whose median seconds per item ``infra.by_agent`` holds
+DURATION_KEYS = ("setup_sec", "agent_sec", "verify_sec", "wall_sec")
 
 
 def _last_error(record: Record) -> str | None:
@@ -29,8 +33,41 @@ def _last_error(record: Record) -> str | None:
     return None
 
 
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _durations(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
+    """Per agent: items, attempts, and the median seconds of each phase over its items."""
+    by_agent: dict[str, list[Record]] = {}
+    for r in records:
+        by_agent.setdefault(str(r.get("agent")), []).append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for agent in sorted(by_agent):
+        recs = by_agent[agent]
+        row: dict[str, Any] = {
+            "items": len(recs),
+            "attempts": sum(len(r.get("attempts") or []) for r in recs),
+        }
+        for phase in DURATION_KEYS:
+            values = []
+            for r in recs:
+                durations = r.get("durations")
+                if isinstance(durations, Mapping) and isinstance(durations.get(phase), (int, float)):
+                    values.append(float(durations[phase]))
+            row[phase] = _median(values)
+        out[agent] = row
+    return out
+
+
 def infra_summary(records: Sequence[Record]) -> dict[str, Any]:
-    """``{retried, unresolved, items, excluded}`` over (deduplicated) records."""
+    """``{retried, unresolved, items, excluded, by_agent}`` over (deduplicated) records;
+    ``by_agent[AGENT]`` holds ``items``, ``attempts`` and the median ``setup_sec``,
+    ``agent_sec``, ``verify_sec`` and ``wall_sec`` of its items (null without data)."""
     excluded = [
         {
             "agent": r.get("agent"),
@@ -49,11 +86,17 @@ def infra_summary(records: Sequence[Record]) -> dict[str, Any]:
         "unresolved": len(excluded),
         "items": len(records),
         "excluded": excluded,
+        "by_agent": _durations(records),
     }
 
 
 def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
     block = headline(records, key_by_track=pooled)
+    # The tasks and states behind CondFail (C_A: tasks solved from the Clean Start), which
+    # Figure 2 of the report shows next to its bars.
+    solved = [t for t in task_table(records, key_by_track=pooled).values() if t.clean == 1]
+    block["cond_fail_tasks"] = len(solved)
+    block["cond_fail_states"] = sum(len(t.states) for t in solved)
     block["acceptance_bias"] = acceptance_bias(records)
     return block
 
@@ -92,10 +135,29 @@ def _pct(value: Any, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
+def _md_cell(value: Any) -> Any:
+    # A "|" or a newline inside a cell would break the Markdown table.
+    return value.replace("|", "\\|").replace("\n", " ") if isinstance(value, str) else value
+
+
+def _markdown_table(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], *, text_columns: int, floatfmt: str | Sequence[str] = ".1f"
+) -> list[str]:
+    """A Markdown (pipe) table: the first ``text_columns`` columns are text, left-aligned; the
+    others right-aligned, numbers with one decimal (or ``floatfmt`` per column), ``-`` where a
+    figure is missing."""
+    if not rows:
+        return []
+    table = tabulate(
+        [[_md_cell(c) for c in row] for row in rows],
+        headers=list(header),
+        tablefmt="pipe",
+        floatfmt=floatfmt,
+        missingval="-",
+        colalign=["left"] * text_columns + ["right"] * (len(header) - text_columns),
+        disable_numparse=list(range(text_columns)),  # an agent named "1" stays text
+    )
+    return table.splitlines()
 
 
 def _scopes(agent_block: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -114,47 +176,29 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     out += ["## Residual Start vs. matched Clean Start", ""]
     out += ["Success rates in %, averaged over a task's states, then equally across tasks;"]
     out += ["Gap = Ref. Clean - Residual in points, computed before rounding.", ""]
-    rows = []
-    for agent, block in agents.items():
-        for scope, m in _scopes(block):
-            rows.append(
-                [
-                    agent,
-                    scope,
-                    _pct(m.get("residual")),
-                    _pct(m.get("clean")),
-                    _pct(m.get("gap")),
-                    _pct(m.get("cond_fail")),
-                    str(m.get("n_tasks", 0)),
-                    str(m.get("n_states", 0)),
-                ]
-            )
+    rows = [
+        [agent, scope, m.get("residual"), m.get("clean"), m.get("gap"), m.get("cond_fail"),
+         m.get("n_tasks", 0), m.get("n_states", 0)]
+        for agent, block in agents.items()
+        for scope, m in _scopes(block)
+    ]  # fmt: skip
     header = [
         "Agent", "Track", "Residual (%)", "Ref. Clean (%)", "Gap", "CondFail (%)", "n_tasks",
         "n_states",
     ]  # fmt: skip
-    out += _table(header, rows) + [""]
+    out += (_markdown_table(header, rows, text_columns=2) or ["(no agents)"]) + [""]
 
     out += ["## By predecessor agent", ""]
     out += ["Each group: tasks with >= 1 state from the predecessor, only its states averaged,"]
     out += ["Clean Start matched on the same tasks.", ""]
-    rows = []
-    for agent, block in agents.items():
-        for scope, m in _scopes(block):
-            for pred, g in (m.get("by_predecessor") or {}).items():
-                rows.append(
-                    [
-                        agent,
-                        scope,
-                        pred,
-                        _pct(g.get("residual")),
-                        _pct(g.get("clean")),
-                        _pct(g.get("gap")),
-                        str(g.get("n_tasks", 0)),
-                    ]
-                )
+    rows = [
+        [agent, scope, pred, g.get("residual"), g.get("clean"), g.get("gap"), g.get("n_tasks", 0)]
+        for agent, block in agents.items()
+        for scope, m in _scopes(block)
+        for pred, g in (m.get("by_predecessor") or {}).items()
+    ]
     header = ["Agent", "Track", "Predecessor", "Residual (%)", "Ref. Clean (%)", "Gap", "n_tasks"]
-    out += (_table(header, rows) if rows else ["(no residual states)"]) + [""]
+    out += (_markdown_table(header, rows, text_columns=3) or ["(no residual states)"]) + [""]
 
     out += ["## Acceptance bias", ""]
     out += ["Normally submitted runs; task-level averages in % (Gap in points);"]
@@ -164,29 +208,21 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         for scope, m in _scopes(block):
             ab = m.get("acceptance_bias") or {}
             split = ab.get("split_by_kept") or {}
-            rows.append(
-                [
-                    agent,
-                    scope,
-                    _pct(m.get("gap")),
-                    _pct(ab.get("same_failing")),
-                    _pct(ab.get("initially_failing_clean")),
-                    _pct(ab.get("initially_failing_residual")),
-                    _pct(ab.get("kept")),
-                    _pct(ab.get("left_out_clean")),
-                    _pct(ab.get("left_out_residual")),
-                    _pct(ab.get("left_out_opened")),
-                    _pct(ab.get("steps_ratio"), 2),
-                    _pct(ab.get("inspected")),
-                    f"{_pct(split.get('success_above'))} / {_pct(split.get('success_below'))}",
-                ]
-            )
+            rows.append([
+                agent, scope, m.get("gap"), ab.get("same_failing"), ab.get("initially_failing_clean"),
+                ab.get("initially_failing_residual"), ab.get("kept"), ab.get("left_out_clean"),
+                ab.get("left_out_residual"), ab.get("left_out_opened"),
+                ab.get("steps_ratio"), ab.get("inspected"),
+                f"{_pct(split.get('success_above'))} / {_pct(split.get('success_below'))}",
+            ])  # fmt: skip
     header = [
         "Agent", "Track", "Gap", "Same failing", "Init. failing Clean", "Init. failing Residual",
         "Kept", "Left-out Clean", "Left-out Residual", "Opened", "Steps", "Inspected",
         "Success above / below median Kept",
     ]  # fmt: skip
-    out += _table(header, rows) + [""]
+    steps_ratio = [".1f"] * len(header)
+    steps_ratio[header.index("Steps")] = ".2f"  # a ratio, not a percentage
+    out += (_markdown_table(header, rows, text_columns=2, floatfmt=steps_ratio) or ["(no agents)"]) + [""]
 
     infra = summary.get("infra", {})
     out += ["## Infrastructure", ""]
@@ -195,18 +231,29 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"- retried (more than one attempt): {infra.get('retried', 0)}",
         f"- unresolved infra errors (excluded, not failures): {infra.get('unresolved', 0)}",
     ]
-    excluded = infra.get("excluded") or []
-    if excluded:
-        out += ["", "| Agent | Task | State | Error |", "|---|---|---|---|"]
-        for e in excluded:
-            error = str(e.get("error") or "").replace("|", "\\|").replace("\n", " ")
-            state = e.get("state") if e.get("state") is not None else "(clean)"
-            out.append(f"| {e.get('agent')} | {e.get('task')} | {state} | {error} |")
+    rows = [
+        [e.get("agent"), e.get("task"), e.get("state") if e.get("state") is not None else "(clean)",
+         str(e.get("error") or "")]
+        for e in infra.get("excluded") or []
+    ]  # fmt: skip
+    if rows:
+        out += [""] + _markdown_table(["Agent", "Task", "State", "Error"], rows, text_columns=4)
     return "\n".join(out) + "\n"
 
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _terminal_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Plain columns: the first (the agent) left-aligned, numbers right-aligned with one
+    decimal, ``-`` where the figure is missing."""
+    table = tabulate(
+        rows, headers=list(header), tablefmt="plain", floatfmt=".1f", missingval="-",
+        numalign="right", stralign="right", disable_numparse=[0],
+        colalign=["left"] + ["right"] * (len(header) - 1),
+    )  # fmt: skip
+    return table.splitlines()
 
 
 def render_terminal(summary: Mapping[str, Any]) -> list[str]:
@@ -216,36 +263,35 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
     tracks = sorted({t for block in agents.values() for t in block.get("tracks", {})})
     scopes = tracks + (["overall"] if len(tracks) > 1 else [])
     lines: list[str] = []
-    head = f"{'agent':<32} {'residual':>9} {'clean':>7} {'gap':>7} {'condfail':>9} {'tasks':>6}"
-    head += f" {'states':>7}"
     for scope in scopes:
-        rows: list[tuple[float, str, Mapping[str, Any]]] = []
+        found: list[tuple[str, Mapping[str, Any]]] = []
         for agent, block in agents.items():
             m = block.get("overall") if scope == "overall" else block.get("tracks", {}).get(scope)
-            if m is None:
-                continue
-            res = m.get("residual")
-            rows.append((-(res if res is not None else -1.0), agent, m))
-        if not rows:
+            if m is not None:
+                found.append((agent, m))
+        if not found:
             continue
+        # best Residual first; an agent without one last; ties by name
+        found.sort(key=lambda am: (-(am[1].get("residual") if am[1].get("residual") is not None else -1.0), am[0]))
         lines.append(f"SWE-Residual [{scope}] (success %, gap in points)")
-        lines.append(head)
-        for _, agent, m in sorted(rows, key=lambda r: (r[0], r[1])):
-            lines.append(
-                f"{_clip(agent, 32):<32} {_pct(m.get('residual')):>9} {_pct(m.get('clean')):>7}"
-                f" {_pct(m.get('gap')):>7} {_pct(m.get('cond_fail')):>9}"
-                f" {m.get('n_tasks', 0):>6} {m.get('n_states', 0):>7}"
-            )
-        predecessors = sorted({p for _, _, m in rows for p in (m.get("by_predecessor") or {})})
+        rows = [
+            [_clip(agent, 32), m.get("residual"), m.get("clean"), m.get("gap"), m.get("cond_fail"),
+             m.get("n_tasks", 0), m.get("n_states", 0)]
+            for agent, m in found
+        ]  # fmt: skip
+        lines += _terminal_table(["agent", "residual", "clean", "gap", "condfail", "tasks", "states"], rows)
+        predecessors = sorted({p for _, m in found for p in (m.get("by_predecessor") or {})})
         if predecessors:
-            lines.append(f"{'by predecessor: residual/clean':<32} " + " ".join(f"{p[:17]:>17}" for p in predecessors))
-            for _, agent, m in sorted(rows, key=lambda r: (r[0], r[1])):
+            rows = []
+            for agent, m in found:
                 groups = m.get("by_predecessor") or {}
-                cells = []
-                for pred in predecessors:
-                    g = groups.get(pred)
-                    cells.append(f"{_pct(g.get('residual'))}/{_pct(g.get('clean'))}" if g else "-")
-                lines.append(f"{_clip(agent, 32):<32} " + " ".join(f"{c:>17}" for c in cells))
+                cells = [
+                    f"{_pct(g.get('residual'))}/{_pct(g.get('clean'))}" if (g := groups.get(p)) else "-"
+                    for p in predecessors
+                ]
+                rows.append([_clip(agent, 32), *cells])
+            header = ["by predecessor: residual/clean", *(_clip(p, 17) for p in predecessors)]
+            lines += _terminal_table(header, rows)
     if summary.get("comparison"):  # the one comparison line that matters most
         lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
     infra = summary.get("infra", {})
@@ -256,5 +302,5 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
     for e in infra.get("excluded") or []:
         state = e.get("state") if e.get("state") is not None else "clean"
         error = str(e.get("error") or "").replace("\n", " ")
-        lines.append(_clip(f"  excluded: {e.get('agent')} {e.get('task')} [{state}]: {error}", 100))
+        lines.append(f"  excluded: {e.get('agent')} {e.get('task')} [{state}]: {error}")
     return [_clip(line, TERMINAL_WIDTH) for line in lines]

@@ -1,32 +1,82 @@
-"""Harbor task directories, read as Harbor writes them (schema 1.x).
+"""Harbor task directories, read with Harbor's own schema (harbor 0.25, schema 1.x).
 
-A task is `task.toml` + `instruction.md` + `environment/` + `tests/` + `solution/`. Fields
-the suite does not use are kept (`TaskConfig.raw`) so nothing a task carries is lost.
+A task is `task.toml` + `instruction.md` + `environment/` + `tests/` + `solution/`. Fields are
+read with Harbor's names, types, values and defaults (`harbor.models.task.config`); what the
+suite cannot honour is a `DatasetError` naming the file and field, never run differently:
+network mode `allowlist`, GPUs/TPUs, a non-Linux `os`, Docker Compose files (several
+containers), a collect step or artifact in another service, multi-step tasks. Keys Harbor's
+model does not define are ignored, as Harbor ignores them, and listed in
+`TaskConfig.warnings` (what `harbor lint` reports as unknown-config-field). Fields the suite
+does not use are kept (`TaskConfig.raw`) so nothing a task carries is lost.
 The suite's own keys live in `[metadata]`, which Harbor leaves free-form:
 `track` ("repo" | "machine"), `repo_dir` (the repository source for the local backend),
-`workdir` (where the repository sits in the environment, default /app).
+`workdir` (where the repository sits in the environment, default /app), `base_commit_hash`.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swe_residual.errors import DatasetError
 
 TRACKS = ("repo", "machine")
 ENVIRONMENT_MODES = ("shared", "separate")
-# Harbor spells "no network" as "no-network"; Docker as "none".
-NETWORK_MODE_ALIASES = {"no-network": "none", "none": "none", "bridge": "bridge", "host": "host"}
+MAIN_SERVICE = "main"
+# Harbor's network modes, and the Docker network each one runs on here. `allowlist` (egress
+# to named hosts only) needs Harbor's egress proxy: no backend here can enforce it.
+NETWORK_MODES = ("no-network", "public", "allowlist")
+DOCKER_NETWORKS = {"no-network": "none", "public": "bridge"}
+# Docker's spellings, which Harbor's schema rejects: the error names Harbor's value.
+DOCKER_SPELLINGS = {"none": "no-network", "bridge": "public"}
+COMPOSE_FILES = ("environment/docker-compose.yaml", "tests/docker-compose.yaml")
+# Harbor's defaults (harbor.models.task.config).
+DEFAULT_BUILD_TIMEOUT_SEC = 600.0
+DEFAULT_VERIFIER_TIMEOUT_SEC = 600.0
+DEFAULT_COLLECT_TIMEOUT_SEC = 60.0
+DEFAULT_SCHEMA_VERSION = "1.4"
+# Harbor leaves [agent] timeout_sec unset by default; the suite's budget needs a number.
+DEFAULT_AGENT_TIMEOUT_SEC = 600.0
 
 
 @dataclass(frozen=True)
 class CollectStep:
+    """One `[[verifier.collect]]` command, run in the agent's container after it stops."""
+
     command: str
     timeout_sec: float
+    user: str | int | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactSpec:
+    """One entry of the top-level `artifacts` list: a container path copied out after collect.
+
+    `destination` is where it lands, relative to the run's artifacts directory (None: the
+    source path without its leading `/`, as Harbor places it). `exclude`: tar patterns for a
+    directory source.
+    """
+
+    source: str
+    destination: str | None = None
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VerifierEnvironment:
+    """`[verifier.environment]`: the separate verifier's own environment (same schema as
+    `[environment]`)."""
+
+    docker_image: str | None
+    cpus: float | None
+    memory_mb: int | None
+    storage_mb: int | None
+    build_timeout_sec: float
+    env: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -36,7 +86,7 @@ class TaskConfig:
     description: str
     keywords: tuple[str, ...]
     metadata: dict[str, Any]
-    artifacts: tuple[str, ...]
+    artifacts: tuple[ArtifactSpec, ...]
     track: str
     workdir: str
     repo_dir: str | None
@@ -49,12 +99,18 @@ class TaskConfig:
     gpus: int
     environment_env: dict[str, str]
     agent_timeout_sec: float
+    # The Docker network of each phase ("none" or "bridge"), resolved from Harbor's
+    # network_mode values as Harbor resolves them.
     agent_network_mode: str
     verifier_timeout_sec: float
     verifier_network_mode: str
     verifier_environment_mode: str
     verifier_env: dict[str, str]
     verifier_collect: tuple[CollectStep, ...]
+    verifier_environment: VerifierEnvironment | None = None
+    # Fields Harbor does not know (it ignores them; `harbor lint` reports them), as
+    # "<file>: unknown field '<dotted.field>' ...". Never an error.
+    warnings: tuple[str, ...] = ()
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
 
 
@@ -194,12 +250,221 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise DatasetError(path, f"not UTF-8 text: {exc}") from exc
 
 
-def _network_mode(reader: _Reader, dotted: str) -> str:
-    value = reader.get(dotted, str, "none")
-    if value not in NETWORK_MODE_ALIASES:
-        allowed = ", ".join(sorted(NETWORK_MODE_ALIASES))
-        raise DatasetError(reader.path, f"unknown network mode {value!r} (one of {allowed})", field=dotted)
-    return NETWORK_MODE_ALIASES[value]
+# -- unknown fields ------------------------------------------------------------------------------
+# The tables and keys of Harbor's TaskConfig model (pydantic, extra fields ignored): a key not
+# listed is ignored by Harbor and reported by `harbor lint` as unknown-config-field. `_FREE`
+# marks free-form tables ([metadata], env maps); a one-element list is a list of tables.
+_FREE = "free-form"
+_HEALTHCHECK = dict.fromkeys(
+    ("command", "interval_sec", "timeout_sec", "start_period_sec", "start_interval_sec", "retries")
+)
+_NETWORK = dict.fromkeys(("network_mode", "allowed_hosts"))
+_ENVIRONMENT: dict[str, Any] = {
+    **_NETWORK,
+    **dict.fromkeys((
+        "build_timeout_sec", "docker_image", "os", "cpus", "memory_mb", "storage_mb", "gpus",
+        "gpu_types", "skills_dir", "workdir", "allow_internet", "memory", "storage",
+    )),
+    "tpu": dict.fromkeys(("type", "topology")),
+    "mcp_servers": [{**dict.fromkeys(("name", "transport", "url", "command", "args")), "headers": _FREE}],
+    "env": _FREE,
+    "healthcheck": _HEALTHCHECK,
+}
+_AGENT: dict[str, Any] = {**_NETWORK, "timeout_sec": None, "user": None}
+_VERIFIER: dict[str, Any] = {
+    **_NETWORK,
+    **dict.fromkeys(("timeout_sec", "user", "environment_mode")),
+    "env": _FREE,
+    "environment": _ENVIRONMENT,
+    "collect": [dict.fromkeys(("command", "service", "timeout_sec", "user"))],
+}
+_ARTIFACTS = [dict.fromkeys(("source", "destination", "exclude", "service"))]
+_SCHEMA: dict[str, Any] = {
+    **dict.fromkeys(("schema_version", "version", "source", "multi_step_reward_strategy")),
+    "task": {
+        **dict.fromkeys(("name", "version", "description", "keywords")),
+        "authors": [dict.fromkeys(("name", "email"))],
+    },
+    "metadata": _FREE,
+    "verifier": _VERIFIER,
+    "agent": _AGENT,
+    "environment": _ENVIRONMENT,
+    "solution": {"env": _FREE},
+    "steps": [{
+        **dict.fromkeys(("name", "min_reward")), "agent": _AGENT, "verifier": _VERIFIER,
+        "healthcheck": _HEALTHCHECK, "artifacts": _ARTIFACTS,
+    }],
+    "artifacts": _ARTIFACTS,
+}
+
+
+def _unknown_fields(value: Any, schema: Any, prefix: str = "") -> list[str]:
+    """Dotted names of the keys Harbor's model does not define (`harbor lint`'s rule)."""
+    if isinstance(schema, list) and isinstance(value, list):
+        return [name for index, item in enumerate(value)
+                for name in _unknown_fields(item, schema[0], f"{prefix}[{index}]")]
+    if not isinstance(schema, dict) or not isinstance(value, dict):
+        return []
+    found = []
+    for key, child in value.items():
+        location = f"{prefix}.{key}" if prefix else key
+        if key in schema:
+            found.extend(_unknown_fields(child, schema[key], location))
+        else:
+            close = difflib.get_close_matches(key, list(schema), n=1)
+            found.append(location + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return found
+
+
+# -- network, environments, artifacts ----------------------------------------------------------
+def _network_value(reader: _Reader, table: str) -> str | None:
+    """A phase or environment's Harbor `network_mode` as written (None when absent)."""
+    dotted = f"{table}.network_mode"
+    value = reader.get(dotted, str, None)
+    if value is not None and value not in NETWORK_MODES:
+        if value in DOCKER_SPELLINGS:
+            raise DatasetError(
+                reader.path,
+                f"unknown network mode {value!r}: that is Docker's spelling; Harbor's value is "
+                f"{DOCKER_SPELLINGS[value]!r} (one of {', '.join(NETWORK_MODES)})",
+                field=dotted,
+            )
+        raise DatasetError(reader.path, f"unknown network mode {value!r} (one of {', '.join(NETWORK_MODES)})",
+                           field=dotted)
+    if value == "allowlist":
+        raise DatasetError(
+            reader.path,
+            "network_mode 'allowlist' cannot be enforced by this suite (it needs Harbor's egress "
+            "proxy); use 'no-network' or 'public'",
+            field=dotted,
+        )
+    if reader.get(f"{table}.allowed_hosts", list, None) is not None:
+        raise DatasetError(reader.path, "allowed_hosts applies only to network_mode 'allowlist', which this "
+                           "suite cannot enforce", field=f"{table}.allowed_hosts")
+    return value
+
+
+def _baseline_network(reader: _Reader, table: str) -> str:
+    """An environment table's baseline: network_mode, else the deprecated allow_internet, else
+    Harbor's default, public."""
+    value = _network_value(reader, table)
+    allow_internet = reader.get(f"{table}.allow_internet", bool, None)
+    if value is not None:
+        return value
+    if allow_internet is not None:
+        return "public" if allow_internet else "no-network"
+    return "public"
+
+
+def _size_mb(reader: _Reader, dotted: str, exact: str) -> int | None:
+    """`memory_mb`/`storage_mb`, or Harbor's deprecated "1G"/"512M" `memory`/`storage`."""
+    value = reader.positive_int(exact)
+    legacy = reader.get(dotted, str, None)
+    if legacy is None:
+        return value
+    text = legacy.strip().upper()
+    factors = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}
+    try:
+        converted = int(float(text[:-1]) * factors[text[-1:]])
+    except (KeyError, ValueError):
+        raise DatasetError(reader.path, f"expected a size like '1G' or '512M', got {legacy!r}", field=dotted) from None
+    if value is not None and value != converted:
+        raise DatasetError(reader.path, f"{legacy!r} ({converted} MB) conflicts with {exact} = {value}", field=dotted)
+    if converted <= 0:
+        raise DatasetError(reader.path, f"must be greater than 0, got {legacy!r}", field=dotted)
+    return converted
+
+
+def _environment_table(reader: _Reader, table: str) -> dict[str, Any]:
+    """The fields of an `[environment]`-shaped table the suite uses, validated."""
+    os_name = reader.get(f"{table}.os", str, "linux")
+    if os_name.lower() != "linux":
+        raise DatasetError(reader.path, f"os {os_name!r}: this suite runs Linux containers only", field=f"{table}.os")
+    gpus = reader.get(f"{table}.gpus", int, None)
+    if gpus is not None and gpus < 0:
+        raise DatasetError(reader.path, f"must not be negative, got {gpus!r}", field=f"{table}.gpus")
+    if gpus:
+        raise DatasetError(reader.path, f"the task asks for {gpus} GPU(s): GPUs are not available to this suite",
+                           field=f"{table}.gpus")
+    if reader.get(f"{table}.tpu", dict, None) is not None:
+        raise DatasetError(reader.path, "TPUs are not available to this suite", field=f"{table}.tpu")
+    return {
+        "docker_image": reader.get(f"{table}.docker_image", str, None),
+        "cpus": reader.number(f"{table}.cpus", None),
+        "memory_mb": _size_mb(reader, f"{table}.memory", f"{table}.memory_mb"),
+        "storage_mb": _size_mb(reader, f"{table}.storage", f"{table}.storage_mb"),
+        "gpus": gpus or 0,
+        "build_timeout_sec": reader.number(f"{table}.build_timeout_sec", DEFAULT_BUILD_TIMEOUT_SEC)
+        or DEFAULT_BUILD_TIMEOUT_SEC,
+        "env": reader.string_map(f"{table}.env"),
+    }
+
+
+def _service(reader: _Reader, where: str, entry: dict[str, Any]) -> None:
+    service = entry.get("service")
+    if service is None or service == MAIN_SERVICE:
+        return
+    if not isinstance(service, str):
+        raise DatasetError(reader.path, f"service must be a string, got {service!r}", field=where)
+    raise DatasetError(
+        reader.path,
+        f"service {service!r}: only the main container exists here (multi-container tasks cannot run on this "
+        "engine here)",
+        field=where,
+    )
+
+
+def _collect_steps(reader: _Reader) -> tuple[CollectStep, ...]:
+    steps = []
+    for index, entry in enumerate(reader.get("verifier.collect", list, [])):
+        where = f"verifier.collect[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+            raise DatasetError(reader.path, "needs a string `command`", field=where)
+        _service(reader, where, entry)
+        timeout = entry.get("timeout_sec", DEFAULT_COLLECT_TIMEOUT_SEC)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise DatasetError(reader.path, f"timeout_sec must be a number greater than 0, got {timeout!r}", field=where)
+        user = entry.get("user")
+        if user is not None and (isinstance(user, bool) or not isinstance(user, (str, int))):
+            raise DatasetError(reader.path, f"user must be a name or a UID, got {user!r}", field=where)
+        steps.append(CollectStep(entry["command"], float(timeout), user))
+    return tuple(steps)
+
+
+def _artifacts(reader: _Reader) -> tuple[ArtifactSpec, ...]:
+    specs = []
+    for index, entry in enumerate(reader.get("artifacts", list, [])):
+        where = f"artifacts[{index}]"
+        if isinstance(entry, str):
+            entry = {"source": entry}
+        if not isinstance(entry, dict):
+            raise DatasetError(reader.path, f"expected a path or a table with `source`, got {entry!r}", field=where)
+        source, destination, exclude = entry.get("source"), entry.get("destination"), entry.get("exclude", [])
+        if not isinstance(source, str):
+            raise DatasetError(reader.path, "needs a string `source`", field=where)
+        if not source.startswith("/"):
+            raise DatasetError(reader.path, f"source must be an absolute path in the container, got {source!r}",
+                               field=where)
+        if ".." in PurePosixPath(source).parts:
+            raise DatasetError(reader.path, f"source must not contain '..', got {source!r}", field=where)
+        if destination is not None:
+            if not isinstance(destination, str):
+                raise DatasetError(reader.path, f"destination must be a string, got {destination!r}", field=where)
+            parts = PurePosixPath(destination).parts
+            if destination and ("\\" in destination or destination.startswith("/") or ".." in parts
+                                or destination.rstrip("/") == "manifest.json"):
+                raise DatasetError(
+                    reader.path,
+                    f"destination must be a relative path inside the artifacts directory (not manifest.json), "
+                    f"got {destination!r}",
+                    field=where,
+                )
+            destination = destination or None
+        if not isinstance(exclude, list) or not all(isinstance(p, str) for p in exclude):
+            raise DatasetError(reader.path, "exclude must be a list of strings", field=where)
+        _service(reader, where, entry)
+        specs.append(ArtifactSpec(source, destination, tuple(exclude)))
+    return tuple(specs)
 
 
 def _absolute(reader: _Reader, dotted: str, default: str) -> str:
@@ -216,57 +481,87 @@ def parse_task_config(path: Path) -> TaskConfig:
     track = reader.get("metadata.track", str, "repo")
     if track not in TRACKS:
         raise DatasetError(path, f"unknown track {track!r} (one of {', '.join(TRACKS)})", field="metadata.track")
-    mode = reader.get("verifier.environment_mode", str, "shared")
-    if mode not in ENVIRONMENT_MODES:
+    if reader.get("steps", list, None) is not None:
+        raise DatasetError(path, "multi-step tasks ([[steps]]) cannot run in this suite", field="steps")
+    # [verifier] environment_mode as Harbor resolves it: the explicit value, else "separate"
+    # when [verifier.environment] is given, else "shared".
+    verifier_table = reader.table("verifier")
+    has_verifier_environment = "environment" in verifier_table
+    if has_verifier_environment:
+        reader.table("verifier.environment")
+    mode = reader.get("verifier.environment_mode", str, None)
+    if mode is not None and mode not in ENVIRONMENT_MODES:
         raise DatasetError(
             path, f"unknown environment mode {mode!r} (one of {', '.join(ENVIRONMENT_MODES)})",
             field="verifier.environment_mode",
         )
-    collect_raw = reader.get("verifier.collect", list, [])
-    collect = []
-    for index, entry in enumerate(collect_raw):
-        where = f"verifier.collect[{index}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-            raise DatasetError(path, "needs a string `command`", field=where)
-        timeout = entry.get("timeout_sec", 300.0)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise DatasetError(path, f"timeout_sec must be a number, got {timeout!r}", field=where)
-        collect.append(CollectStep(entry["command"], float(timeout)))
-    artifacts = reader.get("artifacts", list, [])
+    if mode == "shared" and has_verifier_environment:
+        raise DatasetError(path, "'shared' is incompatible with [verifier.environment]; omit the table or use "
+                           "'separate'", field="verifier.environment_mode")
+    mode = mode or ("separate" if has_verifier_environment else "shared")
     keywords = reader.get("task.keywords", list, [])
-    for name, values in (("artifacts", artifacts), ("task.keywords", keywords)):
-        if not all(isinstance(v, str) for v in values):
-            raise DatasetError(path, "must be a list of strings", field=name)
-    memory = reader.positive_int("environment.memory_mb")
-    storage = reader.positive_int("environment.storage_mb")
-    gpus = reader.get("environment.gpus", int, 0)
+    if not all(isinstance(v, str) for v in keywords):
+        raise DatasetError(path, "must be a list of strings", field="task.keywords")
+    environment = _environment_table(reader, "environment")
+    verifier_environment = None
+    if has_verifier_environment:
+        own = _environment_table(reader, "verifier.environment")
+        own.pop("gpus")
+        verifier_environment = VerifierEnvironment(**own)
+    # Network, as Harbor resolves it per phase: the phase's own network_mode, else the baseline
+    # of the environment the phase runs in ([environment]; a separate verifier's own
+    # [verifier.environment] when it has one), whose default is public.
+    environment_network = _baseline_network(reader, "environment")
+    verifier_baseline = environment_network
+    if has_verifier_environment:
+        verifier_baseline = _baseline_network(reader, "verifier.environment")
+    agent_network = _network_value(reader, "agent") or environment_network
+    verifier_network = _network_value(reader, "verifier") or verifier_baseline
+    warnings = [f"{path}: unknown field {name} (Harbor ignores it)" for name in _unknown_fields(data, _SCHEMA)]
+    for table in ("environment", "verifier.environment"):
+        for old, new in (("memory", "memory_mb"), ("storage", "storage_mb"), ("allow_internet", "network_mode")):
+            if old in reader.table(table):
+                warnings.append(f"{path}: {table}.{old} is deprecated (Harbor's field is {table}.{new})")
     return TaskConfig(
-        schema_version=str(reader.get("schema_version", str, "1.0")),
+        schema_version=str(reader.get("schema_version", str, None) or reader.get("version", str, DEFAULT_SCHEMA_VERSION)),
         name=reader.get("task.name", str, ""),
         description=reader.get("task.description", str, ""),
         keywords=tuple(keywords),
         metadata=metadata,
-        artifacts=tuple(artifacts),
+        artifacts=_artifacts(reader),
         track=track,
         workdir=_absolute(reader, "metadata.workdir", "/app"),
         repo_dir=reader.get("metadata.repo_dir", str, None),
         base_commit=reader.get("metadata.base_commit_hash", str, None),
-        docker_image=reader.get("environment.docker_image", str, None),
-        build_timeout_sec=reader.number("environment.build_timeout_sec", 1800.0) or 1800.0,  # never None
-        cpus=reader.number("environment.cpus", None),
-        memory_mb=memory,
-        storage_mb=storage,
-        gpus=gpus,
-        environment_env=reader.string_map("environment.env"),
-        agent_timeout_sec=reader.number("agent.timeout_sec", 600.0) or 600.0,
-        agent_network_mode=_network_mode(reader, "agent.network_mode"),
-        verifier_timeout_sec=reader.number("verifier.timeout_sec", 600.0) or 600.0,
-        verifier_network_mode=_network_mode(reader, "verifier.network_mode"),
+        docker_image=environment["docker_image"],
+        build_timeout_sec=environment["build_timeout_sec"],
+        cpus=environment["cpus"],
+        memory_mb=environment["memory_mb"],
+        storage_mb=environment["storage_mb"],
+        gpus=environment["gpus"],
+        environment_env=environment["env"],
+        agent_timeout_sec=reader.number("agent.timeout_sec", DEFAULT_AGENT_TIMEOUT_SEC) or DEFAULT_AGENT_TIMEOUT_SEC,
+        agent_network_mode=DOCKER_NETWORKS[agent_network],
+        verifier_timeout_sec=reader.number("verifier.timeout_sec", DEFAULT_VERIFIER_TIMEOUT_SEC)
+        or DEFAULT_VERIFIER_TIMEOUT_SEC,
+        verifier_network_mode=DOCKER_NETWORKS[verifier_network],
         verifier_environment_mode=mode,
         verifier_env=reader.string_map("verifier.env"),
-        verifier_collect=tuple(collect),
+        verifier_collect=_collect_steps(reader),
+        verifier_environment=verifier_environment,
+        warnings=tuple(warnings),
         raw=data,
     )
+
+
+def _reject_compose(path: Path) -> None:
+    for name in COMPOSE_FILES:
+        if (path / name).is_file():
+            raise DatasetError(
+                path / name,
+                "a Docker Compose definition: multi-container tasks cannot run on this engine here "
+                "(one container per phase), so the task is rejected rather than run without its services",
+            )
 
 
 def load_task(path: Path) -> Task:
@@ -275,6 +570,7 @@ def load_task(path: Path) -> Task:
     if not path.is_dir():
         raise DatasetError(path, "task directory is missing")
     config = parse_task_config(path / "task.toml")
+    _reject_compose(path)
     instruction_path = path / "instruction.md"
     try:
         instruction = instruction_path.read_text(encoding="utf-8")

@@ -26,6 +26,9 @@ class Verdict:
     tests: dict[str, str] = field(default_factory=dict)
     error: str | None = None  # why the verdict is not valid
     notes: tuple[str, ...] = ()
+    # Every number reward.json held (DeepSWE writes f2p/p2p counts beside `reward`), or
+    # {"reward": r} from reward.txt.
+    rewards: dict[str, float] = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
@@ -80,25 +83,35 @@ def _worst(previous: str | None, current: str) -> str:
 
 def read_reward(files: dict[str, bytes]) -> tuple[float | None, str | None]:
     """(reward, error). reward.json wins over reward.txt, as in Harbor."""
+    rewards, error = read_rewards(files)
+    return (None, error) if error is not None else (rewards["reward"], None)
+
+
+def read_rewards(files: dict[str, bytes]) -> tuple[dict[str, float], str | None]:
+    """(every reward number, error): `reward` is the primary one; other numeric keys are kept."""
+    extra: dict[str, float] = {}
     if "reward.json" in files:
         try:
             document = json.loads(files["reward.json"])
             value = document["reward"] if isinstance(document, dict) else document
         except (ValueError, KeyError, TypeError) as exc:
-            return None, f"reward.json is unreadable: {exc}"
+            return {}, f"reward.json is unreadable: {exc}"
+        if isinstance(document, dict):
+            extra = {key: float(number) for key, number in document.items()
+                     if key != "reward" and isinstance(number, (int, float)) and not isinstance(number, bool)}
     elif "reward.txt" in files:
         text = files["reward.txt"].decode("utf-8", errors="replace").strip()
         try:
             value = float(text)
         except ValueError:
-            return None, f"reward.txt holds {text[:40]!r}, not a number"
+            return {}, f"reward.txt holds {text[:40]!r}, not a number"
     else:
-        return None, "the verifier wrote no reward file"
+        return {}, "the verifier wrote no reward file"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None, f"reward {value!r} is not a number"
+        return {}, f"reward {value!r} is not a number"
     if value < 0:
-        return None, f"reward {value} marks a verifier error"
-    return float(value), None
+        return {}, f"reward {value} marks a verifier error"
+    return {"reward": float(value), **extra}, None
 
 
 def read_test_reports(files: dict[str, bytes]) -> tuple[dict[str, str], list[str]]:
@@ -123,15 +136,17 @@ def read_test_reports(files: dict[str, bytes]) -> tuple[dict[str, str], list[str
 
 def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Verdict:
     """Turn raw verifier output into a verdict; an invalid verdict is an infra error."""
+    if output.error is not None:
+        return Verdict(valid=False, reward=None, error=output.error)
     if output.timed_out:
         return Verdict(valid=False, reward=None, error="the verifier timed out")
-    reward, error = read_reward(output.files)
+    rewards, error = read_rewards(output.files)
     tests, problems = read_test_reports(output.files)
     if error is not None:
         tail = output.output.strip()[-300:]
         return Verdict(valid=False, reward=None, tests=tests, error=f"{error}; output: {tail}")
     notes = list(problems)
-    assert reward is not None
+    reward = rewards["reward"]
     if reward >= 1.0:
         expected = acceptance if acceptance is not None else list(tests)
         not_passing = [t for t in expected if tests.get(t) != PASSED] if tests or acceptance else []
@@ -143,4 +158,4 @@ def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Ver
         for test_id in acceptance:
             if test_id not in tests:  # missing from every report: counts as failed
                 tests[test_id] = FAILED
-    return Verdict(valid=True, reward=reward, tests=tests, notes=tuple(notes))
+    return Verdict(valid=True, reward=reward, tests=tests, notes=tuple(notes), rewards=rewards)

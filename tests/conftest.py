@@ -16,10 +16,18 @@ matplotlib.use("Agg")
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
-SHARED_DIR = REPO_ROOT.parent / "shared"
 sys.path.insert(0, str(TESTS_DIR))  # for `taskfactory`
 
 
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Load `pytester` for the project's tests only (the evaluation suite never needs it).
+
+    Not `pytest_plugins`: pytest accepts that only in the root conftest. pytest calls this
+    hook while loading the initial conftests, before the command line is parsed, so
+    pytester's own options (`--runpytest`, `--lsof`) are still registered in time.
+    """
+    if not pluginmanager.has_plugin("pytester"):
+        pluginmanager.import_plugin("pytester")
 
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -24,6 +24,12 @@ TEST_SH = textwrap.dedent(
     APP_DIR="${APP_DIR:-/app}"
     mkdir -p "$LOGS_DIR"
     cd "$APP_DIR" || { echo -1 > "$LOGS_DIR/reward.txt"; exit 1; }
+    # Separate mode: the agent's work arrives as the collected workspace.patch (see COLLECT),
+    # applied to the pristine repository; without it the tree is graded as it is.
+    PATCH="${ARTIFACTS_DIR:-/logs/artifacts}/workspace.patch"
+    if [ -s "$PATCH" ] && ! git -c safe.directory='*' apply --binary --whitespace=nowarn "$PATCH"; then
+      echo 0 > "$LOGS_DIR/reward.txt"; exit 0
+    fi
     # The repository is the agent's: nothing in it may stand in for the test runner. Isolated
     # mode (-I) puts neither the current directory, PYTHONPATH nor the user's site-packages on
     # the path (so no pytest.py, _pytest/, sitecustomize.py or .pth file of the agent's loads
@@ -40,6 +46,30 @@ TEST_SH = textwrap.dedent(
       *) echo -1 > "$LOGS_DIR/reward.txt" ;;
     esac
     exit 0
+    """
+)
+
+# [[verifier.collect]] of separate-mode tasks (as in the sample dataset): the whole working tree,
+# untracked files included, as a binary diff against the base (root) commit, through a
+# temporary index and object store so the agent's repository is untouched.
+COLLECT = textwrap.dedent(
+    """\
+    artifacts = ["/logs/artifacts/workspace.patch"]
+    [[verifier.collect]]
+    command = '''
+    set -e
+    cd "${APP_DIR:-/app}"
+    out="${ARTIFACTS_DIR:-/logs/artifacts}"
+    mkdir -p "$out"
+    base="$(git -c safe.directory='*' rev-list --max-parents=0 HEAD | tail -n 1)"
+    objects="$(cd "$(git -c safe.directory='*' rev-parse --git-common-dir)" && pwd)/objects"
+    tmp="$(mktemp -d)" && mkdir "$tmp/objects"
+    export GIT_INDEX_FILE="$tmp/index" GIT_OBJECT_DIRECTORY="$tmp/objects" GIT_ALTERNATE_OBJECT_DIRECTORIES="$objects"
+    git -c safe.directory='*' add -A
+    git -c safe.directory='*' diff --binary --cached "$base" > "$out/workspace.patch"
+    rm -rf "$tmp"
+    '''
+    timeout_sec = 60.0
     """
 )
 
@@ -150,6 +180,7 @@ def make_task(
         textwrap.dedent(
             f"""\
             schema_version = "1.3"
+            {COLLECT.splitlines()[0] if environment_mode == "separate" else ""}
             [task]
             name = "test/{task_id}"
             [metadata]
@@ -162,7 +193,9 @@ def make_task(
             """
         )
         + env_lines
-        + f"[agent]\ntimeout_sec = {agent_timeout_sec}\n[environment]\ncpus = 1\nmemory_mb = 512\n"
+        + ("\n".join(COLLECT.splitlines()[1:]) + "\n" if environment_mode == "separate" else "")
+        + f"[agent]\ntimeout_sec = {agent_timeout_sec}\n"
+        + '[environment]\nnetwork_mode = "no-network"\ncpus = 1\nmemory_mb = 512\n'
     )
     (task / "instruction.md").write_text("`clamp(value, low, high)` returns values outside the range. Make it clamp.\n")
     (task / "environment" / "Dockerfile").write_text(

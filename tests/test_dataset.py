@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, SHARED_DIR
+from conftest import REPO_ROOT, TESTS_DIR
 from taskfactory import make_task
 
 from swe_residual.dataset import load_dataset
 from swe_residual.errors import DatasetError
-from swe_residual.task import load_task
+from swe_residual.task import ArtifactSpec, VerifierEnvironment, load_task
 
-DEEPSWE = SHARED_DIR / "formats" / "deepswe"
+# Two real DeepSWE v1.1 records (data files only, Apache-2.0; see tests/data/deepswe/README.md).
+DEEPSWE = TESTS_DIR / "data" / "deepswe"
 
 
 def test_deepswe_records_load_with_every_field() -> None:
@@ -21,13 +22,18 @@ def test_deepswe_records_load_with_every_field() -> None:
     assert task.id == "onedump-dump-encryption-pipeline"
     assert config.schema_version == "1.3"
     assert config.name == "datacurve/onedump-dump-encryption-pipeline"
-    assert config.artifacts == ("/logs/artifacts/model.patch",)
+    assert config.artifacts == (ArtifactSpec("/logs/artifacts/model.patch"),)
     assert config.metadata["language"] == "go"
     assert config.metadata["category"] == "feature_request"
     assert config.base_commit == "a48e806195c538a73b6916b281939577b370952d"
     assert config.docker_image is not None and config.docker_image.endswith("-v1.1")
     assert config.verifier_environment_mode == "separate"
+    # [agent]/[verifier] network_mode = "no-network" override the public baseline.
     assert config.verifier_network_mode == "none" and config.agent_network_mode == "none"
+    assert config.verifier_environment == VerifierEnvironment(
+        docker_image=None, cpus=2, memory_mb=8192, storage_mb=20480, build_timeout_sec=1800.0, env={},
+    )
+    assert config.warnings == ()
     assert config.verifier_timeout_sec == 1800.0 and config.agent_timeout_sec == 5400.0
     assert config.cpus == 2 and config.memory_mb == 8192 and config.storage_mb == 20480 and config.gpus == 0
     assert config.build_timeout_sec == 1800.0
@@ -60,6 +66,7 @@ def test_sample_dataset_loads_cleanly() -> None:
     assert dataset.task_errors == []
     assert all(entry.state_errors == [] for entry in dataset.entries)
     assert len(dataset.entries) >= 8
+    assert all(entry.task.config.warnings == () for entry in dataset.entries)
     assert all(entry.task.missing_files() == [] for entry in dataset.entries)
     predecessors = {state.predecessor for entry in dataset.entries for state in entry.states}
     assert len(predecessors) >= 2
@@ -74,6 +81,7 @@ def test_sample_dataset_loads_cleanly() -> None:
         ("[verifier]\nenvironment_mode = 'nearby'\n", "verifier.environment_mode", "unknown environment mode"),
         ("[environment]\nmemory_mb = true\n", "environment.memory_mb", "expected"),
         ("[agent]\nnetwork_mode = 'wifi'\n", "agent.network_mode", "unknown network mode"),
+        ("[agent]\nnetwork_mode = 'none'\n", "agent.network_mode", "'no-network'"),
         ("[[verifier.collect]]\ntimeout_sec = 3\n", "verifier.collect[0]", "command"),
         ("agent = 3\n", "agent", "must be a table"),
         ("[environment]\ncpus = 0\n", "environment.cpus", "greater than 0"),

@@ -2,7 +2,8 @@
 
 Builds the Debian base image once (reused when present), a tiny task in tmp_path, and checks
 starts, states, exec timeouts, limits, the verifier contract and cleanup. Every test ends with
-no container of this process left and no new dangling image.
+no container or temporary image of this process left, and no untagged image this process committed
+(only what this run labelled is looked at: other users of the engine may have their own).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
 from swe_residual.environment.base import StartSpec
 from swe_residual.environment.docker import (
@@ -37,10 +39,7 @@ from swe_residual.patches import capture_patch
 from swe_residual.state import ResidualState, load_state
 from swe_residual.task import Task, load_task
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.skipif(not DockerBackend.available(), reason="no Docker engine answers"),
-]
+pytestmark = requires_docker
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,12 +119,15 @@ def make_task(root: Path, task_id: str, *, mode: str = "shared") -> Path:
         [environment]
         cpus = 1
         memory_mb = 512
+        network_mode = "no-network"
         [verifier]
         timeout_sec = 120
         environment_mode = "{mode}"
     '''))
     (task / "instruction.md").write_text("Fix add() in calc.py.\n")
-    (task / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    # The id in the commit step: two sessions on one engine (xdist workers) never share that
+    # layer through the builder's cache, so each task's base commit is its own.
+    (task / "environment" / "Dockerfile").write_text(DOCKERFILE.replace('"Base commit"', f'"Base commit" && : {task_id}'))
     (task / "environment" / "repo" / "calc.py").write_text(CALC)
     (task / "tests" / "test.sh").write_text(TEST_SH)
     (task / "tests" / "test.sh").chmod(0o755)
@@ -152,7 +154,7 @@ def task_root(tmp_path_factory: pytest.TempPathFactory, base_image: str) -> Iter
 
 
 @pytest.fixture(scope="session")
-def task_id(task_root: Path, dangling_at_start: set[str]) -> Iterator[str]:
+def task_id(task_root: Path) -> Iterator[str]:
     # Unique per session, so parallel runs on one engine never share (or delete) each other's
     # images; all of them are removed at the end.
     name = f"calc-{secrets.token_hex(3)}"
@@ -163,7 +165,7 @@ def task_id(task_root: Path, dangling_at_start: set[str]) -> Iterator[str]:
     # The end of the session: nothing of ours is left running or dangling.
     assert _containers(f"label={LABEL}.pid={os.getpid()}") == []
     assert _temp_images(f"label={LABEL}.pid={os.getpid()}") == []
-    assert _new_dangling(dangling_at_start) == set()
+    assert _our_dangling() == []
 
 
 @pytest.fixture
@@ -181,11 +183,6 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-@pytest.fixture(scope="session")
-def dangling_at_start(base_image: str) -> set[str]:
-    return set(_dangling())
-
-
 @pytest.fixture
 def progress() -> list[str]:
     return []
@@ -198,11 +195,11 @@ def backend(cache_dir: Path, progress: list[str]) -> Iterator[DockerBackend]:
 
 
 @pytest.fixture(autouse=True)
-def no_leftovers(dangling_at_start: set[str]) -> Iterator[None]:
+def no_leftovers(base_image: str) -> Iterator[None]:
     yield
     assert _containers(f"label={LABEL}.pid={os.getpid()}") == []
     assert _temp_images(f"label={LABEL}.pid={os.getpid()}") == []
-    assert _new_dangling(dangling_at_start) == set()
+    assert _our_dangling() == []
 
 
 def _spec(item: str = "item", attempt: int = 1) -> StartSpec:
@@ -218,20 +215,10 @@ def _containers(*filters: str) -> list[str]:
     return _docker("ps", "-aq", *args).split()
 
 
-def _dangling() -> list[str]:
-    return _docker("images", "-q", "--no-trunc", "--filter", "dangling=true").split()
-
-
-def _new_dangling(at_start: set[str], patience_sec: float = 30.0) -> set[str]:
-    """Dangling images that appeared since the session started and stay dangling.
-
-    A build in progress (another xdist worker's, another run's on this engine) has an untagged
-    newest layer for a few seconds; only what is still dangling after `patience_sec` counts.
-    """
-    deadline = time.monotonic() + patience_sec
-    while (new := set(_dangling()) - at_start) and time.monotonic() < deadline:
-        time.sleep(1)
-    return new
+def _our_dangling() -> list[str]:
+    """Untagged images committed by this process (commits carry the owner labels). Builds cannot
+    be labelled without an extra layer, so task images are checked by their repository name."""
+    return _docker("images", "-q", "--filter", "dangling=true", "--filter", f"label={LABEL}.pid={os.getpid()}").split()
 
 
 def _temp_images(*filters: str) -> list[str]:
@@ -510,7 +497,7 @@ def test_network_mode_comes_from_task_toml(backend: DockerBackend, task: Task, t
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
     toml = other / "task.toml"
-    toml.write_text(toml.read_text() + '[agent]\nnetwork_mode = "bridge"\n')
+    toml.write_text(toml.read_text() + '[agent]\nnetwork_mode = "public"\n')
     with backend.start(load_task(other), None, _spec()) as env:
         assert _inspect(env.container_id)["HostConfig"]["NetworkMode"] == "bridge"
 

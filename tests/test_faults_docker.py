@@ -28,15 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
-from swe_residual.environment.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.environment.docker import LABEL, remove_cached_images
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.skipif(not DockerBackend.available(), reason="no Docker engine answers"),
-]
+pytestmark = requires_docker
 
 AGENT = "--agent=module:scripted_agents:InjectsFaults"
 

@@ -10,18 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from conftest import REPO_ROOT
 
 from swe_residual.dataset import load_dataset
-from swe_residual.environment.docker import DockerBackend, checkpoint_support
+from swe_residual.environment.docker import checkpoint_support
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.skipif(not DockerBackend.available(), reason="no Docker engine answers"),
-]
+pytestmark = requires_docker
 
 
 def machine_entries() -> list:

@@ -235,3 +235,28 @@ def test_importing_it_has_no_side_effects(tmp_path: Path, scripts) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "mini-swe-agent" not in done.stderr
     assert not (tmp_path / ".config" / "mini-swe-agent").exists()
+
+
+def test_a_missing_extra_is_one_line_saying_what_to_install(pytester: pytest.Pytester, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the `mini-swe-agent` extra, `--agent=mini-swe-agent` is a usage error, not a traceback."""
+    shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
+    (pytester.path / "residual_tests").mkdir()
+    shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", pytester.path / "residual_tests")
+    copy_sample_task(pytester.path / "data")
+    # What an install without the extra looks like: the package cannot be imported.
+    missing = tmp_path / "without-extra" / "minisweagent"
+    missing.mkdir(parents=True)
+    (missing / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'litellm'\", name='litellm')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(missing.parent), str(REPO_ROOT), str(TESTS_DIR)]))
+    monkeypatch.setenv("SWE_RESIDUAL_CACHE", str(tmp_path / "cache"))
+    result = pytester.runpytest_subprocess(
+        "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out", "-p", "no:cacheprovider",
+        "--agent=mini-swe-agent", "--model=deterministic",
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert errors == ["ERROR: --agent=mini-swe-agent needs the mini-swe-agent extra: "
+                      "pip install -e '.[mini-swe-agent]' (No module named 'litellm')"]

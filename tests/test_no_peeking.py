@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import PEEK_MARKER_HALVES
 from taskfactory import make_task
 
@@ -24,10 +25,7 @@ from swe_residual.environment.docker import LABEL, DockerBackend, remove_cached_
 from swe_residual.runner import RunOptions, run_item
 from swe_residual.validation import check_state_verdict
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.skipif(not DockerBackend.available(), reason="no Docker engine answers"),
-]
+pytestmark = requires_docker
 
 MARKER = "".join(PEEK_MARKER_HALVES)
 

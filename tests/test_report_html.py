@@ -10,16 +10,20 @@ relative link (trajectories, diffs) must point at a file that exists.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
+from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from recordfactory import make_record
 from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
@@ -180,3 +184,72 @@ def test_render_html_escapes_and_handles_no_records(tmp_path: Path) -> None:
     assert "cmd:echo &#x27;&lt;b&gt;&amp;&#x27;" in page and "<b>&'" not in page
     assert "r&lt;1&gt;" in page
     assert ">missing<" in page  # a trajectory that is not there is not linked
+
+
+def _figure(page: str, figure_id: str) -> str:
+    start = page.index(f'<figure id="{figure_id}">')
+    return page[start : page.index("</figure>", start)]
+
+
+def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_path: Path) -> None:
+    """Records that repeat an item (same agent, track, task, start, state) count once, the last
+    one winning: report.html must show exactly the figures summary.json holds, never its own."""
+    agent = "dup-agent"
+    rec = partial(make_record, agent=agent, trajectory=None)
+    records = [
+        rec("t1", None, "success"),
+        rec("t1", "s1", "failure"),
+        rec("t1", "s1", "failure"),  # the same item recorded twice (a results file merged twice)
+        rec("t1", "s2", "success"),
+        rec("t2", None, "success"),
+        rec("t2", "s1", "failure"),
+        rec("t2", "s1", "success"),  # a later record of the item replaces the earlier one
+        rec("t3", None, "success"),
+        rec("t3", "s1", "failure"),
+        rec("t3", "s1", "infra_error"),  # ... also when it ends in an infra error: t3 leaves T
+    ]
+    results = tmp_path / "run" / "results.jsonl"
+    results.parent.mkdir()
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out"
+    assert cli_main(["report", str(results), "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    m = summary["agents"][agent]["tracks"]["repo"]
+    # T = {t1, t2}: Res = (1/2 + 1)/2 = 75%, Clean 100%, Gap 25; C = {t1, t2}: (1/2 + 0)/2 = 25%
+    # (counting t3's failed state as the records alone would gives CondFail 50, Res 50: wrong)
+    assert (m["residual"], m["clean"], m["gap"], m["cond_fail"]) == (75.0, 100.0, 25.0, 25.0)
+    assert (m["cond_fail_tasks"], m["cond_fail_states"]) == (2, 3)
+
+    page = (out / "report.html").read_text()
+    # Table 3: the summary's figures, cell for cell
+    assert (
+        f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states">{m["residual"]:.1f}</td>'
+        f"<td>{m['clean']:.1f}</td><td><b>{m['gap']:.1f}</b></td><td>{m['cond_fail']:.1f}</td>"
+    ) in page
+    # Figure 1: Clean and Residual as in the summary
+    figure_1 = _figure(page, "figure-1")
+    assert f">{m['clean']:.1f}<" in figure_1 and f">{m['residual']:.1f}<" in figure_1
+    # Figure 2: CondFail (the failed share), its complement, the tasks and states behind it
+    overall = summary["agents"][agent]["overall"]
+    figure_2 = _figure(page, "figure-2")
+    assert f">{overall['cond_fail']:.1f}<" in figure_2 and f">{100 - overall['cond_fail']:.1f}<" in figure_2
+    assert "2 tasks, 3 states" in figure_2
+    assert ">50.0<" not in figure_2
+    # the items table lists each item once (the last record), the infra table the summary's count
+    assert page.count("<td class=\"l\">dup-agent</td><td class=\"l\">t1</td>") == 3
+    assert f"<li>items: {summary['infra']['items']}</li>" in page and summary["infra"]["items"] == 7
+
+
+def test_report_without_matplotlib_says_so_and_keeps_its_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # "import matplotlib" raises ImportError
+    records = [make_record("t", None, "success"), make_record("t", "s", "failure")]
+    page = render_html(build_summary(records, compare=True), records, tmp_path)
+    assert "<svg" not in page and "Traceback" not in page
+    notes = [line for line in page.splitlines() if "matplotlib" in line]
+    assert notes == [
+        '<p class="note" id="charts-missing">Charts are not drawn: matplotlib is not installed '
+        "(pip install &#x27;swe-residual[report]&#x27;).</p>"
+    ]
+    assert "Table 3" in page and "<td>100.0</td><td><b>100.0</b></td><td>100.0</td>" in page

@@ -44,10 +44,10 @@ class RiggedBackend(LocalBackend):
         environment.item = spec.item_id
         return environment
 
-    def run_verifier(self, environment: Any, task: Any) -> VerifierOutput:
+    def run_verifier(self, environment: Any, task: Any, artifacts_dir: Any = None) -> VerifierOutput:
         if "/useless-a1" in getattr(environment, "item", ""):
             return VerifierOutput(exit_code=1, output="crashed before writing a reward", timed_out=False)
-        return super().run_verifier(environment, task)
+        return super().run_verifier(environment, task, artifacts_dir)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_plugin import records, run, suite  # noqa: F401  (the `suite` fixture)
+from test_plugin import comparable, records, run, suite  # noqa: F401  (the `suite` fixture)
 
 from swe_residual.cli import main as cli_main
 from swe_residual.sharding import assign_tasks, parse_shard
@@ -48,7 +48,7 @@ def test_shards_merged_equal_the_serial_run(suite: pytest.Pytester, tmp_path: Pa
     paths = [str(out / f"shard{k}") for k in (1, 2, 3) if (out / f"shard{k}" / "results.jsonl").exists()]
     assert cli_main(["report", *paths, "--out", str(tmp_path / "merged")]) == 0
     merged = json.loads((tmp_path / "merged" / "summary.json").read_text())
-    assert merged == json.loads((out / "serial" / "summary.json").read_text())
+    assert comparable(merged) == comparable(json.loads((out / "serial" / "summary.json").read_text()))
 
 
 def test_gates_decide_the_exit_status(suite: pytest.Pytester, tmp_path: Path) -> None:  # noqa: F811

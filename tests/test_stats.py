@@ -102,8 +102,9 @@ def test_sample_dataset_figures() -> None:
     stats = dataset_stats(REPO_ROOT / "datasets" / "sample")
     repo = stats["tracks"]["repo"]
     # The figures the sample's README states.
-    assert repo["states_per_predecessor"] == {"drafter": 5, "patcher": 5, "skimmer": 6}
-    assert repo["tasks_by_states"] == {"1": 3, "2": 2, "3": 3, "more": 0}
-    assert round(repo["pass_rate_mean"], 1) == 85.7 and round(repo["pass_rate_median"], 1) == 88.9
-    assert repo["states_by_failing_tests"] == {"1": 11, "2": 4, "3": 1, "more": 0, "0": 0}
+    # spanfmt-days-weeks adds two states (drafter, patcher) with 7 of 12 tests passing each.
+    assert repo["states_per_predecessor"] == {"drafter": 6, "patcher": 6, "skimmer": 6}
+    assert repo["tasks_by_states"] == {"1": 3, "2": 3, "3": 3, "more": 0}
+    assert round(repo["pass_rate_mean"], 1) == 82.7 and round(repo["pass_rate_median"], 1) == 88.9
+    assert repo["states_by_failing_tests"] == {"1": 11, "2": 4, "3": 1, "more": 2, "0": 0}
     assert stats["tracks"]["machine"]["n_states"] == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import partial
 from typing import Any
 
@@ -21,6 +22,8 @@ TRACK_KEYS = {
     "n_tasks",
     "n_states",
     "by_predecessor",
+    "cond_fail_tasks",
+    "cond_fail_states",
     "acceptance_bias",
 }
 ACCEPTANCE_KEYS = {
@@ -91,6 +94,7 @@ def test_layout_and_headline_goldens() -> None:
     assert repo["gap"] == pytest.approx(100 / 9)  # 66.666... - 55.555... = 11.111...
     # C = {a, b}: (1/3 + 1)/2 = 66.666...%
     assert repo["cond_fail"] == pytest.approx(100 * 2 / 3)
+    assert (repo["cond_fail_tasks"], repo["cond_fail_states"]) == (2, 4)  # a: 3 states, b: 1
     assert (repo["n_tasks"], repo["n_states"]) == (3, 6)
 
     machine = alpha["tracks"]["machine"]
@@ -110,6 +114,7 @@ def test_layout_and_headline_goldens() -> None:
     assert overall["gap"] == pytest.approx(100 / 6)
     # C = {a, b, n}: (1/3 + 1 + 1)/3 = 7/9 = 77.777...%
     assert overall["cond_fail"] == pytest.approx(100 * 7 / 9)
+    assert (overall["cond_fail_tasks"], overall["cond_fail_states"]) == (3, 5)  # a 3, b 1, n 1
     assert (overall["n_tasks"], overall["n_states"]) == (5, 9)
 
     # by predecessor, pooled: P has a (a1,a3 -> 1), c (1), n (n1 -> 0): (1+1+0)/3 = 66.666...%
@@ -153,6 +158,28 @@ def test_infra_figures_and_excluded_items() -> None:
     ]
 
 
+def test_infra_durations_are_medians_over_deduplicated_items() -> None:
+    timed = [
+        rec("a", None, S, durations={"setup_sec": 1.0, "agent_sec": 10.0, "wall_sec": 12.0}),
+        rec("a", "a1", S, durations={"setup_sec": 3.0, "agent_sec": 20.0, "wall_sec": 24.0}),
+        rec("b", None, S, attempts=2, durations={"setup_sec": 2.0, "agent_sec": 90.0, "wall_sec": 95.0}),
+    ]
+    # the first record of b is replaced by the last one: it must not count as an item
+    stale = rec("b", None, F, durations={"setup_sec": 500.0, "agent_sec": 500.0, "wall_sec": 500.0})
+    by_agent = build_summary([stale, *timed])["infra"]["by_agent"]
+    assert by_agent == {
+        "alpha": {"items": 3, "attempts": 4, "setup_sec": 2.0, "agent_sec": 20.0, "verify_sec": None,
+                  "wall_sec": 24.0},
+    }  # fmt: skip
+
+
+def markdown_rows(text: str) -> list[list[str]]:
+    """The cells of every Markdown table row (header and separator rows included); an escaped
+    pipe inside a cell does not split it."""
+    lines = [line.strip()[1:-1] for line in text.splitlines() if line.startswith("|")]
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", line)] for line in lines]
+
+
 def test_merging_twice_and_last_wins() -> None:
     once = build_summary(records())
     assert build_summary(records() + records()) == once
@@ -177,7 +204,7 @@ def test_empty_records() -> None:
     assert summary == {
         "schema": 1,
         "agents": {},
-        "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": []},
+        "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "by_agent": {}},
     }
     assert render_terminal(summary)[-1].startswith("infra: 0 items")
     assert "SWE-Residual" in render_markdown(summary)
@@ -185,14 +212,26 @@ def test_empty_records() -> None:
 
 def test_render_markdown_tables() -> None:
     text = render_markdown(build_summary(records()))
-    assert "| Agent | Track | Residual (%) | Ref. Clean (%) | Gap | CondFail (%) |" in text
+    rows = markdown_rows(text)
+    assert ["Agent", "Track", "Residual (%)", "Ref. Clean (%)", "Gap", "CondFail (%)", "n_tasks", "n_states"] in rows
     # alpha repo: 55.6 / 66.7 / 11.1 / 66.7, 3 tasks, 6 states
-    assert "| alpha | repo | 55.6 | 66.7 | 11.1 | 66.7 | 3 | 6 |" in text
-    assert "| alpha | overall | 43.3 | 60.0 | 16.7 | 77.8 | 5 | 9 |" in text
-    assert "| alpha | overall | Q | 16.7 | 66.7 | 50.0 | 3 |" in text
+    assert ["alpha", "repo", "55.6", "66.7", "11.1", "66.7", "3", "6"] in rows
+    assert ["alpha", "overall", "43.3", "60.0", "16.7", "77.8", "5", "9"] in rows
+    assert ["alpha", "overall", "Q", "16.7", "66.7", "50.0", "3"] in rows
     assert "## Acceptance bias" in text and "Same failing" in text
-    assert "| alpha | d | (clean) | verifier timeout |" in text
+    # the step ratio keeps two decimals; missing figures are "-"
+    assert ["alpha", "repo", "11.1", "-", "-", "-", "-", "-", "-", "-", "1.00", "-", "- / -"] in rows
+    assert ["alpha", "d", "(clean)", "verifier timeout"] in rows
     assert "unresolved infra errors (excluded, not failures): 2" in text
+    # text columns left-aligned, figures right-aligned (the separator row says so)
+    separator = next(line for line in text.splitlines() if line.startswith("|:--"))
+    cells = separator.strip("|").split("|")
+    assert cells[0].startswith(":") and cells[2].endswith(":") and not cells[2].startswith(":")
+
+
+def test_markdown_cells_cannot_break_the_table() -> None:
+    text = render_markdown(build_summary([rec("t", None, X, agent="a|b", error="x | y\nz")]))
+    assert ["a\\|b", "t", "(clean)", "x \\| y z"] in markdown_rows(text)
 
 
 def test_render_terminal_short_lines() -> None:
@@ -204,7 +243,19 @@ def test_render_terminal_short_lines() -> None:
     assert "SWE-Residual [overall]" in joined
     assert "infra: 22 items, 2 retried, 2 unresolved" in joined
     assert any("excluded: alpha n [n2]: image build failed" in line for line in lines)
+    header = lines[lines.index("SWE-Residual [repo] (success %, gap in points)") + 1]
+    assert header.split() == ["agent", "residual", "clean", "gap", "condfail", "tasks", "states"]
     repo_row = next(line for line in lines if line.startswith("alpha") and "55.6" in line)
     assert repo_row.split() == ["alpha", "55.6", "66.7", "11.1", "66.7", "3", "6"]
+    # numbers right-aligned under their header: each figure ends where its header ends
+    for name, figure in zip(["residual", "clean", "gap", "condfail"], ["55.6", "66.7", "11.1", "66.7"]):
+        assert header.index(name) + len(name) == repo_row.index(figure, header.index(name) - 4) + len(figure)
     long = build_summary([rec("t", None, X, agent="x" * 150, error="e" * 300)])
     assert all(len(line) <= 100 for line in render_terminal(long))
+
+
+def test_render_terminal_dash_for_missing_figures() -> None:
+    # beta solves nothing from Clean Start: no CondFail, shown as "-"
+    lines = render_terminal(build_summary([rec("a", None, F, agent="beta"), rec("a", "a1", S, agent="beta")]))
+    row = next(line for line in lines if line.startswith("beta"))
+    assert row.split() == ["beta", "100.0", "0.0", "-100.0", "-", "1", "1"]

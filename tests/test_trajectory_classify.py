@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from swe_residual.metrics.trajectory import inspected, opened_files, split_commands
+from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.metrics.shell import split_commands
 
 CANDIDATES = {"src/pkg/core.py", "src/pkg/util.py", "docs/my guide.md", "lib/a-b.c"}
 
@@ -134,3 +135,68 @@ def test_split_commands_respects_quotes_and_heredocs() -> None:
         [["cat"]],
         [["ls"]],
     ]
+
+
+def test_split_commands_redirections_substitutions_and_continuations() -> None:
+    # a number written against ">" is the redirected fd, not an argument
+    assert split_commands("head -n 2 > f; head x 2>/dev/null") == [[["head", "-n", "2"]], [["head", "x"]]]
+    # quoted here-document delimiters, <<- with tabs, two here-documents on one line
+    assert split_commands("cat <<'EOF' > a.py\ncat z\nEOF\ncat <<-X <<Y\n\tx\n\tX\ny\nY\nls") == [
+        [["cat"]],
+        [["cat"]],
+        [["ls"]],
+    ]
+    # $(...) is one opaque word glued to the text around it; a comment ends at its line
+    assert split_commands("cat $(git rev-parse --show-toplevel)/a.py # show\ngit status") == [
+        [["cat", "$(...)/a.py"]],
+        [["git", "status"]],
+    ]
+    assert split_commands("ls \\\n  -la && grep '|' f") == [[["ls", "-la"]], [["grep", "|", "f"]]]
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "expected"),
+    [
+        ("head -n 2 src/pkg/core.py > /tmp/x", "", set()),  # stdout to a file: not shown
+        ("cat <<'EOF' > notes.txt\ncat src/pkg/util.py\nEOF\nhead src/pkg/core.py", "x\n", {"src/pkg/core.py"}),
+        ("cat $(git rev-parse --show-toplevel)/src/pkg/core.py", "x\n", {"src/pkg/core.py"}),
+        ("cat src/pkg/core.py 2>&1 | head -5", "x\n", {"src/pkg/core.py"}),
+        ("cat src/pkg/util.py &> /tmp/log", "", set()),
+    ],
+)
+def test_shell_grammar_in_classification(command: str, output: str, expected: set[str]) -> None:
+    assert opened_files([{"command": command, "output": output}], CANDIDATES) == expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo 'unclosed", 'cat "src/pkg/core.py', "ls \\", "cat <<EOF", "echo $((1 + (2", "))))(((",
+        "case x in a) cat a;; esac", "[[ -f a ]] && cat src/pkg/core.py", "f() { cat a; }", "<<", "2>",
+        "\x00\x01 ;;; |||| &&& <<< >>>", "`cat src/pkg/core.py`",
+    ],
+)
+def test_unparseable_commands_degrade_without_raising(command: str) -> None:
+    steps = [{"command": command, "output": "x\n"}]
+    assert opened_files(steps, CANDIDATES) <= CANDIDATES
+    assert inspected(steps, {"src/pkg/core.py"}) in (True, False)
+    split_commands(command)
+
+
+def test_unclosed_quote_keeps_the_commands_before_it() -> None:
+    assert opened_files([{"command": "cat src/pkg/util.py; echo 'oops", "output": "x"}], CANDIDATES) == {
+        "src/pkg/util.py"
+    }
+
+
+def test_random_command_lines_never_raise() -> None:
+    import random
+
+    rng = random.Random(7)
+    alphabet = ["cat", "grep", "git", "diff", " ", " ", "\n", "'", '"', "\\", "$(", "(", ")", ";", "|",
+                "&", "<", ">", "<<", "EOF", "#", "2", "-n", "src/pkg/core.py", "`", "{", "}", "\t"]  # fmt: skip
+    for _ in range(2000):
+        command = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 25)))
+        steps = [{"command": command, "output": "src/pkg/core.py:1:x\n" + DIFF_OUT}]
+        assert opened_files(steps, CANDIDATES) <= CANDIDATES
+        inspected(steps, {"src/pkg/core.py"})

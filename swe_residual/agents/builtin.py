@@ -19,36 +19,43 @@ class NoopAgent:
 
 
 class OracleAgent:
-    """Discards inherited work, applies the reference solution: every start must be solvable."""
+    """Discards inherited work, then runs the reference solution as Harbor's oracle does:
+    `solution/solve.sh` (DeepSWE's commits its change), or `solution/solution.patch` where the
+    task has no solve.sh. Every start must be solvable this way, under any grading rule."""
 
     name = "oracle"
     uses_reference_solution = True
 
     def run(self, session: AgentSession) -> AgentResult:
-        if session.reference_solution is None:
+        if session.environment.base_commit is not None:
+            # A repository: back to the clean base commit, inherited files and all.
+            reset = session.exec("git reset -q --hard HEAD && git clean -fdxq", timeout_sec=120)
+            if reset.exit_code != 0:
+                return AgentResult(AGENT_ERROR, message=f"could not discard inherited work: {reset.output[-300:]}")
+        solution = session.solution_dir
+        if solution is not None and (solution / "solve.sh").is_file():
             return self._run_solve_sh(session)
-        reset = session.exec("git reset -q --hard HEAD && git clean -fdxq", timeout_sec=120)
-        if reset.exit_code != 0:
-            return AgentResult(AGENT_ERROR, message=f"could not discard inherited work: {reset.output[-300:]}")
+        if session.reference_solution is None:
+            return AgentResult(AGENT_ERROR, message="the task has neither solution/solve.sh nor solution/solution.patch")
         method = apply_patch(session.environment, session.reference_solution, source="solution/solution.patch", strict=False)
         session.trajectory.add("edit", command=f"apply solution/solution.patch ({method})", output="applied")
         return AgentResult(SUBMITTED, message="Applied the reference solution.")
 
     @staticmethod
     def _run_solve_sh(session: AgentSession) -> AgentResult:
-        """No solution.patch (a machine-track task): run solution/solve.sh inside the environment.
+        """Run solution/solve.sh inside the environment.
 
         The solution's files go to the scratch directory (never part of a state) and solve.sh runs
-        there with SOLUTION_DIR set. A machine cannot be reset like a repository, so solve.sh itself
-        must bring any inherited state to the solution.
+        there with SOLUTION_DIR and APP_DIR set. A machine cannot be reset like a repository, so
+        solve.sh itself must bring any inherited machine state to the solution.
         """
         solution = session.solution_dir
-        if solution is None or not (solution / "solve.sh").is_file():
-            return AgentResult(AGENT_ERROR, message="the task has neither solution/solution.patch nor solution/solve.sh")
+        assert solution is not None
         target = f"{session.environment.scratch_dir}/solution"
         for path in sorted(p for p in solution.rglob("*") if p.is_file()):
             session.environment.write_file(f"{target}/{path.relative_to(solution).as_posix()}", path.read_bytes())
-        result = session.exec(f"bash {shlex.quote(target)}/solve.sh", env={"SOLUTION_DIR": target})
+        result = session.exec(f"bash {shlex.quote(target)}/solve.sh",
+                              env={"SOLUTION_DIR": target, "APP_DIR": session.environment.workdir})
         if result.exit_code != 0:
             return AgentResult(AGENT_ERROR, message=f"solve.sh exited with {result.exit_code}: {result.output[-300:]}")
         return AgentResult(SUBMITTED, message="Ran the reference solve.sh.")

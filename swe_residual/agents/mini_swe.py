@@ -49,6 +49,7 @@ OPTION_KEYS = ("config", "model_class", "script", "command_timeout")
 # Parts of a mini-swe-agent config that name its own runtime, which the suite replaces.
 _OWN_RUNTIME_KEYS = ("agent_class", "output_path", "mode", "confirm_exit")
 _EXIT_STATUS = {"Submitted": SUBMITTED, "TimeExceeded": TIME_LIMIT}
+MISSING_EXTRA = f"--agent={NAME} needs the mini-swe-agent extra: pip install -e '.[mini-swe-agent]'"
 
 
 def _import_quietly() -> None:
@@ -67,10 +68,8 @@ def _import_quietly() -> None:
         import minisweagent  # noqa: F401
         import minisweagent.models  # noqa: F401  (reads MSWEA_SILENT_STARTUP too)
     except ImportError as exc:
-        raise ConfigError(
-            f"--agent={NAME}: the mini-swe-agent package is not installed "
-            f"(pip install mini-swe-agent=={PINNED_VERSION}): {exc}"
-        ) from exc
+        # An optional extra (it brings litellm): one line saying what to install, no traceback.
+        raise ConfigError(f"{MISSING_EXTRA} ({exc})") from None
     finally:
         for key, value in saved.items():
             if value is None:

@@ -10,6 +10,7 @@ task or state raises `DatasetError`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from swe_residual.state import ResidualState
@@ -34,6 +35,8 @@ class ExecResult:
     stderr: str
     timed_out: bool = False
     duration_sec: float = 0.0
+    # Output bytes left out of stdout/stderr by a backend's output cap (a marker line says where).
+    dropped_bytes: int = 0
 
     @property
     def output(self) -> str:
@@ -50,6 +53,29 @@ class VerifierOutput:
     # file name (relative to the verifier log dir) -> content
     files: dict[str, bytes] = field(default_factory=dict)
     duration_sec: float = 0.0
+    # Which environment verified (see swe_residual/verifier_environment.py).
+    environment: str = "shared"
+    # The task's [[verifier.collect]] steps as they ran in the agent's environment.
+    collect: tuple[CollectResult, ...] = ()
+    # The artifact paths (as inside the environment) that were collected and given to the verifier.
+    artifacts: tuple[str, ...] = ()
+    # Why verification itself failed before the tests could give a verdict (infra), or None.
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """One [[verifier.collect]] step, run in the agent's environment after the agent stopped."""
+
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    duration_sec: float
+    output_tail: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"command": self.command, "exit_code": self.exit_code, "timed_out": self.timed_out,
+                "duration_sec": round(self.duration_sec, 3), "output_tail": self.output_tail}
 
 
 @dataclass(frozen=True)
@@ -93,8 +119,11 @@ class Backend(Protocol):
     def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> Environment:
         """A fresh, independent instance of the clean state or of `state`."""
 
-    def run_verifier(self, environment: Environment, task: Task) -> VerifierOutput:
-        """Copy the hidden tests in (only now), clear stale rewards, run tests/test.sh."""
+    def run_verifier(self, environment: Environment, task: Task, artifacts_dir: Path | None = None) -> VerifierOutput:
+        """Verify the final state as Harbor does (DESIGN §4): run the collect steps in
+        `environment`, copy the artifacts out (into `artifacts_dir`, kept when given), then run
+        tests/test.sh in the verifier environment of the task's mode, the hidden tests arriving
+        only now and stale rewards cleared."""
 
     def close(self) -> None:
         """Release everything this backend created (containers, networks, temp dirs)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import secrets
 import shutil
 import signal
@@ -20,15 +21,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
+import git
 from filelock import FileLock
 
+from swe_residual.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 from swe_residual.environment.base import BASE_COMMIT_ENV, ExecResult, StartSpec, VerifierOutput
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.patches import apply_patch
 from swe_residual.state import ResidualState
 from swe_residual.task import Task
+from swe_residual.verifier_environment import SHARED, plan_verifier_environment
 
 MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
 # Every process an environment starts carries this variable (as in the docker backend), so
@@ -56,8 +61,34 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _run_host(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+def _commit_base(workdir: Path) -> str:
+    """Make `workdir` a repository whose one commit holds all of it; return the commit's hash.
+
+    The same commit as `git init -b main && git add -A && git commit -m "Base commit"` run with
+    BASE_COMMIT_ENV, as the docker backend makes it, so the hash matches there and in task.toml:
+    git's own `add -A` (ignore rules, modes, symlinks), then the commit written with the fixed
+    identity and dates, and the message as `git commit -m` stores it. No hooks, no signing.
+    """
+    repo = git.Repo.init(workdir, initial_branch="main")
+    try:
+        repo.git.add(A=True)
+        commit = repo.index.commit(
+            "Base commit\n",
+            author=git.Actor(BASE_COMMIT_ENV["GIT_AUTHOR_NAME"], BASE_COMMIT_ENV["GIT_AUTHOR_EMAIL"]),
+            committer=git.Actor(BASE_COMMIT_ENV["GIT_COMMITTER_NAME"], BASE_COMMIT_ENV["GIT_COMMITTER_EMAIL"]),
+            # GitPython reads no `Z` suffix; the datetime carries the same instant and UTC offset.
+            author_date=datetime.fromisoformat(BASE_COMMIT_ENV["GIT_AUTHOR_DATE"]),
+            commit_date=datetime.fromisoformat(BASE_COMMIT_ENV["GIT_COMMITTER_DATE"]),
+            skip_hooks=True,
+        )
+        return commit.hexsha
+    finally:
+        repo.close()
+
+
+def _head_commit(workdir: Path) -> str:
+    with git.Repo(workdir) as repo:
+        return repo.head.commit.hexsha
 
 
 class LocalEnvironment:
@@ -215,22 +246,19 @@ class LocalBackend:
         with FileLock(str(target) + ".lock"):
             if not (target / ".git").is_dir():
                 building = Path(tempfile.mkdtemp(prefix=f"{task.id}-", dir=self.cache_dir))
-                shutil.copytree(source, building / "repo", symlinks=True)
-                env = {**os.environ, **BASE_COMMIT_ENV}
-                steps = [
-                    ["git", "init", "-q", "-b", "main", "."],
-                    ["git", "add", "-A"],
-                    ["git", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "Base commit"],
-                ]
-                for args in steps:
-                    done = _run_host(args, building / "repo", env)
-                    if done.returncode != 0:
-                        shutil.rmtree(building, ignore_errors=True)
-                        raise InfraError(f"building the base repository of {task.id}: {done.stderr.strip()}")
+                try:
+                    shutil.copytree(source, building / "repo", symlinks=True)
+                    _commit_base(building / "repo")
+                except (git.GitError, OSError, ValueError) as exc:
+                    shutil.rmtree(building, ignore_errors=True)
+                    raise InfraError(f"building the base repository of {task.id}: {exc}") from exc
                 shutil.rmtree(target, ignore_errors=True)
                 (building / "repo").rename(target)
                 shutil.rmtree(building, ignore_errors=True)
-        head = _run_host(["git", "rev-parse", "HEAD"], target).stdout.strip()
+        try:
+            head = _head_commit(target)
+        except (git.GitError, ValueError) as exc:
+            raise InfraError(f"reading the base commit of {task.id}: {exc}") from exc
         expected = task.config.base_commit
         if expected and expected != head:
             raise DatasetError(
@@ -254,31 +282,61 @@ class LocalBackend:
                 raise
         return environment
 
-    def run_verifier(self, environment: LocalEnvironment, task: Task) -> VerifierOutput:  # type: ignore[override]
+    def run_verifier(  # type: ignore[override]
+        self, environment: LocalEnvironment, task: Task, artifacts_dir: Path | None = None,
+    ) -> VerifierOutput:
+        """Harbor's flow as far as a workspace allows (docs/faults.md): the collect steps run in
+        the workspace, the artifacts are copied out, and a separate verifier gets a pristine copy
+        of the base repository plus the artifacts. Absolute paths map into the workspace: the
+        task's workdir to the repository, anything else below `<workspace>/fs/`."""
         # Whatever the agent left running (a loop that kills pytest or forges a reward in the
-        # verifier's directory) dies before the hidden tests arrive.
+        # verifier's directory) dies before anything of the verification runs.
         environment.kill_processes()
+        artifacts_dir, keep = prepare_artifacts_dir(artifacts_dir, environment.root / "collected")
+        try:
+            return self._collect_and_verify(environment, task, artifacts_dir)
+        finally:
+            if not keep:
+                shutil.rmtree(artifacts_dir, ignore_errors=True)
+
+    def _collect_and_verify(self, environment: LocalEnvironment, task: Task, artifacts_dir: Path) -> VerifierOutput:
+        agent_paths = _PathMap(task.config.workdir, Path(environment.workdir), environment.root / "fs")
+        collected, error = run_collect_steps(environment, task, agent_paths.variables())
+        environment.kill_processes()  # a collect step may not leave anything running either
+        sources = [artifact.source for artifact in task.config.artifacts]
+        for source in sources:
+            _copy_any(agent_paths.local(source), host_path(artifacts_dir, source))
+        present = collected_sources(artifacts_dir, sources)
+        plan = plan_verifier_environment(task)
+        if error is not None:
+            return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
+                                  artifacts=tuple(present), error=error)
         verifier_root = environment.root / "verifier"
         shutil.rmtree(verifier_root, ignore_errors=True)
         tests_dir, logs_dir = verifier_root / "tests", verifier_root / "logs"
         # The hidden tests reach the host workspace only now, after the agent stopped.
         shutil.copytree(task.tests_dir, tests_dir)
         logs_dir.mkdir(parents=True)
-        app_dir = Path(environment.workdir)
-        if task.config.verifier_environment_mode == "separate":
-            # A fresh copy of the final state, so nothing the agent left running can touch it.
-            app_dir = verifier_root / "app"
-            shutil.copytree(environment.workdir, app_dir, symlinks=True)
+        if plan.source == SHARED:
+            paths = agent_paths
+        else:
+            # A pristine copy of the base repository: nothing of the agent's workspace but the
+            # artifacts reaches a separate verifier.
+            base, _ = self._base_repo(task)
+            paths = _PathMap(task.config.workdir, verifier_root / "app", verifier_root / "fs")
+            shutil.copytree(base, paths.repo, symlinks=True)
+            for source in present:
+                _copy_any(host_path(artifacts_dir, source), paths.local(source))
         env = {
             **task.config.verifier_env,
+            **paths.variables(),
             "TESTS_DIR": str(tests_dir),
             "VERIFIER_LOGS_DIR": str(logs_dir),
-            "APP_DIR": str(app_dir),
         }
         started = time.monotonic()
         process = subprocess.Popen(
             ["bash", str(tests_dir / "test.sh")],
-            cwd=app_dir,
+            cwd=paths.repo,
             env=environment._process_env(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -302,7 +360,41 @@ class LocalBackend:
             timed_out=timed_out,
             files=files,
             duration_sec=time.monotonic() - started,
+            environment=plan.describe(),
+            collect=collected,
+            artifacts=tuple(present),
         )
 
     def close(self) -> None:
         self._base_repos.clear()
+
+
+class _PathMap:
+    """Absolute environment paths on the host: the task's workdir is the repository, any other
+    absolute path lives below `fs` (so /logs/artifacts is `<fs>/logs/artifacts`)."""
+
+    def __init__(self, workdir: str, repo: Path, fs: Path) -> None:
+        self.workdir = posixpath.normpath(workdir)
+        self.repo = repo
+        self.fs = fs
+
+    def local(self, path: str) -> Path:
+        path = posixpath.normpath(path)
+        if path == self.workdir or path.startswith(self.workdir + "/"):
+            return self.repo / posixpath.relpath(path, self.workdir)
+        return self.fs / path.lstrip("/")
+
+    def variables(self) -> dict[str, str]:
+        """What collect steps and test.sh read instead of the absolute paths they default to."""
+        artifacts = self.local(ARTIFACTS_DIR)
+        artifacts.mkdir(parents=True, exist_ok=True)
+        return {"APP_DIR": str(self.repo), "ARTIFACTS_DIR": str(artifacts)}
+
+
+def _copy_any(source: Path, target: Path) -> None:
+    """Copy a file or a directory (symlinks kept as links); a missing source copies nothing."""
+    if source.is_symlink() or source.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target, follow_symlinks=False)
+    elif source.is_dir():
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)

@@ -32,6 +32,7 @@ from swe_residual.backends import make_backend, resolve_backend_name
 from swe_residual.dataset import load_dataset
 from swe_residual.environment.base import StartSpec
 from swe_residual.errors import ConfigError, DatasetError, InfraError
+from swe_residual.image_recipes import IMAGES_FILE
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import RULES
 from swe_residual.residualize.review import retained as stage_iii_retained
@@ -172,6 +173,11 @@ def _copy_task(task: Task, target: Path) -> None:
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(task.path, target, symlinks=True,
                     ignore=lambda directory, names: ["residual"] if Path(directory) == task.path else [])
+    # The dataset's image recipes (images.toml) travel with its tasks: a task naming a
+    # docker_image that only a recipe can build must stay buildable in the new dataset.
+    recipes = task.path.parent / IMAGES_FILE
+    if recipes.is_file() and not (target.parent / IMAGES_FILE).exists():
+        shutil.copy2(recipes, target.parent / IMAGES_FILE)
 
 
 def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
@@ -179,10 +185,10 @@ def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
     tag_of = getattr(backend, "state_tag", None)
     if tag_of is None:
         return
-    from swe_residual.environment.docker import docker
+    from swe_residual.environment.docker import remove_image
 
     try:
-        docker(["image", "rm", tag_of(task, state)], check=False)
+        remove_image(tag_of(task, state))
     except InfraError:
         pass
 

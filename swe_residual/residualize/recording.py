@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import shlex
+from pathlib import Path
 from typing import Any
 
 from swe_residual.environment.base import ExecResult, StartSpec
@@ -75,9 +76,9 @@ class RecordingBackend:
         self.log = []  # a retried attempt starts a fresh machine: only its own interactions count
         return RecordingEnvironment(self.inner.start(task, state, spec), self.log)
 
-    def run_verifier(self, environment: Any, task: Task) -> Any:
+    def run_verifier(self, environment: Any, task: Task, artifacts_dir: Path | None = None) -> Any:
         inner = environment.inner if isinstance(environment, RecordingEnvironment) else environment
-        return self.inner.run_verifier(inner, task)
+        return self.inner.run_verifier(inner, task, artifacts_dir)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -1,0 +1,292 @@
+"""`DockerBackend`: every start in its own container (DESIGN §9).
+
+The orchestrator: task images (images.py), state snapshots (states.py), containers with the
+suite's security options, the verifier (verification.py), and cleanup (hygiene.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+from filelock import FileLock
+
+from swe_residual.environment.base import Environment, StartSpec, VerifierOutput
+from swe_residual.environment.docker import hygiene, images, states, verification
+from swe_residual.environment.docker.engine import (
+    ENGINE_EXCEPTIONS,
+    PROBE_TIMEOUT_SEC,
+    available,
+    connect,
+    infra_error,
+    inspect_image,
+    remove_containers,
+    remove_images,
+)
+from swe_residual.environment.docker.environment import SCRATCH_DIR, DockerEnvironment
+from swe_residual.environment.docker.hygiene import LABEL
+from swe_residual.environment.docker.named_images import named_image_id
+from swe_residual.environment.local import default_cache_dir, tree_digest
+from swe_residual.errors import DatasetError, InfraError
+from swe_residual.state import ResidualState
+from swe_residual.task import Task
+
+DEFAULT_PIDS_LIMIT = 4096
+# Capabilities an agent plausibly needs as root in its container (file ownership, package
+# installs, dropping privileges to a user, killing its own processes, binding low ports).
+# Everything else Docker grants by default (raw sockets, mknod, chroot, setfcap, audit) is dropped.
+KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE")
+# The harness's scratch space: a fresh tmpfs, so it is never part of a snapshot (exec allowed:
+# agents run scripts from it).
+SCRATCH_TMPFS = "rw,exec,nosuid,nodev,mode=1777"
+
+Progress = Callable[[str], None]
+# (backend, environment of the freshly applied state, task, state) -> None; raises to reject.
+StateValidator = Callable[["DockerBackend", DockerEnvironment, Task, ResidualState], None]
+
+
+def _stderr_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """A task's image, ready to start from."""
+
+    reference: str  # tag or docker_image as written
+    image_id: str
+    head: str | None  # git HEAD at the workdir (the base commit), None without a repository
+
+
+class DockerBackend:
+    """Starts containers of tasks and states on one engine."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        *,
+        run_id: str = "",
+        cache_dir: Path | None = None,
+        validate_state: StateValidator | None = None,
+        pids_limit: int = DEFAULT_PIDS_LIMIT,
+        progress: Progress = _stderr_progress,
+        sweep_at_start: bool = True,
+        engine_url: str | None = None,
+        client: docker.DockerClient | None = None,
+    ) -> None:
+        # Labels the containers this backend makes outside any StartSpec (state builds, probes).
+        # Never used to sweep on close: xdist workers share a run id.
+        self.run_id = run_id
+        self.cache_dir = (cache_dir or default_cache_dir()) / "docker"
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.validate_state = validate_state
+        self.pids_limit = pids_limit
+        self.progress = progress
+        self.engine_url = engine_url
+        self.client = client or connect(engine_url)
+        self.token = secrets.token_hex(6)  # this backend instance, for close()
+        self.closed = False
+        self._containers: set[str] = set()
+        self._temp_images: set[str] = set()
+        self._prepared: dict[tuple[str, str], PreparedImage] = {}
+        self._states: dict[str, tuple[str, str | None]] = {}
+        self._lock = threading.Lock()
+        hygiene.register(self)
+        if sweep_at_start:
+            self.sweep()
+
+    @staticmethod
+    def available(timeout_sec: float = PROBE_TIMEOUT_SEC, engine_url: str | None = None) -> bool:
+        """Whether a Docker engine answers within `timeout_sec`."""
+        return available(engine_url, timeout_sec)
+
+    def sweep(self, run_id: str | None = None) -> int:
+        try:
+            return hygiene.sweep(run_id, self.client)
+        except ENGINE_EXCEPTIONS as exc:
+            raise infra_error(exc, "sweeping old containers") from exc
+
+    @staticmethod
+    def unsupported_reason(task: Task) -> str | None:
+        """Why this backend cannot run `task` at all (shown on its skipped items), or None."""
+        if task.config.docker_image is None and not (task.environment_dir / "Dockerfile").is_file():
+            return "the task has neither environment/Dockerfile nor [environment] docker_image"
+        return None
+
+    # -- images --------------------------------------------------------------------------------
+    def prepare(self, task: Task) -> None:
+        self.task_image(task)
+
+    def build_image(self, context_dir: Path, dockerfile: Path, *, repo: str, name: str,
+                    timeout_sec: float) -> tuple[str, str]:
+        """Build a Dockerfile + context into `<repo>:<name>-<content hash>` once per machine;
+        returns (tag, image id). See images.build_image."""
+        return images.build_image(self.client, context_dir, dockerfile, repo=repo, name=name,
+                                  timeout_sec=timeout_sec, lock_dir=self.cache_dir, progress=self.progress)
+
+    def task_image(self, task: Task) -> PreparedImage:
+        """The task's image (built if needed) and its base commit; memoized per build context."""
+        configured = task.config.docker_image
+        if configured:
+            key = (task.id, "image:" + configured)
+        else:
+            if not (task.environment_dir / "Dockerfile").is_file():
+                raise DatasetError(task.path / "task.toml", "no environment/Dockerfile and no [environment] docker_image",
+                                   field="environment.docker_image")
+            key = (task.id, tree_digest(task.environment_dir))
+        if key in self._prepared:
+            return self._prepared[key]
+        if configured:
+            reference = configured
+            image_id = named_image_id(self, task, configured, field="environment.docker_image")
+        else:
+            reference, image_id = self.build_image(task.environment_dir, task.environment_dir / "Dockerfile",
+                                                   repo=images.TASK_REPO, name=task.id,
+                                                   timeout_sec=task.config.build_timeout_sec)
+        labels = hygiene.container_labels("head", task.id, self.run_id, self.token)
+        head = images.image_head(self.client, task, image_id, self.cache_dir, labels)
+        expected = task.config.base_commit
+        if expected and head != expected:
+            raise DatasetError(task.path / "task.toml", f"the environment builds commit {head}, not {expected}",
+                               field="metadata.base_commit_hash")
+        self._prepared[key] = PreparedImage(reference, image_id, head)
+        return self._prepared[key]
+
+    # -- states --------------------------------------------------------------------------------
+    def state_tag(self, task: Task, state: ResidualState) -> str:
+        """The snapshot's tag: content-addressed by the task image and the state's payload."""
+        return states.state_tag(self.task_image(task), task, state)
+
+    def state_image(self, task: Task, state: ResidualState) -> tuple[str, str | None]:
+        """(image reference, base commit) of a state's snapshot, applied and validated once."""
+        prepared = self.task_image(task)
+        tag = self.state_tag(task, state)
+        if tag in self._states:
+            return self._states[tag]
+        with FileLock(str(self.cache_dir / f"{images.slug(tag, 200)}.lock")):
+            if inspect_image(self.client, tag) is None:
+                states.build_state_image(self, task, state, prepared, tag)
+        self._states[tag] = (tag, prepared.head)
+        return self._states[tag]
+
+    def state_fidelity(self, task: Task, state: ResidualState) -> str | None:
+        """How instances of `state` hold it: None (repo track), "snapshot" or "replay"."""
+        if state.track != "machine":
+            return None
+        tag, _ = self.state_image(task, state)
+        return states.state_fidelity(self.client, tag)
+
+    def live_processes(self, environment: DockerEnvironment) -> list[str]:
+        return states.live_processes(environment)
+
+    def commit(self, container_id: str, labels: dict[str, str]) -> str:
+        """Commit a container to a temporary image of this backend (removed on close)."""
+        tag = states.commit(self.client, container_id, labels, self.token)
+        with self._lock:
+            self._temp_images.add(tag)
+        return tag
+
+    def remove_temp_image(self, tag: str) -> None:
+        states.remove_temp_image(self.client, tag)
+        with self._lock:
+            self._temp_images.discard(tag)
+
+    # -- starts --------------------------------------------------------------------------------
+    def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> DockerEnvironment:
+        if state is None:
+            prepared = self.task_image(task)
+            image, head = prepared.image_id, prepared.head
+        else:
+            image, head = self.state_image(task, state)
+        fidelity = self.state_fidelity(task, state) if state is not None else None
+        if fidelity == states.FIDELITY_REPLAY:
+            # Live processes are not in the snapshot: replay into this instance (validated once).
+            assert state is not None
+            return states.replayed_instance(self, task, state, spec, self.task_image(task))
+        environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
+        environment.fidelity = fidelity
+        return environment
+
+    def start_container(
+        self, image: str, task: Task, spec: StartSpec, network: str, head: str | None, *,
+        cpus: float | None = None, memory_mb: int | None = None, env: dict[str, str] | None = None,
+        kind: str = "agent",
+    ) -> DockerEnvironment:
+        """A running container of `image` with the suite's security options, idling under
+        `sleep infinity`; `cpus`, `memory_mb` and `env` override the task's `[environment]`."""
+        if self.closed:
+            raise InfraError("the docker backend is closed")
+        config = task.config
+        name = f"swe-residual-{images.slug(spec.item_id, 80)}-{secrets.token_hex(4)}"
+        labels = {**hygiene.container_labels(kind, spec.item_id, spec.run_id, self.token),
+                  f"{LABEL}.attempt": str(spec.attempt)}
+        cpus = cpus if cpus is not None else config.cpus
+        memory_mb = memory_mb if memory_mb is not None else config.memory_mb
+        host_config = self.client.api.create_host_config(
+            init=True, network_mode=network, pids_limit=self.pids_limit, cap_drop=["ALL"],
+            cap_add=list(KEPT_CAPABILITIES), security_opt=["no-new-privileges"], privileged=False,
+            tmpfs={SCRATCH_DIR: SCRATCH_TMPFS},
+            nano_cpus=int(cpus * 1e9) if cpus else None,
+            # Swap equal to memory: no swap, so the limit is a limit.
+            mem_limit=f"{memory_mb}m" if memory_mb else None, memswap_limit=f"{memory_mb}m" if memory_mb else None,
+        )
+        environment = {**config.environment_env, **(env or {})}
+        try:
+            # An explicit entrypoint: the container idles and everything runs through exec.
+            created = self.client.api.create_container(
+                image, command=["infinity"], entrypoint=["sleep"], name=name, working_dir=config.workdir,
+                labels=labels, environment=environment, host_config=host_config,
+            )
+        except ENGINE_EXCEPTIONS as exc:
+            remove_containers(self.client, [name])  # whatever of it the engine made
+            raise infra_error(exc, f"could not start a container of {image[:40]}") from exc
+        container_id = created["Id"]
+        with self._lock:
+            self._containers.add(container_id)
+        try:
+            self.client.api.start(container_id)
+        except ENGINE_EXCEPTIONS as exc:
+            self.forget(container_id)  # a created-but-not-started container
+            raise infra_error(exc, f"could not start a container of {image[:40]}") from exc
+        return DockerEnvironment(self, container_id, name=name, image=image, workdir=config.workdir,
+                                 base_commit=head, spec=spec)
+
+    def forget(self, container_id: str) -> None:
+        """Remove a container of this backend."""
+        with self._lock:
+            self._containers.discard(container_id)
+        try:
+            remove_containers(self.client, [container_id])
+        except ENGINE_EXCEPTIONS as exc:
+            raise infra_error(exc, f"removing container {container_id[:12]}") from exc
+
+    # -- the verifier --------------------------------------------------------------------------
+    def run_verifier(self, environment: Environment, task: Task, artifacts_dir: Path | None = None) -> VerifierOutput:
+        return verification.run_verifier(self, environment, task, artifacts_dir)
+
+    # -- hygiene -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Remove every container and temporary image this backend created; idempotent."""
+        self.closed = True
+        with self._lock:
+            containers, self._containers = set(self._containers), set()
+            temporary, self._temp_images = set(self._temp_images), set()
+        try:
+            # Also by label: a container whose creation was interrupted is not in the set.
+            listed = self.client.api.containers(all=True, quiet=True, filters={"label": f"{LABEL}.backend={self.token}"})
+            remove_containers(self.client, containers | {entry["Id"] for entry in listed})
+            remove_images(self.client, temporary)
+        except ENGINE_EXCEPTIONS as exc:
+            raise infra_error(exc, "removing this backend's containers") from exc
+
+    def __enter__(self) -> DockerBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

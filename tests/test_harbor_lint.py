@@ -1,0 +1,60 @@
+"""Every bundled task passes Harbor's own `harbor lint` (harbor 0.25, its default rules).
+
+Harbor lives in its own virtual environment (it needs Python >= 3.12), installed by
+`scripts/setup-tests` at `${SWE_RESIDUAL_CACHE:-~/.cache/swe-residual}/harbor-venv`. Without it
+these tests skip, except under CI (`CI=true`), where a missing Harbor is a failure.
+`harbor lint TASK_DIR` exits 0 and prints nothing when the task passes, 1 with one line per
+finding (`path [rule] message`), 2 when it could not lint at all.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+DATASETS = REPO_ROOT / "datasets"
+TASKS = sorted(path.parent for path in DATASETS.glob("*/*/task.toml"))
+
+
+def harbor_venv() -> Path:
+    cache = os.environ.get("SWE_RESIDUAL_CACHE") or str(Path.home() / ".cache" / "swe-residual")
+    return Path(cache) / "harbor-venv"
+
+
+@pytest.fixture(scope="module")
+def harbor() -> Path:
+    executable = harbor_venv() / "bin" / "harbor"
+    if not os.access(executable, os.X_OK):
+        message = f"Harbor is not installed at {executable.parent.parent}: run scripts/setup-tests"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " (CI=true: required)")
+        pytest.skip(message)
+    return executable
+
+
+def test_every_bundled_task_is_found() -> None:
+    assert len(TASKS) >= 12 and all((task / "instruction.md").is_file() for task in TASKS)
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[f"{task.parent.name}/{task.name}" for task in TASKS])
+def test_harbor_lint_passes(harbor: Path, task: Path) -> None:
+    done = subprocess.run([str(harbor), "lint", str(task)], capture_output=True, text=True, timeout=300,
+                          cwd=REPO_ROOT)
+    assert (done.returncode, done.stdout.strip()) == (0, ""), done.stdout + done.stderr
+
+
+def test_harbor_lint_fails_a_docker_network_spelling(harbor: Path, tmp_path: Path) -> None:
+    """The check has teeth: the spelling the sample used before (Docker's "none") fails."""
+    import shutil
+
+    task = tmp_path / "lru-cache-ttl"
+    shutil.copytree(DATASETS / "sample" / "lru-cache-ttl", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('network_mode = "no-network"', 'network_mode = "none"'))
+    done = subprocess.run([str(harbor), "lint", str(task)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "[invalid-task-config] environment.network_mode" in done.stdout
