@@ -9,6 +9,12 @@ capture the final patch, close. The hand-made baseline does the same with plain 
         beside it, by hand: `docker build --no-cache` then the hand-made item.
   warm  every later item: images and snapshot cached. Target: at most 1.3x the hand-made item.
 
+A third figure times verification alone in separate mode, as Harbor runs it: the task's collect
+step in the agent's container, the artifact copied out, a fresh container of the pristine
+verifier image (`tests/Dockerfile`, tests bundled), the artifact copied in, `test.sh`, the logs
+read back. By hand: `docker run` of the same verifier image, the artifact piped in, `test.sh`,
+the reward read, `docker rm`. Target: at most 1.3x.
+
 Usage: PYTHONPATH=. python benchmarks/bench_docker_overhead.py [--items N] [--task DIR --state ID] [--json OUT]
 Without --task a tiny built-in task is made in a temporary directory.
 """
@@ -29,10 +35,12 @@ from pathlib import Path
 
 from swe_residual.environment.base import StartSpec
 from swe_residual.environment.docker import DockerBackend, remove_cached_images
+from swe_residual.environment.docker.verification import verifier_image
 from swe_residual.images import ensure_base_image
 from swe_residual.patches import capture_patch
 from swe_residual.state import ResidualState, load_state
 from swe_residual.task import Task, load_task
+from swe_residual.verifier_environment import SHARED, plan_verifier_environment
 
 DOCKERFILE = """\
 ARG BASE_IMAGE=swe-residual-base:bookworm
@@ -60,16 +68,38 @@ new file mode 100644
 """
 
 
+# The verifier applies the collected working-tree patch to the pristine repository and checks it.
+TEST_SH = """\
+#!/bin/bash
+mkdir -p /logs/verifier && cd /app
+git apply --binary /logs/artifacts/workspace.patch 2>/dev/null
+python3 -c 'import calc; assert calc.add(2, 3) == 5' 2>/dev/null && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt
+"""
+COLLECT = (
+    "mkdir -p /logs/artifacts && git add -A && git diff --cached --binary HEAD > /logs/artifacts/workspace.patch"
+)
+
+
 def make_task(root: Path) -> Path:
-    """A one-module task with one residual state (same shape as the sample tasks)."""
+    """A one-module task with one residual state (same shape as the sample tasks), verified in
+    separate mode from a prebuilt image (images.toml) with bundled tests (tests/Dockerfile)."""
     task = root / f"bench-{secrets.token_hex(3)}"
+    image = f"swe-residual-bench/{task.name}:1"
     (task / "environment" / "repo").mkdir(parents=True)
     (task / "tests").mkdir()
-    (task / "task.toml").write_text('schema_version = "1.1"\n[metadata]\nrepo_dir = "environment/repo"\n')
+    (task / "task.toml").write_text(
+        'schema_version = "1.3"\nartifacts = ["/logs/artifacts/workspace.patch"]\n'
+        '[metadata]\nrepo_dir = "environment/repo"\n'
+        f'[environment]\ndocker_image = "{image}"\nnetwork_mode = "no-network"\n'
+        '[verifier]\nenvironment_mode = "separate"\n'
+        f"[[verifier.collect]]\ncommand = '{COLLECT}'\n"
+    )
+    (root / "images.toml").write_text(f'[images."{image}"]\ncontext = "{task.name}/environment"\n')
     (task / "instruction.md").write_text("Fix add().\n")
     (task / "environment" / "Dockerfile").write_text(DOCKERFILE)
     (task / "environment" / "repo" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\nexit 0\n")
+    (task / "tests" / "test.sh").write_text(TEST_SH)
+    (task / "tests" / "Dockerfile").write_text(f"FROM {image}\nCOPY . /tests/\n")
     state = task / "residual" / "s1"
     state.mkdir(parents=True)
     (state / "state.toml").write_text('predecessor = "bench"\ntrack = "repo"\n')
@@ -107,6 +137,44 @@ def hand_item(image: str, patch: bytes) -> None:
         docker("rm", "-f", container)
 
 
+def backend_verification(backend: DockerBackend, task: Task, state: ResidualState, number: int) -> float:
+    """Seconds of `run_verifier` alone (collect, artifacts, fresh verifier, test.sh, logs)."""
+    environment = backend.start(task, state, StartSpec("bench", f"{task.id}/{state.id}/verify", number))
+    try:
+        started = time.perf_counter()
+        output = backend.run_verifier(environment, task)
+        elapsed = time.perf_counter() - started
+    finally:
+        environment.close()
+    if "reward.txt" not in output.files and "reward.json" not in output.files:
+        raise SystemExit(f"the verifier wrote no reward: {output.error or output.output[-500:]}")
+    return elapsed
+
+
+def hand_verification(image: str, artifact: bytes) -> None:
+    container = docker("run", "-d", "--network", "none", image, "sleep", "infinity").decode().strip()
+    try:
+        docker("exec", "-i", container, "sh", "-c", "mkdir -p /logs/artifacts && cat > /logs/artifacts/workspace.patch",
+               input=artifact)
+        docker("exec", "-w", "/app", container, "bash", "/tests/test.sh")
+        docker("exec", container, "cat", "/logs/verifier/reward.txt")
+    finally:
+        docker("rm", "-f", container)
+
+
+def time_verification(backend: DockerBackend, task: Task, state: ResidualState, patch: bytes, items: int) -> tuple[list[float], list[float]]:
+    """(suite, by hand) seconds per separate-mode verification, measured in the same run."""
+    plan = plan_verifier_environment(task)
+    if plan.source == SHARED:
+        raise SystemExit(f"{task.id} verifies in shared mode: no separate verifier to time")
+    image, _ = verifier_image(backend, task, plan)
+    backend_verification(backend, task, state, 100)  # settle
+    suite = [backend_verification(backend, task, state, 101 + n) for n in range(items)]
+    hand_verification(image, patch)
+    hand = [timed(lambda: hand_verification(image, patch)) for _ in range(items)]
+    return suite, hand
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10, help="warm items to time (default 10)")
@@ -136,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             cold = timed(cold_item)
             backend_item(backend, task, state, 1)  # settle the engine before timing warm items
             warm = [timed(lambda: backend_item(backend, task, state, n)) for n in range(2, 2 + args.items)]
+            verify, verify_hand = time_verification(backend, task, state, patch, args.items)
         finally:
             backend.close()
 
@@ -151,6 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             subprocess.run(["docker", "image", "rm", hand_tag], capture_output=True, check=False)
         remove_cached_images(task.id)
+        # The prebuilt-image name, its recipe build and the verifier image all carry the task id.
+        ours = [ref for ref in docker("images", "--format", "{{.Repository}}:{{.Tag}}").decode().split() if task.id in ref]
+        if ours:
+            subprocess.run(["docker", "image", "rm", *ours], capture_output=True, check=False)
 
     figures = {
         "items": args.items,
@@ -162,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         "warm_hand_median_sec": statistics.median(warm_hand),
         "warm_hand_mean_sec": statistics.fmean(warm_hand),
         "warm_ratio": statistics.median(warm) / statistics.median(warm_hand),
+        "verify_median_sec": statistics.median(verify),
+        "verify_hand_median_sec": statistics.median(verify_hand),
+        "verify_ratio": statistics.median(verify) / statistics.median(verify_hand),
     }
     print(f"docker backend, per item (noop agent, verifier excluded), task {task.id}, {args.items} warm items")
     print(f"{'':6}{'backend':>10}{'by hand':>10}{'ratio':>8}")
@@ -169,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'warm':6}{figures['warm_median_sec']:>9.2f}s{figures['warm_hand_median_sec']:>9.2f}s"
           f"{figures['warm_ratio']:>7.2f}x   (medians; target <= 1.30x: "
           f"{'met' if figures['warm_ratio'] <= 1.3 else 'NOT met'})")
+    print(f"separate verifier, per item: suite {figures['verify_median_sec']:.2f} s, "
+          f"by hand {figures['verify_hand_median_sec']:.2f} s, ratio {figures['verify_ratio']:.2f} x"
+          f"   (medians; target <= 1.30x: {'met' if figures['verify_ratio'] <= 1.3 else 'NOT met'})")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

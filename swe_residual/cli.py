@@ -69,6 +69,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if missing:
             problems += 1
         print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
+        for warning in task.config.warnings:  # as `harbor lint` reports them: not errors
+            print(f"  warning: {warning}")
     print(f"{len(dataset.entries)} task(s), {dataset.n_states} state(s), {problems} problem(s)")
     return 1 if problems else 0
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from swe_residual.errors import DatasetError
 from swe_residual.patch_safety import check_patch_text
-from swe_residual.task import TRACKS, Task, _Reader, read_toml
+from swe_residual.task import TRACKS, Task
+from swe_residual.toml_fields import FieldReader, read_toml
 
 TEST_STATUSES = ("passed", "failed", "skipped", "error")
 MAX_PATCH_BYTES = 64 * 1024 * 1024
@@ -119,7 +120,7 @@ def check_replayable(path: Path) -> list[dict[str, Any]]:
 def load_state(task: Task, path: Path) -> ResidualState:
     """Read one state directory; raise DatasetError naming the file and field."""
     toml_path = path / "state.toml"
-    reader = _Reader(toml_path, read_toml(toml_path))
+    reader = FieldReader(toml_path, read_toml(toml_path))
     track = reader.get("track", str, task.track)
     if track not in TRACKS:
         raise DatasetError(toml_path, f"unknown track {track!r} (one of {', '.join(TRACKS)})", field="track")

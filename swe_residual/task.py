@@ -15,24 +15,24 @@ The suite's own keys live in `[metadata]`, which Harbor leaves free-form:
 
 from __future__ import annotations
 
-import difflib
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swe_residual.errors import DatasetError
+from swe_residual.task_schema import (
+    DOCKER_NETWORKS,
+    TASK_SCHEMA,
+    baseline_network,
+    network_value,
+    unknown_fields,
+)
+from swe_residual.toml_fields import FieldReader, read_toml
 
 TRACKS = ("repo", "machine")
 ENVIRONMENT_MODES = ("shared", "separate")
 MAIN_SERVICE = "main"
-# Harbor's network modes, and the Docker network each one runs on here. `allowlist` (egress
-# to named hosts only) needs Harbor's egress proxy: no backend here can enforce it.
-NETWORK_MODES = ("no-network", "public", "allowlist")
-DOCKER_NETWORKS = {"no-network": "none", "public": "bridge"}
-# Docker's spellings, which Harbor's schema rejects: the error names Harbor's value.
-DOCKER_SPELLINGS = {"none": "no-network", "bridge": "public"}
 COMPOSE_FILES = ("environment/docker-compose.yaml", "tests/docker-compose.yaml")
 # Harbor's defaults (harbor.models.task.config).
 DEFAULT_BUILD_TIMEOUT_SEC = 600.0
@@ -181,182 +181,8 @@ class Task:
         return ids or None
 
 
-class _Reader:
-    """Typed access to a parsed TOML table that names the file and dotted field on error."""
-
-    def __init__(self, path: Path, data: dict[str, Any]) -> None:
-        self.path = path
-        self.data = data
-
-    def table(self, dotted: str) -> dict[str, Any]:
-        node: Any = self.data
-        for part in dotted.split("."):
-            node = node.get(part, {}) if isinstance(node, dict) else None
-            if not isinstance(node, dict):
-                raise DatasetError(self.path, "must be a table", field=dotted)
-        return node
-
-    def get(self, dotted: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-        *parents, key = dotted.split(".")
-        table = self.table(".".join(parents)) if parents else self.data
-        if key not in table:
-            return default
-        value = table[key]
-        # bool is an int in Python; a TOML `true` is never a valid number here.
-        if isinstance(value, bool) and bool not in _as_tuple(kind):
-            raise DatasetError(self.path, f"expected {_kind_name(kind)}, got {value!r}", field=dotted)
-        if not isinstance(value, kind):
-            raise DatasetError(self.path, f"expected {_kind_name(kind)}, got {value!r}", field=dotted)
-        return value
-
-    def number(self, dotted: str, default: float | None) -> float | None:
-        """A number that must be greater than 0 when given (timeouts, CPUs)."""
-        value = self.get(dotted, (int, float), default)
-        if value is not None and not value > 0:
-            raise DatasetError(self.path, f"must be greater than 0, got {value!r}", field=dotted)
-        return None if value is None else float(value)
-
-    def positive_int(self, dotted: str) -> int | None:
-        value = self.get(dotted, int, None)
-        if value is not None and value <= 0:
-            raise DatasetError(self.path, f"must be greater than 0, got {value!r}", field=dotted)
-        return value
-
-    def string_map(self, dotted: str) -> dict[str, str]:
-        table = self.table(dotted)
-        for key, value in table.items():
-            if not isinstance(value, (str, int, float, bool)):
-                raise DatasetError(self.path, f"value of {key!r} must be a scalar", field=dotted)
-        return {key: str(value) for key, value in table.items()}
-
-
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", list: "a list", bool: "a boolean"}
-    return " or ".join(names.get(k, k.__name__) for k in _as_tuple(kind))
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise DatasetError(path, "file is missing") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise DatasetError(path, f"malformed TOML: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise DatasetError(path, f"not UTF-8 text: {exc}") from exc
-
-
-# -- unknown fields ------------------------------------------------------------------------------
-# The tables and keys of Harbor's TaskConfig model (pydantic, extra fields ignored): a key not
-# listed is ignored by Harbor and reported by `harbor lint` as unknown-config-field. `_FREE`
-# marks free-form tables ([metadata], env maps); a one-element list is a list of tables.
-_FREE = "free-form"
-_HEALTHCHECK = dict.fromkeys(
-    ("command", "interval_sec", "timeout_sec", "start_period_sec", "start_interval_sec", "retries")
-)
-_NETWORK = dict.fromkeys(("network_mode", "allowed_hosts"))
-_ENVIRONMENT: dict[str, Any] = {
-    **_NETWORK,
-    **dict.fromkeys((
-        "build_timeout_sec", "docker_image", "os", "cpus", "memory_mb", "storage_mb", "gpus",
-        "gpu_types", "skills_dir", "workdir", "allow_internet", "memory", "storage",
-    )),
-    "tpu": dict.fromkeys(("type", "topology")),
-    "mcp_servers": [{**dict.fromkeys(("name", "transport", "url", "command", "args")), "headers": _FREE}],
-    "env": _FREE,
-    "healthcheck": _HEALTHCHECK,
-}
-_AGENT: dict[str, Any] = {**_NETWORK, "timeout_sec": None, "user": None}
-_VERIFIER: dict[str, Any] = {
-    **_NETWORK,
-    **dict.fromkeys(("timeout_sec", "user", "environment_mode")),
-    "env": _FREE,
-    "environment": _ENVIRONMENT,
-    "collect": [dict.fromkeys(("command", "service", "timeout_sec", "user"))],
-}
-_ARTIFACTS = [dict.fromkeys(("source", "destination", "exclude", "service"))]
-_SCHEMA: dict[str, Any] = {
-    **dict.fromkeys(("schema_version", "version", "source", "multi_step_reward_strategy")),
-    "task": {
-        **dict.fromkeys(("name", "version", "description", "keywords")),
-        "authors": [dict.fromkeys(("name", "email"))],
-    },
-    "metadata": _FREE,
-    "verifier": _VERIFIER,
-    "agent": _AGENT,
-    "environment": _ENVIRONMENT,
-    "solution": {"env": _FREE},
-    "steps": [{
-        **dict.fromkeys(("name", "min_reward")), "agent": _AGENT, "verifier": _VERIFIER,
-        "healthcheck": _HEALTHCHECK, "artifacts": _ARTIFACTS,
-    }],
-    "artifacts": _ARTIFACTS,
-}
-
-
-def _unknown_fields(value: Any, schema: Any, prefix: str = "") -> list[str]:
-    """Dotted names of the keys Harbor's model does not define (`harbor lint`'s rule)."""
-    if isinstance(schema, list) and isinstance(value, list):
-        return [name for index, item in enumerate(value)
-                for name in _unknown_fields(item, schema[0], f"{prefix}[{index}]")]
-    if not isinstance(schema, dict) or not isinstance(value, dict):
-        return []
-    found = []
-    for key, child in value.items():
-        location = f"{prefix}.{key}" if prefix else key
-        if key in schema:
-            found.extend(_unknown_fields(child, schema[key], location))
-        else:
-            close = difflib.get_close_matches(key, list(schema), n=1)
-            found.append(location + (f" (did you mean {close[0]!r}?)" if close else ""))
-    return found
-
-
 # -- network, environments, artifacts ----------------------------------------------------------
-def _network_value(reader: _Reader, table: str) -> str | None:
-    """A phase or environment's Harbor `network_mode` as written (None when absent)."""
-    dotted = f"{table}.network_mode"
-    value = reader.get(dotted, str, None)
-    if value is not None and value not in NETWORK_MODES:
-        if value in DOCKER_SPELLINGS:
-            raise DatasetError(
-                reader.path,
-                f"unknown network mode {value!r}: that is Docker's spelling; Harbor's value is "
-                f"{DOCKER_SPELLINGS[value]!r} (one of {', '.join(NETWORK_MODES)})",
-                field=dotted,
-            )
-        raise DatasetError(reader.path, f"unknown network mode {value!r} (one of {', '.join(NETWORK_MODES)})",
-                           field=dotted)
-    if value == "allowlist":
-        raise DatasetError(
-            reader.path,
-            "network_mode 'allowlist' cannot be enforced by this suite (it needs Harbor's egress "
-            "proxy); use 'no-network' or 'public'",
-            field=dotted,
-        )
-    if reader.get(f"{table}.allowed_hosts", list, None) is not None:
-        raise DatasetError(reader.path, "allowed_hosts applies only to network_mode 'allowlist', which this "
-                           "suite cannot enforce", field=f"{table}.allowed_hosts")
-    return value
-
-
-def _baseline_network(reader: _Reader, table: str) -> str:
-    """An environment table's baseline: network_mode, else the deprecated allow_internet, else
-    Harbor's default, public."""
-    value = _network_value(reader, table)
-    allow_internet = reader.get(f"{table}.allow_internet", bool, None)
-    if value is not None:
-        return value
-    if allow_internet is not None:
-        return "public" if allow_internet else "no-network"
-    return "public"
-
-
-def _size_mb(reader: _Reader, dotted: str, exact: str) -> int | None:
+def _size_mb(reader: FieldReader, dotted: str, exact: str) -> int | None:
     """`memory_mb`/`storage_mb`, or Harbor's deprecated "1G"/"512M" `memory`/`storage`."""
     value = reader.positive_int(exact)
     legacy = reader.get(dotted, str, None)
@@ -375,7 +201,7 @@ def _size_mb(reader: _Reader, dotted: str, exact: str) -> int | None:
     return converted
 
 
-def _environment_table(reader: _Reader, table: str) -> dict[str, Any]:
+def _environment_table(reader: FieldReader, table: str) -> dict[str, Any]:
     """The fields of an `[environment]`-shaped table the suite uses, validated."""
     os_name = reader.get(f"{table}.os", str, "linux")
     if os_name.lower() != "linux":
@@ -400,7 +226,7 @@ def _environment_table(reader: _Reader, table: str) -> dict[str, Any]:
     }
 
 
-def _service(reader: _Reader, where: str, entry: dict[str, Any]) -> None:
+def _service(reader: FieldReader, where: str, entry: dict[str, Any]) -> None:
     service = entry.get("service")
     if service is None or service == MAIN_SERVICE:
         return
@@ -414,7 +240,7 @@ def _service(reader: _Reader, where: str, entry: dict[str, Any]) -> None:
     )
 
 
-def _collect_steps(reader: _Reader) -> tuple[CollectStep, ...]:
+def _collect_steps(reader: FieldReader) -> tuple[CollectStep, ...]:
     steps = []
     for index, entry in enumerate(reader.get("verifier.collect", list, [])):
         where = f"verifier.collect[{index}]"
@@ -431,7 +257,7 @@ def _collect_steps(reader: _Reader) -> tuple[CollectStep, ...]:
     return tuple(steps)
 
 
-def _artifacts(reader: _Reader) -> tuple[ArtifactSpec, ...]:
+def _artifacts(reader: FieldReader) -> tuple[ArtifactSpec, ...]:
     specs = []
     for index, entry in enumerate(reader.get("artifacts", list, [])):
         where = f"artifacts[{index}]"
@@ -467,7 +293,7 @@ def _artifacts(reader: _Reader) -> tuple[ArtifactSpec, ...]:
     return tuple(specs)
 
 
-def _absolute(reader: _Reader, dotted: str, default: str) -> str:
+def _absolute(reader: FieldReader, dotted: str, default: str) -> str:
     value = reader.get(dotted, str, default)
     if not value.startswith("/"):
         raise DatasetError(reader.path, f"must be an absolute path, got {value!r}", field=dotted)
@@ -476,7 +302,7 @@ def _absolute(reader: _Reader, dotted: str, default: str) -> str:
 
 def parse_task_config(path: Path) -> TaskConfig:
     data = read_toml(path)
-    reader = _Reader(path, data)
+    reader = FieldReader(path, data)
     metadata = reader.table("metadata")
     track = reader.get("metadata.track", str, "repo")
     if track not in TRACKS:
@@ -511,13 +337,13 @@ def parse_task_config(path: Path) -> TaskConfig:
     # Network, as Harbor resolves it per phase: the phase's own network_mode, else the baseline
     # of the environment the phase runs in ([environment]; a separate verifier's own
     # [verifier.environment] when it has one), whose default is public.
-    environment_network = _baseline_network(reader, "environment")
+    environment_network = baseline_network(reader, "environment")
     verifier_baseline = environment_network
     if has_verifier_environment:
-        verifier_baseline = _baseline_network(reader, "verifier.environment")
-    agent_network = _network_value(reader, "agent") or environment_network
-    verifier_network = _network_value(reader, "verifier") or verifier_baseline
-    warnings = [f"{path}: unknown field {name} (Harbor ignores it)" for name in _unknown_fields(data, _SCHEMA)]
+        verifier_baseline = baseline_network(reader, "verifier.environment")
+    agent_network = network_value(reader, "agent") or environment_network
+    verifier_network = network_value(reader, "verifier") or verifier_baseline
+    warnings = [f"{path}: unknown field {name} (Harbor ignores it)" for name in unknown_fields(data, TASK_SCHEMA)]
     for table in ("environment", "verifier.environment"):
         for old, new in (("memory", "memory_mb"), ("storage", "storage_mb"), ("allow_internet", "network_mode")):
             if old in reader.table(table):

@@ -363,13 +363,14 @@ def test_base_commit_hash_is_checked(backend: DockerBackend, task: Task, tmp_pat
         backend.prepare(load_task(other))
 
 
-def test_missing_docker_image_is_an_infra_error(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+def test_missing_docker_image_is_one_error_saying_how_to_provide_it(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
     toml = other / "task.toml"
     toml.write_text(toml.read_text().replace("[environment]\n", '[environment]\ndocker_image = "no-such-image:1"\n'))
-    with pytest.raises(InfraError, match="not present locally"):
+    with pytest.raises(DatasetError, match="nothing can be pulled here: load it") as raised:
         backend.prepare(load_task(other))
+    assert raised.value.field == "environment.docker_image" and "images.toml" in str(raised.value)
 
 
 def test_patch_that_does_not_apply_is_a_dataset_error(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
@@ -547,7 +548,13 @@ def test_separate_mode_verifies_a_fresh_container(backend: DockerBackend, task_r
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
     toml = other / "task.toml"
-    toml.write_text(toml.read_text().replace('environment_mode = "shared"', 'environment_mode = "separate"'))
+    # Harbor's separate contract: the agent's work reaches the fresh verifier only as an artifact.
+    toml.write_text('artifacts = ["/logs/artifacts/work.patch"]\n'
+                    + toml.read_text().replace('environment_mode = "shared"', 'environment_mode = "separate"')
+                    + "[[verifier.collect]]\ncommand = 'mkdir -p /logs/artifacts && git diff HEAD > /logs/artifacts/work.patch'\n")
+    test_sh = other / "tests" / "test.sh"
+    test_sh.write_text(test_sh.read_text().replace(
+        'export PYTHONDONTWRITEBYTECODE', 'git apply /logs/artifacts/work.patch; export PYTHONDONTWRITEBYTECODE'))
     separate = load_task(other)
     assert separate.config.verifier_environment_mode == "separate"
     with backend.start(separate, load_state(separate, other / "residual" / "pred-1"), _spec("sep")) as env:
