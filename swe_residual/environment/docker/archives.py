@@ -74,6 +74,31 @@ def directory_archive(root: Path) -> bytes:
     return buffer.getvalue()
 
 
+def rooted_archive(entries: list[tuple[str, Path]]) -> bytes:
+    """A tar to extract at `/`: each host file or directory at its absolute container path, with
+    its parent directories, owned by root. One request places them all, wherever they go."""
+    buffer = io.BytesIO()
+
+    def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        return info
+
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        parents: set[str] = set()
+        for container_path, host in entries:
+            name = posixpath.normpath(container_path).lstrip("/")
+            parent = posixpath.dirname(name)
+            while parent and parent not in parents:
+                parents.add(parent)
+                info = tarfile.TarInfo(parent)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+                archive.addfile(info)
+                parent = posixpath.dirname(parent)
+            archive.add(host, arcname=name, filter=as_root)
+    return buffer.getvalue()
+
+
 def files_archive(files: dict[str, bytes]) -> bytes:
     """A tar of named files (relative paths), owned by root."""
     buffer = io.BytesIO()

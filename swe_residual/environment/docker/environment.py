@@ -155,6 +155,16 @@ class DockerEnvironment:
             return {}
         return self._get_archive(full, max_file_bytes, strip_top=is_dir(stat))
 
+    def copy_out_entry(self, container_path: str, max_file_bytes: int) -> tuple[bool, dict[str, bytes]]:
+        """(whether it is a directory, its files as `copy_out` gives them) in one stat and one
+        archive; nothing there: (False, {}). Not for paths behind a mount."""
+        full = self._path(container_path)
+        stat = self._stat(full)
+        if stat is None:
+            return False, {}
+        directory = is_dir(stat)
+        return directory, self._get_archive(full, max_file_bytes, strip_top=directory)
+
     def remove_paths(self, *paths: str) -> None:
         """`rm -rf` of paths in the container (relative ones under the workdir)."""
         if paths:

@@ -11,7 +11,6 @@ Stale reward files are removed before test.sh runs; what it leaves in /logs/veri
 
 from __future__ import annotations
 
-import posixpath
 import shutil
 import tempfile
 from dataclasses import replace
@@ -20,8 +19,7 @@ from typing import TYPE_CHECKING
 
 from swe_residual.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 from swe_residual.environment.base import Environment, StartSpec, VerifierOutput
-from swe_residual.environment.docker.archives import is_dir, path_stat
-from swe_residual.environment.docker.engine import ENGINE_EXCEPTIONS, infra_error
+from swe_residual.environment.docker.archives import rooted_archive
 from swe_residual.environment.docker.environment import DockerEnvironment
 from swe_residual.environment.docker.exec import to_result
 from swe_residual.environment.docker.images import dockerfile_bases
@@ -90,7 +88,7 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
         return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
                               artifacts=tuple(present), error=error)
     if plan.source == SHARED:
-        output = _run_tests(environment, task, upload_tests=True)
+        output = _run_tests(environment, task, fresh_container=False)
     else:
         output = _verify_separately(backend, environment, task, plan, artifacts_dir, present)
     return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
@@ -102,9 +100,13 @@ def _verify_separately(backend: DockerBackend, environment: DockerEnvironment, t
     spec = StartSpec(environment.spec.run_id, environment.spec.item_id + ":verifier", environment.spec.attempt)
     with backend.start_container(image, task, spec, plan.network, head, cpus=plan.cpus, memory_mb=plan.memory_mb,
                                  env=plan.env, kind="verifier") as fresh:
-        for source in present:
-            _copy_in(fresh, host_path(artifacts_dir, source), source)
-        return _run_tests(fresh, task, upload_tests=not plan.bundled_tests)
+        # The artifacts at their own paths and, unless bundled, the hidden tests: one archive.
+        entries = [(source, host_path(artifacts_dir, source)) for source in present]
+        if not plan.bundled_tests:
+            entries.append((TESTS_DIR, task.tests_dir))
+        if entries:
+            fresh.copy_in(rooted_archive(entries), "/")
+        return _run_tests(fresh, task, fresh_container=True)
 
 
 def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
@@ -126,51 +128,35 @@ def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironment
 
 def _copy_out(environment: DockerEnvironment, source: str, target: Path) -> None:
     """Copy an artifact (a file or a directory) out of the container; absent: nothing."""
-    files = environment.copy_out(source, MAX_ARTIFACT_FILE_BYTES)
-    if not files:
-        return
-    try:
-        stat = path_stat(environment.client, environment.container_id, source)
-    except ENGINE_EXCEPTIONS as exc:
-        raise infra_error(exc, f"reading {source} of container {environment.container_id[:12]}", stage="verifier") from exc
-    if stat is not None and is_dir(stat):
-        for relative, data in files.items():
-            (target / relative).parent.mkdir(parents=True, exist_ok=True)
-            (target / relative).write_bytes(data)
-    else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(next(iter(files.values())))
+    directory, files = environment.copy_out_entry(source, MAX_ARTIFACT_FILE_BYTES)
+    for relative, data in files.items():
+        path = target / relative if directory else target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
 
 
-def _copy_in(environment: DockerEnvironment, host: Path, source: str) -> None:
-    """Place a collected artifact at its own path in the verifier's container."""
-    if host.is_dir():
-        environment.copy_in(host, source)
-    else:
-        parent, name = posixpath.split(posixpath.normpath(source))
-        environment.copy_in({name: host.read_bytes()}, parent)
-
-
-def _run_tests(environment: DockerEnvironment, task: Task, *, upload_tests: bool) -> VerifierOutput:
-    # The hidden tests arrive only now. Whatever the agent put at /tests or in the log
-    # directory (a reward file of its own making) is deleted first; bundled tests stay.
+def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: bool) -> VerifierOutput:
+    """Run test.sh: in the agent's container (the tests uploaded only now), or in a fresh one
+    that already holds them."""
+    # Whatever the agent put at /tests or in the log directory (a reward file of its own
+    # making) is deleted first; a fresh container gets an empty log directory.
     clear = f"rm -rf {VERIFIER_LOGS_DIR} && mkdir -p {VERIFIER_LOGS_DIR}"
-    if upload_tests:
-        clear = f"rm -rf {TESTS_DIR} && mkdir -p {TESTS_DIR} && {clear}"
-    done = environment.run(["sh", "-c", clear])
-    if done.exit_code != 0:
-        raise InfraError(f"could not clear the verifier's directories: {done.stderr.decode(errors='replace')[-500:]}",
-                         stage="verifier")
-    if upload_tests:
-        environment.copy_in(task.tests_dir, TESTS_DIR)
+    if not fresh_container:
+        done = environment.run(["sh", "-c", f"rm -rf {TESTS_DIR} && {clear}"])
+        if done.exit_code != 0:
+            raise InfraError(f"could not clear the verifier's directories: {done.stderr.decode(errors='replace')[-500:]}",
+                             stage="verifier")
+        environment.copy_in(rooted_archive([(TESTS_DIR, task.tests_dir)]), "/")
     env = {**task.config.verifier_env, "TESTS_DIR": TESTS_DIR, "VERIFIER_LOGS_DIR": VERIFIER_LOGS_DIR,
            "APP_DIR": environment.workdir, "ARTIFACTS_DIR": ARTIFACTS_DIR}
-    result = to_result(environment.run(["sh", "-c", f"exec bash {TESTS_DIR}/test.sh 2>&1"],
-                                       timeout_sec=task.config.verifier_timeout_sec, env=env, cwd=environment.workdir))
+    command = f"{clear} && exec bash {TESTS_DIR}/test.sh 2>&1" if fresh_container else f"exec bash {TESTS_DIR}/test.sh 2>&1"
+    result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
+                                       cwd=environment.workdir))
+    _, files = environment.copy_out_entry(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
     return VerifierOutput(
         exit_code=result.exit_code,
         output=result.stdout + result.stderr,
         timed_out=result.timed_out,
-        files=environment.copy_out(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES),
+        files=files,
         duration_sec=result.duration_sec,
     )
