@@ -337,6 +337,7 @@ def run_item(
             record["trajectory"] = relative.as_posix()
         except OSError as exc:  # a read-only or full results disk must not cost the record
             record["error"] = "; ".join(filter(None, [record["error"], f"trajectory not written: {exc}"]))
+    _redact_artifacts(options.run_dir, record["artifacts"], secrets)
     return redact(record, secrets)
 
 
@@ -358,6 +359,22 @@ def _describe(agent: Agent | None) -> dict[str, Any]:
     """An agent's own account of its configuration (harness, version, model), if it gives one."""
     describe = getattr(agent, "describe", None)
     return dict(describe()) if callable(describe) else {}
+
+
+def _redact_artifacts(run_dir: Path, artifacts: list[str], secrets: list[str]) -> None:
+    """The kept copies of the artifacts hold no secret either (the verifier had the originals)."""
+    for relative in artifacts:
+        root = run_dir / relative
+        for path in [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()):
+            try:
+                data = path.read_bytes()
+                cleaned = data
+                for secret in secrets:
+                    cleaned = cleaned.replace(secret.encode(), REDACTED.encode())
+                if cleaned != data:
+                    path.write_bytes(cleaned)
+            except OSError:  # a read-only results disk: such copies are not kept at all
+                continue
 
 
 def _redact_trajectory(trajectory: Trajectory, secrets: list[str]) -> None:
