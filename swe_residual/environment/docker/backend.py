@@ -95,6 +95,8 @@ class DockerBackend:
         self._containers: set[str] = set()
         self._temp_images: set[str] = set()
         self._prepared: dict[tuple[str, str], PreparedImage] = {}
+        # Separate verifiers' images, resolved once per (task, source, content) by verification.py.
+        self.verifier_images: dict[tuple[str, ...], tuple[str, str | None]] = {}
         self._states: dict[str, tuple[str, str | None]] = {}
         self._lock = threading.Lock()
         hygiene.register(self)

@@ -165,6 +165,14 @@ class DockerEnvironment:
         directory = is_dir(stat)
         return directory, self._get_archive(full, max_file_bytes, strip_top=directory)
 
+    def copy_out_directory(self, container_dir: str, max_file_bytes: int) -> dict[str, bytes]:
+        """The files below a directory (paths relative to it) in one archive request; absent: {}.
+        Not for paths behind a mount."""
+        try:
+            return self._get_archive(self._path(container_dir), max_file_bytes, strip_top=True)
+        except FileNotFoundError:
+            return {}
+
     def remove_paths(self, *paths: str) -> None:
         """`rm -rf` of paths in the container (relative ones under the workdir)."""
         if paths:

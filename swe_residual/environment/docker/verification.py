@@ -24,7 +24,7 @@ from swe_residual.environment.docker.environment import DockerEnvironment
 from swe_residual.environment.docker.exec import to_result
 from swe_residual.environment.docker.images import dockerfile_bases
 from swe_residual.environment.docker.named_images import ensure_dockerfile_bases, named_image_id
-from swe_residual.environment.local import MAX_LOG_FILE_BYTES
+from swe_residual.environment.local import MAX_LOG_FILE_BYTES, tree_digest
 from swe_residual.errors import InfraError
 from swe_residual.task import Task
 from swe_residual.verifier_environment import (
@@ -74,10 +74,11 @@ def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
 def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, task: Task,
                         artifacts_dir: Path) -> VerifierOutput:
     plan = plan_verifier_environment(task)
-    if task.track == "repo":
-        # Nothing the agent left running (a loop killing pytest, a reward forger, a process
-        # rewriting its artifacts) runs beside collection or a shared verifier. Machine-track
-        # processes are the state itself: kept.
+    if task.track == "repo" and plan.source == SHARED:
+        # Nothing the agent left running (a loop killing pytest, a reward forger) may share the
+        # verifier's container. Machine-track processes are the state itself: kept. A separate
+        # verifier needs no such kill: it never runs beside them, and what they could do to an
+        # artifact during collection the agent could have done to its own work.
         environment.run(["sh", "-c", KILL_LEFTOVERS])
     collected, error = run_collect_steps(environment, task, {"APP_DIR": environment.workdir, "ARTIFACTS_DIR": ARTIFACTS_DIR})
     sources = [artifact.source for artifact in task.config.artifacts]
@@ -110,7 +111,15 @@ def _verify_separately(backend: DockerBackend, environment: DockerEnvironment, t
 
 
 def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
-    """(image id, base commit) of a separate verifier's environment, built when needed."""
+    """(image id, base commit) of a separate verifier's environment, built when needed; resolved
+    once per backend (the content of tests/ is part of the key)."""
+    key = (task.id, plan.source, plan.image or "", tree_digest(task.tests_dir) if plan.source == TESTS_DOCKERFILE else "")
+    if key not in backend.verifier_images:
+        backend.verifier_images[key] = _resolve_verifier_image(backend, task, plan)
+    return backend.verifier_images[key]
+
+
+def _resolve_verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
     if plan.source == TASK_ENVIRONMENT:
         prepared = backend.task_image(task)  # the clean image: the base commit, never the state
         return prepared.image_id, prepared.head
@@ -152,7 +161,7 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
     command = f"{clear} && exec bash {TESTS_DIR}/test.sh 2>&1" if fresh_container else f"exec bash {TESTS_DIR}/test.sh 2>&1"
     result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
                                        cwd=environment.workdir))
-    _, files = environment.copy_out_entry(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
+    files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
     return VerifierOutput(
         exit_code=result.exit_code,
         output=result.stdout + result.stderr,
