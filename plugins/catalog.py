@@ -53,13 +53,47 @@ class Catalog:
         skips = skip_reason_for_track or {}
         items = [ItemSpec(agent="-", task_id=name, state_id=None, track="-", error=error)
                  for name, error in self.task_errors]
+        # A task that cannot be verified is one error item at collection, not items that fail late.
+        unrunnable = {task_id: error for task_id, entry in self.tasks.items()
+                      if (error := missing_verifier(entry.task)) is not None}
+        items += [ItemSpec(agent="-", task_id=task_id, state_id=None, track="-", error=error)
+                  for task_id, error in unrunnable.items()]
         for agent in agents:
             for task_id, entry in self.tasks.items():
+                if task_id in unrunnable:
+                    continue
                 track = entry.task.track
+                lacking = missing_solution(entry.task) if agent in SOLUTION_AGENTS else None
+                if lacking is not None:  # the agent cannot run this task: one error item for it
+                    items.append(ItemSpec(agent="-", task_id=task_id, state_id=None, track="-", error=lacking))
+                    continue
                 skip = skips.get(track)
                 items.append(ItemSpec(agent, task_id, None, track, skip_reason=skip))
                 items.extend(ItemSpec(agent, task_id, state_id, track, skip_reason=skip) for state_id in entry.state_ids)
         return items
+
+
+# Agents that run the task's reference solution (Harbor's oracle): without one they measure nothing.
+SOLUTION_AGENTS = ("oracle",)
+
+
+def missing_verifier(task: Task) -> DatasetError | None:
+    """Without tests/test.sh no start of the task can be verified."""
+    test_sh = task.tests_dir / "test.sh"
+    if test_sh.is_file():
+        return None
+    return DatasetError(test_sh, "file is missing: the task has no verifier, so none of its starts can be measured")
+
+
+def missing_solution(task: Task) -> DatasetError | None:
+    """What the oracle agent runs: solution/solve.sh or solution/solution.patch (agents/builtin.py)."""
+    solution = task.solution_dir
+    if not solution.is_dir():
+        return DatasetError(solution, "directory is missing: the oracle agent runs the task's reference solution")
+    if not (solution / "solve.sh").is_file() and task.solution_patch is None:
+        return DatasetError(solution, "holds neither solve.sh nor solution.patch: the oracle agent runs the "
+                                      "task's reference solution")
+    return None
 
 
 def _state_ids(task_dir: Path) -> tuple[str, ...]:

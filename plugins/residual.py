@@ -21,10 +21,11 @@ from plugins.context import (
     RECORD_PROPERTY, catalog_of, finished_key, run_dir_key, settings_key, settings_of, skip_reasons,
 )
 from swe_residual.agents import resolve_agent
+from swe_residual.dataset_check import not_a_dataset
 from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.gates import GateResult, evaluate_gates, parse_gate
 from swe_residual.items import ItemSpec
-from swe_residual.records import append_record, infra_error_record, read_records
+from swe_residual.records import append_record, infra_error_record, item_key, read_records
 from swe_residual.report_html import write_report
 from swe_residual.resume import prepare_resume
 from swe_residual.settings import (
@@ -121,6 +122,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[settings_key] = settings
+    # An empty directory, or one without a task, would collect no item and end obscurely: say
+    # so now. A missing directory is reported at collection (plugins/context.py).
+    if settings.dataset.is_dir():
+        problem = not_a_dataset(settings.dataset)
+        if problem is not None:
+            raise pytest.UsageError(f"--dataset: {problem}")
     for agent in settings.agents:
         try:
             # a typo in --agent (or a bad model, config or script) is a usage error before anything runs
@@ -174,7 +181,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         spec = specs[item.nodeid]
         if spec is not None and assignment is not None and assignment[spec.task_id] != settings.shard[0]:  # type: ignore[index]
             deselected.append(item)
-        elif spec is not None and spec.error is None and (spec.agent, spec.task_id, spec.start, spec.state_id) in finished:
+        elif spec is not None and spec.error is None and item_key(spec.agent, spec.track, spec.task_id, spec.start, spec.state_id) in finished:
             deselected.append(item)
         else:
             kept.append(item)
@@ -185,7 +192,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def spec_of(item: pytest.Item) -> ItemSpec | None:
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("residual_item") if callspec is not None else None
+    spec = callspec.params.get("residual_item") if callspec is not None else None
+    # pytest's placeholder for an empty parameter set is no ItemSpec: that item has no spec.
+    return spec if isinstance(spec, ItemSpec) else None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -250,6 +259,9 @@ class ResidualReporter:
         self.solved = 0
         self.summary: dict[str, Any] | None = None
         self.gate_results: list[GateResult] = []
+        # Residual State records, when no Clean Start ran at all (e.g. `-m residual`): the
+        # headline table compares against the same tasks' Clean Starts, so it would be all dashes.
+        self.residual_only = 0
         self.problems: list[str] = []
         # Records that could not be appended to results.jsonl (a read-only or full disk): kept
         # here for the summary, written to `fallback_path`, and the run ends non-zero.
@@ -337,6 +349,8 @@ class ResidualReporter:
         # The file's records plus those it refused: the summary covers every finished item.
         records = (loaded.records if loaded is not None else []) + self.unsaved
         self.summary = build_summary(records, compare=True)
+        if records and all(record.get("start") == "residual" for record in records):
+            self.residual_only = len(records)
         try:
             write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))
         except OSError as exc:
@@ -356,7 +370,14 @@ class ResidualReporter:
             return
         write = terminalreporter.write_line
         terminalreporter.section("SWE-Residual summary")
-        for line in render_terminal(self.summary):
+        summary = self.summary
+        if self.residual_only:
+            write("Residual success is reported against the same tasks' Clean Starts, and none were run.",
+                  yellow=True)
+            write(f"{self.residual_only} Residual State item(s) recorded; run the Clean Starts too "
+                  "(e.g. -m 'clean or residual') for the table.", yellow=True)
+            summary = {**summary, "agents": {}}  # the rest of the report, without the all-dash table
+        for line in render_terminal(summary):
             write(line)
         for result in self.gate_results:
             write(result.describe(), red=not result.passed, green=result.passed)

@@ -1,7 +1,7 @@
 """The `swe-residual` command: everything that does not need pytest.
 
     swe-residual report RESULTS... [--out DIR]   recompute the summary from results files
-    swe-residual validate DATASET                check a dataset's tasks and states
+    swe-residual validate DATASET [--verify]     check a dataset's tasks, states and patches
     swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
     swe-residual residualize STAGE ...           build Residual States (generate, filter, review, build)
     swe-residual stats DATASET                   Table 2 / Appendix A statistics of a dataset
@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import secrets
 import sys
 from pathlib import Path
 
@@ -54,25 +56,63 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    dataset = load_dataset(Path(args.dataset))
+    from swe_residual.dataset_check import PROBLEM, check_patches, not_a_dataset, verify_task
+
+    root = Path(args.dataset)
+    dataset = load_dataset(root)  # a missing directory: DatasetError, exit 2
     problems = 0
+    shape = not_a_dataset(root)
+    if shape is not None:
+        print(f"error: {shape}")
+        problems += 1
     for name, error in dataset.task_errors:
         print(f"error: task {name}: {error}")
         problems += 1
-    for entry in dataset.entries:
-        task = entry.task
-        missing = task.missing_files()
-        for name, error in entry.state_errors:
-            print(f"error: state {task.id}/{name}: {error}")
-            problems += 1
-        status = "ok" if not missing else "incomplete, lacks " + ", ".join(missing)
-        if missing:
-            problems += 1
-        print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
-        for warning in task.config.warnings:  # as `harbor lint` reports them: not errors
-            print(f"  warning: {warning}")
+    backend = None
+    run_id = f"validate-{secrets.token_hex(3)}"  # labels what --verify starts
+    if args.verify:
+        from swe_residual.backends import make_backend
+
+        backend = make_backend(args.backend, run_id)
+    try:
+        for entry in dataset.entries:
+            task = entry.task
+            missing = task.missing_files()
+            for name, error in entry.state_errors:
+                print(f"error: state {task.id}/{name}: {error}")
+                problems += 1
+            status = "ok" if not missing else "incomplete, lacks " + ", ".join(missing)
+            if missing:
+                problems += 1
+            print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
+            for warning in task.config.warnings:  # as `harbor lint` reports them: not errors
+                print(f"  warning: {warning}")
+            findings = check_patches(task, entry.states)
+            if backend is not None:
+                findings += verify_task(backend, task, entry.states, run_id)
+            for finding in findings:
+                print(f"  {finding.line()}")
+                problems += finding.status == PROBLEM
+    finally:
+        if backend is not None:
+            backend.close()
     print(f"{len(dataset.entries)} task(s), {dataset.n_states} state(s), {problems} problem(s)")
     return 1 if problems else 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """`swe-residual stats`, exiting 1 when tasks or states were left out of the figures."""
+    from swe_residual.residualize.stats import dataset_stats, render_stats, stats_exit_status
+
+    stats = dataset_stats(Path(args.dataset))
+    if args.json:
+        print(json.dumps(stats, indent=2, sort_keys=True))
+    else:
+        for line in render_stats(stats):
+            print(line)
+    for problem in stats["problems"]:
+        print(f"error: {problem}", file=sys.stderr)
+    return stats_exit_status(stats)
 
 
 def cmd_build_base(args: argparse.Namespace) -> int:
@@ -94,8 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
                         help="exit 1 when an agent's Gap is above POINTS")
     report.set_defaults(func=cmd_report)
-    validate = sub.add_parser("validate", help="check that a dataset's tasks and states load")
+    validate = sub.add_parser("validate", help="check a dataset's tasks and states before it runs")
     validate.add_argument("dataset")
+    validate.add_argument("--verify", action="store_true",
+                          help="also run the verifier on each task's base and each state (they must fail, "
+                               "with the statuses state.toml records)")
+    validate.add_argument("--backend", default="auto", help="backend for --verify: auto, local, docker (default auto)")
     validate.set_defaults(func=cmd_validate)
     base = sub.add_parser("build-base", help="build the Debian base image the sample tasks start FROM")
     base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
@@ -103,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     from swe_residual.residualize.cli import add_parsers as add_residualize_parsers
 
     add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`
+    # The same `stats` command, but its exit status says whether every task and state made it
+    # into the figures (a malformed one is left out of them, which is a problem to report).
+    sub.choices["stats"].set_defaults(func=cmd_stats)
     return parser
 
 

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 RECORD_SCHEMA = 1
 REQUIRED_FIELDS = (
@@ -24,8 +24,31 @@ REQUIRED_FIELDS = (
 OUTCOMES = ("success", "failure", "infra_error")
 
 
-def record_key(record: dict[str, Any]) -> tuple[str, str, str, str | None]:
-    return (record["agent"], record["task"], record["start"], record["state"])
+#: The identity of one measured item: (agent, track, task, start, state).
+ItemKey = tuple[Any, Any, Any, Any, Any]
+
+
+def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any) -> ItemKey:
+    """The one key of "the same item", used wherever records are merged, deduplicated or
+    resumed. The track is part of it: a repo-track and a machine-track run of a task with the
+    same name are two measurements, not a re-run of one."""
+    return (agent, track, task, start, state)
+
+
+def record_key(record: Mapping[str, Any]) -> ItemKey:
+    """:func:`item_key` of a run record (a missing field reads as None)."""
+    return item_key(
+        record.get("agent"), record.get("track"), record.get("task"), record.get("start"), record.get("state")
+    )
+
+
+def dedupe_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """One record per :func:`record_key`: the last one seen, kept at the position of the key's
+    first appearance, so merging the same results twice gives the same list."""
+    latest: dict[ItemKey, Mapping[str, Any]] = {}
+    for record in records:
+        latest[record_key(record)] = record
+    return list(latest.values())
 
 
 def item_id(agent: str, task: str, state: str | None) -> str:

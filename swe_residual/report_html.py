@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import quote
 
 from swe_residual.comparison import headline_line, ranking_table
-from swe_residual.metrics.headline import Record, record_key
-from swe_residual.records import agent_slug, read_records
+from swe_residual.metrics.headline import Record
+from swe_residual.records import agent_slug, read_records, record_key
 from swe_residual.report_charts import chart_clean_vs_residual, chart_conditional, missing_dependency
 from swe_residual.summary import DURATION_KEYS
 
@@ -136,10 +136,11 @@ def _counts_table(summary: Mapping[str, Any]) -> str:
 
 
 def _acceptance_table(summary: Mapping[str, Any]) -> str:
+    """Table 4, one row per track: never an ``overall`` row, which would pool the machine
+    track into the repo track's figures (``overall.acceptance_bias`` is the repo track's)."""
     rows = []
     for agent, block in summary.get("agents", {}).items():
-        for scope in _scopes(summary):
-            m = _metrics(block, scope) or {}
+        for scope, m in (block.get("tracks") or {}).items():
             ab = m.get("acceptance_bias") or {}
             split = ab.get("split_by_kept") or {}
             rows.append([

@@ -3,8 +3,15 @@
 The failure policy of DESIGN §7: an infrastructure failure (environment, engine, verifier
 without a valid verdict) is retried from a fresh instance of the same starting state, up to
 `infra_retries` times, every attempt recorded; when only verification failed, the saved
-final state is verified again first. A task failure (valid verdict 0, budget exhausted,
+final state is verified again first. A model-service failure is such a failure too: the
+agent raises `InfraError` (stage "model"). A task failure (valid verdict 0, budget exhausted,
 the agent's own error) is never retried.
+
+Scoring (`outcome`): a run succeeds only when the agent declared the task done and the
+verifier's valid verdict passes. A run that exhausted its budget (time, steps, cost) is a
+failure even when its final state passes: its verdict stays in the record (`reward`,
+`rewards`, `tests`), its `outcome` is "failure" (paper App. D: "In the success rates of
+Table 3, runs that exhaust the budget count as task failures").
 """
 
 from __future__ import annotations
@@ -139,6 +146,9 @@ class _Attempt:
     cost: float | None = None
     fidelity: str | None = None  # how a machine-track state was restored (docker backend)
     verification: _Verification | None = None
+    # Where the repository sat as the agent saw it: absolute paths in its commands resolve here.
+    workdir: str | None = None
+    actions_recorded: bool = True  # False: the trajectory cannot say what the agent opened
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -245,11 +255,12 @@ def _one_attempt(
         if not verdict.valid:
             return _Attempt(number, INFRA_ERROR, termination, verdict, final_patch, trajectory, message,
                             error=f"verifier: {verdict.error}", durations=durations,
-                            reverified=verification.reverified, cost=cost, fidelity=fidelity, verification=verification)
-        outcome = SUCCESS if verdict.success and termination != AGENT_ERROR else FAILURE
-        return _Attempt(number, outcome, termination, verdict, final_patch, trajectory, message,
+                            reverified=verification.reverified, cost=cost, fidelity=fidelity, verification=verification,
+                            actions_recorded=session.actions_recorded, workdir=environment.workdir)
+        return _Attempt(number, score(verdict, termination), termination, verdict, final_patch, trajectory, message,
                         durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
-                        verification=verification)
+                        verification=verification, actions_recorded=session.actions_recorded,
+                        workdir=environment.workdir)
     finally:
         environment.close()
 
@@ -323,11 +334,15 @@ def run_item(
                                options.run_dir),
     }
     if final.trajectory is not None:
-        steps = [step.as_dict() for step in final.trajectory.steps]
-        predecessor_files = changed_files(inherited_patch) if inherited_patch else set()
-        candidates = set(reference_files or []) | predecessor_files
-        record["opened_files"] = sorted(opened_files(steps, candidates))
-        record["inspected"] = inspected(steps, predecessor_files) if state is not None else None
+        # An agent that recorded no trajectory of its own (a `cmd:` agent without a steps
+        # file) may have opened anything: unknown (null), never "nothing" ([] / false).
+        if final.actions_recorded:
+            steps = [step.as_dict() for step in final.trajectory.steps]
+            predecessor_files = changed_files(inherited_patch) if inherited_patch else set()
+            candidates = set(reference_files or []) | predecessor_files
+            root = final.workdir or task.config.workdir
+            record["opened_files"] = sorted(opened_files(steps, candidates, root=root))
+            record["inspected"] = inspected(steps, predecessor_files, root=root) if state is not None else None
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
             f"{state.id}.json" if state else "clean.json"
         )
@@ -339,6 +354,18 @@ def run_item(
             record["error"] = "; ".join(filter(None, [record["error"], f"trajectory not written: {exc}"]))
     _redact_artifacts(options.run_dir, record["artifacts"], secrets)
     return redact(record, secrets)
+
+
+def score(verdict: Verdict, termination: str) -> str:
+    """A run's outcome from a valid verdict and how the agent's run ended.
+
+    Success needs both: the agent declared the task done (`submitted`) and the verdict
+    passes. An exhausted budget (`time_limit`, `step_limit`, `cost_limit`) or the agent's own
+    error is a failure whatever the final state is worth; the verdict itself stays in the
+    record. Paper App. D: "In the success rates of Table 3, runs that exhaust the budget
+    count as task failures."
+    """
+    return SUCCESS if verdict.success and termination == SUBMITTED else FAILURE
 
 
 def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None) -> Path:

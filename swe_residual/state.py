@@ -156,7 +156,11 @@ def load_state(task: Task, path: Path) -> ResidualState:
             )
     live_processes = reader.get("machine.live_processes", bool, None)
     steps = reader.get("prior_attempt.steps", int, None)
-    duration = reader.number("prior_attempt.duration_sec", None)
+    # 0 is a valid duration (a hand-made state, or a predecessor that stopped at once);
+    # only a negative one is impossible.
+    duration = reader.get("prior_attempt.duration_sec", (int, float), None)
+    if duration is not None and not duration >= 0:
+        raise DatasetError(toml_path, f"must be 0 or greater, got {duration!r}", field="prior_attempt.duration_sec")
     return ResidualState(
         id=path.name,
         task_id=task.id,
@@ -168,7 +172,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
         commands_path=commands_path,
         initial_tests=dict(tests) if tests is not None else None,
         prior_steps=steps,
-        prior_duration_sec=duration,
+        prior_duration_sec=None if duration is None else float(duration),
         raw=reader.data,
         live_processes=live_processes,
     )

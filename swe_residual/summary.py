@@ -1,9 +1,9 @@
 """Aggregate run records into ``summary.json`` and render it (Markdown report, terminal lines).
 
 ``build_summary`` is computed from run records alone, so shard results merge by concatenation:
-records are keyed by (agent, task, start, state) and the last record of a key wins, so merging
-the same file twice gives the same summary. Nothing is rounded in the summary dict; only the
-renderers round.
+records are keyed by :func:`swe_residual.records.record_key` (agent, track, task, start, state)
+and the last record of a key wins, so merging the same file twice gives the same summary.
+Nothing is rounded in the summary dict; only the renderers round.
 """
 
 from __future__ import annotations
@@ -15,11 +15,20 @@ from tabulate import tabulate
 
 from swe_residual.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
-from swe_residual.metrics.headline import Record, dedupe_records, headline, is_excluded, task_table
+from swe_residual.metrics.headline import Record, headline, is_excluded, task_table
+from swe_residual.records import dedupe_records
 
-__all__ = ["DURATION_KEYS", "SCHEMA", "build_summary", "infra_summary", "render_markdown", "render_terminal"]
+__all__ = [
+    "ACCEPTANCE_TRACK", "DURATION_KEYS", "SCHEMA", "build_summary", "infra_summary", "render_markdown",
+    "render_terminal",
+]  # fmt: skip
 
 SCHEMA = 1
+#: The track whose acceptance-bias figures ``overall`` carries. Table 4 is computed on DeepSWE
+#: (the repo track) alone: "The analysis in Section 5.4 is limited to DeepSWE" (Appendix D), and
+#: Kept / Left-out / Same failing mean something else on a machine state, so the machine track
+#: is reported on its own and never pooled into an overall acceptance-bias figure.
+ACCEPTANCE_TRACK = "repo"
 TERMINAL_WIDTH = 100
 #: the phases whose median seconds per item ``infra.by_agent`` holds
 DURATION_KEYS = ("setup_sec", "agent_sec", "verify_sec", "wall_sec")
@@ -97,7 +106,12 @@ def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
     solved = [t for t in task_table(records, key_by_track=pooled).values() if t.clean == 1]
     block["cond_fail_tasks"] = len(solved)
     block["cond_fail_states"] = sum(len(t.states) for t in solved)
-    block["acceptance_bias"] = acceptance_bias(records)
+    if pooled:
+        # overall: the repo track's Table 4 figures (null without repo runs), never a pool
+        repo = [r for r in records if r.get("track") == ACCEPTANCE_TRACK]
+        block["acceptance_bias"] = acceptance_bias(repo) if repo else None
+    else:
+        block["acceptance_bias"] = acceptance_bias(records)
     return block
 
 
@@ -202,10 +216,11 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
 
     out += ["## Acceptance bias", ""]
     out += ["Normally submitted runs; task-level averages in % (Gap in points);"]
-    out += ["Steps = median over tasks of the mean Residual/Clean step ratio.", ""]
+    out += ["Steps = median over tasks of the mean Residual/Clean step ratio; one row per track, never"]
+    out += ["pooled (Table 4 is the repo track's; the machine track is shown apart).", ""]
     rows = []
     for agent, block in agents.items():
-        for scope, m in _scopes(block):
+        for scope, m in (block.get("tracks") or {}).items():
             ab = m.get("acceptance_bias") or {}
             split = ab.get("split_by_kept") or {}
             rows.append([

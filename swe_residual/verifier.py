@@ -2,8 +2,11 @@
 
 `test.sh` writes `reward.json` (flat numbers, `reward` primary) or `reward.txt`, and per-test
 results as CTRF JSON or JUnit XML. No reward file, or a reward of -1, is a verifier error
-(infra), never a task failure. The reward counts as 1 only when every acceptance test passed:
-a test that is missing from the reports, skipped or errored fails the run.
+(infra), never a task failure. The task's reward is the verdict (DESIGN §7): its own
+`test.sh` decides what a pass is, so the reports never overrule it. They are kept as per-test
+statuses (an acceptance test missing from every report is listed as failed), and a reward
+of 1 while an acceptance test did not pass in them (skipped, errored, failed or missing) is
+flagged in the verdict's notes (the record's `verifier_notes`) for a human to look at.
 """
 
 from __future__ import annotations
@@ -151,9 +154,10 @@ def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Ver
         expected = acceptance if acceptance is not None else list(tests)
         not_passing = [t for t in expected if tests.get(t) != PASSED] if tests or acceptance else []
         if not_passing:
-            # Harbor rewards a pass; the reports disagree. The stricter reading holds.
-            notes.append(f"reward 1 but {len(not_passing)} acceptance test(s) did not pass: {not_passing[:3]}")
-            reward = 0.0
+            # The task's verifier rewards a pass and the reports disagree: flagged, not
+            # overruled (a task may skip a test on purpose, or report under other names).
+            notes.append(f"reward 1 but {len(not_passing)} acceptance test(s) did not pass in the reports "
+                         f"(the task's reward stands): {not_passing[:3]}")
     if acceptance is not None:
         for test_id in acceptance:
             if test_id not in tests:  # missing from every report: counts as failed

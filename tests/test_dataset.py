@@ -138,3 +138,20 @@ def test_state_validation_statuses_are_checked(tmp_path: Path) -> None:
     entry = load_dataset(tmp_path).entries[0]
     (name, error), = entry.state_errors
     assert name == "drafter-1" and error.field == "validation.tests"
+
+
+@pytest.mark.parametrize("value, accepted", [("0", 0.0), ("0.0", 0.0), ("12.5", 12.5), ("-1", None), ("-0.5", None)])
+def test_prior_attempt_duration_may_be_zero_never_negative(tmp_path: Path, value: str, accepted: float | None) -> None:
+    """A hand-made state (or a predecessor that stopped at once) took 0 seconds: that is valid."""
+    task = make_task(tmp_path)
+    state_toml = task / "residual" / "drafter-1" / "state.toml"
+    state_toml.write_text(state_toml.read_text().replace(
+        "[validation]\n", f"[prior_attempt]\nsteps = 0\nduration_sec = {value}\n[validation]\n"))
+    entry = load_dataset(tmp_path).entries[0]
+    if accepted is not None:
+        (state,) = entry.states
+        assert state.prior_duration_sec == accepted and state.prior_steps == 0
+    else:
+        (name, error), = entry.state_errors
+        assert name == "drafter-1" and error.field == "prior_attempt.duration_sec"
+        assert error.path == state_toml and f"must be 0 or greater, got {value}" in str(error)

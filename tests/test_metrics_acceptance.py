@@ -90,8 +90,8 @@ def golden_records() -> list[dict[str, Any]]:
             opened_files=["f.py"],
             inspected=False,
         ),
-        # s3: continuation hit the time limit -> ignored everywhere, except that its state's
-        # F(Sr) = {T3} still enters "initially failing, Clean" (the clean run is normal).
+        # s3: continuation hit the time limit -> ignored everywhere, "initially failing, Clean"
+        # included: Clean and Residual are paired over the same states (issue 12, point 3).
         rec(
             "t1",
             "s3",
@@ -170,15 +170,17 @@ def test_acceptance_bias_goldens() -> None:
     #   t1: s1 F'={T1,T2} == F={T1,T2} -> 1 (s2 succeeded, s3 not normal); t2: u1 {U1} != {U1,U2}
     #   -> 0; t3: w1 {V1} == {V1} -> 1.  (1 + 0 + 1)/3 = 66.666...%
     assert ab["same_failing"] == pytest.approx(100 * 2 / 3)
-    # Initially failing, Clean (per state with non-empty F(Sr), normal clean run):
-    #   t1: s1 {T1,T2} both pass in clean -> 1; s2 {T1} -> 1; s3 {T3} fails in clean -> 0 => 2/3
-    #   t2: {U1,U2}: U2 passes in clean -> 1/2; t3: clean not normal -> skipped; t4: {Z} -> 1
-    #   (2/3 + 1/2 + 1)/3 = (13/6)/3 = 13/18 = 72.222...%
-    assert ab["initially_failing_clean"] == pytest.approx(100 * 13 / 18)
-    # Initially failing, Residual (normal continuations):
-    #   t1: s1 0/2 = 0, s2 1/1 = 1 -> 1/2; t2: 1/2; t3: 0/1 = 0; t4: z1 1/1 = 1
-    #   (1/2 + 1/2 + 0 + 1)/4 = 2/4 = 50%
-    assert ab["initially_failing_residual"] == pytest.approx(50.0)
+    # Initially failing, paired (Table 4 sets Clean and Residual side by side; golden changed
+    # for issue 12, point 3): a state with non-empty F(Sr) counts in both only when its clean
+    # run AND its continuation are normally submitted with test results.
+    #   t1: s1, s2 (s3's continuation is not normal -> out of both); t2: u1; t3: clean not
+    #   normal -> w1 out of both; t4: z1.
+    #   Clean: t1: s1 {T1,T2} both pass in clean -> 1, s2 {T1} -> 1 => 1; t2 {U1,U2}: U2 passes
+    #   -> 1/2; t4 {Z} -> 1.  (1 + 1/2 + 1)/3 = 5/6 = 83.333...%  (was 13/18 with s3 and w1)
+    assert ab["initially_failing_clean"] == pytest.approx(100 * 5 / 6)
+    #   Residual: t1: s1 0/2 = 0, s2 1/1 = 1 -> 1/2; t2: U2 -> 1/2; t4: z1 1/1 = 1
+    #   (1/2 + 1/2 + 1)/3 = 66.666...%  (was 50% with w1's 0 from t3)
+    assert ab["initially_failing_residual"] == pytest.approx(100 * 2 / 3)
     # Kept, failed normal continuations only (P excludes deleted and binary lines):
     #   t1: s1 P=[L1..L4], final [L1,L3,X,L4] -> LCS 3 -> 3/4; t2: P=[x,y], final [y,x] -> 1/2;
     #   t3: final "" -> 0/2 = 0; t4: z1 succeeded -> not in Kept.  (3/4 + 1/2 + 0)/3 = 41.666...%
@@ -196,16 +198,16 @@ def test_acceptance_bias_goldens() -> None:
     assert ab["steps_ratio"] == pytest.approx(1.0)
     # Inspected: t1 (1 + 0)/2 = 1/2; t2 unknown; t3 1; t4 0 -> (1/2 + 1 + 0)/3 = 50%
     assert ab["inspected"] == pytest.approx(50.0)
-    # Split by Kept (every normal continuation, successes too):
-    #   kept values: s1 0.75 (fail, t1), s2 1.0 (success, t1; P=[A,B,G] all kept),
-    #   u1 0.5 (fail, t2), w1 0.0 (fail, t3), z1 0.0 (success, t4)
-    #   median(0, 0, 0.5, 0.75, 1) = 0.5
-    #   above (> 0.5): s1 (0), s2 (1) -> t1 = 1/2 -> 50%
-    #   below (<= 0.5): u1 (0, t2), w1 (0, t3), z1 (1, t4) -> (0 + 0 + 1)/3 = 33.333...%
+    # Split by Kept (every normal continuation, successes too), by rank halves (golden changed
+    # for issue 12, point 2: the middle run of an odd count joins neither half):
+    #   sorted by (kept, task, state): w1 0.0 (fail, t3), z1 0.0 (success, t4), u1 0.5 (fail,
+    #   t2), s1 0.75 (fail, t1), s2 1.0 (success, t1; P=[A,B,G] all kept); median 0.5
+    #   below = first 2: w1 (0, t3), z1 (1, t4) -> (0 + 1)/2 = 50%  (was 1/3 with u1 in it)
+    #   middle u1: neither half;  above = last 2: s1 (0), s2 (1) -> t1 = 1/2 -> 50%
     split = ab["split_by_kept"]
     assert split["median_kept"] == pytest.approx(50.0)
     assert split["success_above"] == pytest.approx(50.0)
-    assert split["success_below"] == pytest.approx(100 / 3)
+    assert split["success_below"] == pytest.approx(50.0)
 
 
 def test_only_normally_submitted_runs_count() -> None:
@@ -234,6 +236,7 @@ def test_only_normally_submitted_runs_count() -> None:
     ab = acceptance_bias(records)
     for key in (
         "same_failing",
+        "initially_failing_clean",  # paired with Residual: None too (issue 12, point 3)
         "initially_failing_residual",
         "kept",
         "left_out_clean",
@@ -245,8 +248,6 @@ def test_only_normally_submitted_runs_count() -> None:
         assert ab[key] is None, key
     empty_split = {"median_kept": None, "success_above": None, "success_below": None}
     assert ab["split_by_kept"] == empty_split
-    # the clean run is normal, so the state's F(Sr)={A} still counts: A passes in clean -> 100%
-    assert ab["initially_failing_clean"] == pytest.approx(100.0)
 
 
 def test_left_out_opened_none_when_unknown_and_empty_l_skipped() -> None:
@@ -345,7 +346,9 @@ def test_kept_counts_failed_continuations_only() -> None:
     ]  # fmt: skip
     ab = acceptance_bias(records)
     assert ab["kept"] is None and ab["same_failing"] is None
-    assert ab["split_by_kept"] == {"median_kept": 100.0, "success_above": None, "success_below": 100.0}
+    # one run: it is the median itself, so neither half has a run (golden changed for issue 12,
+    # point 2; the old rule put it "below")
+    assert ab["split_by_kept"] == {"median_kept": 100.0, "success_above": None, "success_below": None}
     # one failed normal continuation keeping half of P: Kept = 50%, the success still ignored
     records.append(
         rec("t", "half", F, steps=4, initial_tests={"A": "failed"}, tests={"A": "failed"},

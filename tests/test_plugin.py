@@ -173,3 +173,57 @@ def test_report_command_recomputes_the_same_summary(suite: pytest.Pytester, tmp_
     assert json.loads((tmp_path / "again" / "summary.json").read_text()) == json.loads(
         (run_dir / "summary.json").read_text()
     )
+
+
+def test_task_without_verifier_is_one_error_item_not_run(suite: pytest.Pytester) -> None:
+    (suite.path / "data" / "alpha" / "tests" / "test.sh").unlink()
+    collected = run(suite, "--agent=noop", "--collect-only", "-q")
+    ids = [line.split("[", 1)[1] for line in collected.outlines if "::test_start[" in line]
+    assert "invalid/alpha]" in ids and not any(i.startswith("noop/alpha/") for i in ids)
+    result = run(suite, "--agent=noop", "-v")
+    assert result.ret == 1
+    result.assert_outcomes(passed=4, errors=1)  # beta and gamma run; alpha's two starts do not
+    result.stdout.fnmatch_lines(["*invalid dataset entry: *alpha/tests/test.sh: file is missing: the task has no verifier*"])
+    assert {r["task"] for r in records(only_run_dir(suite))} == {"beta", "gamma"}
+
+
+def test_oracle_without_solution_is_one_error_item_other_agents_run(suite: pytest.Pytester) -> None:
+    shutil.rmtree(suite.path / "data" / "alpha" / "solution")
+    result = run(suite, "--agent=oracle", "--agent=noop", "-v")
+    assert result.ret == 1
+    result.assert_outcomes(passed=10, errors=1)  # noop: all 6 items; oracle: beta and gamma (4)
+    result.stdout.fnmatch_lines([
+        "*invalid dataset entry: *alpha/solution: directory is missing: the oracle agent runs the task's reference*",
+    ])
+    ran = {(r["agent"], r["task"]) for r in records(only_run_dir(suite))}
+    assert ("oracle", "alpha") not in ran and ("noop", "alpha") in ran
+
+
+@pytest.mark.parametrize("contents", [[], ["notes.txt"]], ids=["empty", "not-a-dataset"])
+def test_dataset_without_tasks_is_a_usage_error(suite: pytest.Pytester, contents: list[str]) -> None:
+    folder = suite.path / "nothing"
+    folder.mkdir()
+    for name in contents:
+        (folder / name).write_text("no task here\n")
+    result = run(suite, "--agent=noop", "--dataset=nothing")
+    assert result.ret == 4
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    what = "is empty" if not contents else "holds no task directory"
+    errors = [line for line in result.errlines if line.startswith("ERROR:")]
+    assert errors == [f"ERROR: --dataset: {folder} {what}: a dataset is a directory of Harbor task directories "
+                      "(each holding task.toml or instruction.md), or one such task directory"]
+
+
+def test_residual_only_run_says_no_clean_start_ran(suite: pytest.Pytester) -> None:
+    result = run(suite, "--agent=noop", "-m", "residual")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([
+        "*SWE-Residual summary*",
+        "Residual success is reported against the same tasks' Clean Starts, and none were run.",
+        "3 Residual State item(s) recorded; run the Clean Starts too (e.g. -m 'clean or residual') for the table.",
+    ])
+    assert "SWE-Residual [repo]" not in result.stdout.str()  # no all-dash table
+    # with the Clean Starts, the table is back and the sentence is not printed
+    both = run(suite, "--agent=noop")
+    assert "SWE-Residual [repo]" in both.stdout.str() and "none were run" not in both.stdout.str()

@@ -29,8 +29,10 @@ CASES: list[tuple[str, str, set[str]]] = [
     ("nl -ba src/pkg/core.py | sed -n '1,20p'", "1 x\n", {"src/pkg/core.py"}),
     ("less src/pkg/core.py", "x\n", {"src/pkg/core.py"}),
     ("cd src/pkg && cat core.py", "x\n", {"src/pkg/core.py"}),
-    ("cd /testbed && cat ./src/pkg/util.py", "x\n", {"src/pkg/util.py"}),
-    ("cat /testbed/src/pkg/core.py | head -n 30", "x\n", {"src/pkg/core.py"}),
+    # Absolute paths count under the repository root only, /app by default (golden changed from
+    # /testbed for issue 12, point 5: whole repository-relative paths, no suffix matching).
+    ("cd /app && cat ./src/pkg/util.py", "x\n", {"src/pkg/util.py"}),
+    ("cat /app/src/pkg/core.py | head -n 30", "x\n", {"src/pkg/core.py"}),
     ('cat "docs/my guide.md"', "# Guide\n", {"docs/my guide.md"}),
     ("ls src; cat src/pkg/util.py && echo done", "core.py\nx\ndone\n", {"src/pkg/util.py"}),
     ("bash -c 'cat src/pkg/core.py'", "x\n", {"src/pkg/core.py"}),
@@ -94,7 +96,8 @@ def test_editor_views_and_accumulation_over_steps() -> None:
         {"command": "str_replace_editor view /testbed/lib/a-b.c", "output": "int x;"},
         {"action": "view", "path": "docs/missing.md", "output": "The path does not exist"},
     ]
-    assert opened_files(steps, CANDIDATES) == {"src/pkg/core.py", "lib/a-b.c"}
+    # the repository sits at /testbed here: the caller names the root (issue 12, point 5)
+    assert opened_files(steps, CANDIDATES, root="/testbed") == {"src/pkg/core.py", "lib/a-b.c"}
     assert opened_files([], CANDIDATES) == set()
     # the runner's normalized steps always carry every key (command None for a view)
     normalized: list[dict[str, Any]] = [

@@ -5,6 +5,11 @@ through the `AgentSession`: `exec`, `read_file`, `write_file` on the environment
 records every call as a trajectory step and enforces the budget (wall time, steps, cost) the
 same way for Clean and Residual starts. Returning normally means the agent declares the task
 done ("submitted"); the session raises `BudgetExhausted` when a limit is reached.
+
+An agent whose model service fails (rate limit, lost connection, server error, timeout of
+the model API) raises `swe_residual.errors.InfraError(..., stage="model")`: the attempt is an
+infrastructure failure, retried from a fresh instance of the same start, never the agent's
+own failure (paper App. C). Any other exception the agent raises is its own error.
 """
 
 from __future__ import annotations
@@ -57,6 +62,12 @@ class AgentSession:
     solution_dir: Path | None = None  # the task's solution/ (same condition), e.g. for solve.sh
     started: float = field(default_factory=time.monotonic)
     cost: float = 0.0
+    # Whether the trajectory shows what the agent did. An in-process agent acts only through
+    # this session, so every step is recorded; a `cmd:` agent acts inside its own process, and
+    # when it writes no steps of its own (no `$SWE_RESIDUAL_TRAJECTORY_FILE`) the session saw
+    # only its invocation: the files it opened and whether it inspected inherited work are
+    # unknown, and the record says so (null) instead of claiming none.
+    actions_recorded: bool = True
 
     @property
     def workdir(self) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, AgentResult, AgentSession
+from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, AgentResult, AgentSession, BudgetExhausted
+from swe_residual.errors import InfraError
 from swe_residual.patches import apply_patch
 from swe_residual.trajectory import steps_from_jsonl
 
@@ -61,14 +62,26 @@ class OracleAgent:
         return AgentResult(SUBMITTED, message="Ran the reference solve.sh.")
 
 
+# The exit status by which a `cmd:` agent says its model service failed (rate limit, lost
+# connection, server error): EX_TEMPFAIL of sysexits.h, "a temporary failure; the user is
+# invited to retry". It is an infrastructure failure, retried from a fresh instance of the
+# same start (paper App. C), never the agent's own failure. Rarely used by anything else,
+# unlike 1, 2, 124/137 (timeout and kill) or 126/127 (not executable, not found).
+MODEL_SERVICE_FAILURE_EXIT = 75
+
+
 class CommandAgent:
     """Runs any executable inside the environment, in the repository directory.
 
     The request arrives as a file (`$SWE_RESIDUAL_INSTRUCTION_FILE`) and as an environment
-    variable (`$SWE_RESIDUAL_INSTRUCTION`). Exit status 0 declares the task done; any other
-    status is the agent's own error. The agent may write its steps as JSON lines
-    (`{"command": ..., "output": ...}`) to `$SWE_RESIDUAL_TRAJECTORY_FILE`; otherwise the
-    command itself is the one recorded step.
+    variable (`$SWE_RESIDUAL_INSTRUCTION`). Exit status 0 declares the task done;
+    `MODEL_SERVICE_FAILURE_EXIT` (75) says its model service failed (an infrastructure
+    failure, retried); any other status is the agent's own error. The agent may write its
+    steps as JSON lines (`{"command": ..., "output": ...}`) to `$SWE_RESIDUAL_TRAJECTORY_FILE`;
+    they replace the one step the session records for the invocation. An agent that writes no
+    step there (file absent, empty or without a readable line) has recorded no trajectory:
+    the invocation stays the one step, and `session.actions_recorded` is False, so the record
+    leaves what it opened and inspected unknown (null).
     """
 
     def __init__(self, command: str, name: str | None = None) -> None:
@@ -90,12 +103,34 @@ class CommandAgent:
             "SWE_RESIDUAL_TIMEOUT_SEC": str(int(session.remaining_sec())),
             "SWE_RESIDUAL_MAX_STEPS": str(session.budget.max_steps or ""),
         }
-        result = session.exec(self.command, env=env)  # raises BudgetExhausted on timeout
-        written = session.environment.exec(f"cat {shlex.quote(trajectory_file)} 2>/dev/null", timeout_sec=60)
-        if written.exit_code == 0 and written.stdout.strip():
-            agent_steps = steps_from_jsonl(written.stdout, self.name).steps
-            # The agent's own steps replace the single wrapper step.
-            session.trajectory.steps = agent_steps
+        # Unknown until its own steps file says otherwise: the session sees only the invocation.
+        session.actions_recorded = False
+        try:
+            result = session.exec(self.command, env=env)  # raises BudgetExhausted on timeout
+        except BudgetExhausted:
+            # What it recorded before the limit is still what it did.
+            self._take_recorded_steps(session, trajectory_file)
+            raise
+        self._take_recorded_steps(session, trajectory_file)
+        if result.exit_code == MODEL_SERVICE_FAILURE_EXIT:
+            raise InfraError(
+                f"the agent exited with {MODEL_SERVICE_FAILURE_EXIT} (model-service failure): "
+                f"{result.output.strip()[-300:]}",
+                stage="model",
+            )
         if result.exit_code != 0:
             return AgentResult(AGENT_ERROR, message=f"exit status {result.exit_code}: {result.output.strip()[-300:]}")
         return AgentResult(SUBMITTED, message=result.stdout.strip()[-1000:] or None)
+
+    def _take_recorded_steps(self, session: AgentSession, trajectory_file: str) -> None:
+        """Replace the invocation step with the agent's own steps, if it wrote any."""
+        try:
+            written = session.environment.exec(f"cat {shlex.quote(trajectory_file)} 2>/dev/null", timeout_sec=60)
+        except BudgetExhausted:  # an abandoned agent's environment: nothing more is read
+            return
+        if written.exit_code != 0 or not written.stdout.strip():
+            return
+        agent_steps = steps_from_jsonl(written.stdout, self.name).steps
+        if agent_steps:
+            session.trajectory.steps = agent_steps
+            session.actions_recorded = True

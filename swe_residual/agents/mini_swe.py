@@ -13,6 +13,12 @@ suite's; its exit status becomes the suite's termination.
 
 `--model=deterministic` selects mini-swe-agent's scripted test model (no network), with the
 outputs read from `--agent-option script=FILE` (see `load_script`).
+
+A model-service failure that escapes mini-swe-agent's own retries (rate limit, lost
+connection, server error, timeout of the model API: see `is_model_service_failure`) is an
+infrastructure failure: the run raises `InfraError(stage="model")` and the runner restarts it
+from a fresh instance of the same start (paper App. C). Any other exception of its loop or
+model is the agent's own error.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from swe_residual.agents.base import (
     AGENT_ERROR, COST_LIMIT, STEP_LIMIT, SUBMITTED, TIME_LIMIT, AgentResult, AgentSession, BudgetExhausted,
 )
 from swe_residual.environment.base import ExecResult
-from swe_residual.errors import ConfigError
+from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.trajectory import Step
 
 NAME = "mini-swe-agent"
@@ -123,6 +129,84 @@ def load_script(path: Path) -> list[dict[str, Any]]:
         extra = {"cost": float(entry["cost"])} if "cost" in entry else {}
         outputs.append(make_output(content, [{"command": c} for c in commands], **extra))
     return outputs
+
+
+# HTTP statuses of a model service that is failing, not refusing the request: too many
+# requests, and server-side errors (500 internal, 502 bad gateway, 503 unavailable, ...).
+_SERVICE_STATUS_TOO_MANY_REQUESTS = 429
+
+
+def _failing_status(status: object) -> bool:
+    return isinstance(status, int) and (status == _SERVICE_STATUS_TOO_MANY_REQUESTS or 500 <= status <= 599)
+
+
+def _service_error_classes() -> tuple[type[BaseException], ...]:
+    """Exception classes that always mean the model service failed, from the loaded libraries.
+
+    Only modules already imported are looked at: an exception of a library nobody imported
+    cannot have been raised, and importing litellm just to compare costs seconds.
+    litellm's classes derive from openai's (`litellm.RateLimitError` is an
+    `openai.RateLimitError`, `litellm.Timeout` an `openai.APITimeoutError`, itself an
+    `openai.APIConnectionError`), so openai's base classes cover both; litellm's
+    `ServiceUnavailableError` and `BadGatewayError` are listed because they derive only from
+    the generic status error. requests' connection errors and timeouts come from
+    mini-swe-agent's OpenRouter and Requesty models, which wrap them in their own errors.
+    """
+    classes: list[type[BaseException]] = []
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        classes += [openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError]
+    litellm_exceptions = sys.modules.get("litellm.exceptions")
+    if litellm_exceptions is not None:
+        classes += [litellm_exceptions.RateLimitError, litellm_exceptions.APIConnectionError,
+                    litellm_exceptions.Timeout, litellm_exceptions.InternalServerError,
+                    litellm_exceptions.ServiceUnavailableError, litellm_exceptions.BadGatewayError]
+    requests_exceptions = sys.modules.get("requests.exceptions")
+    if requests_exceptions is not None:
+        classes += [requests_exceptions.ConnectionError, requests_exceptions.Timeout]
+    return tuple(classes)
+
+
+def _status_error_classes() -> tuple[type[BaseException], ...]:
+    """Exception classes that carry the service's HTTP status (checked with `_failing_status`)."""
+    classes: list[type[BaseException]] = []
+    openai = sys.modules.get("openai")
+    if openai is not None:
+        classes.append(openai.APIStatusError)  # `status_code`
+    litellm_exceptions = sys.modules.get("litellm.exceptions")
+    if litellm_exceptions is not None:
+        classes.append(litellm_exceptions.APIError)  # `status_code`, e.g. 500 for a provider's crash
+    requests_exceptions = sys.modules.get("requests.exceptions")
+    if requests_exceptions is not None:
+        classes.append(requests_exceptions.HTTPError)  # `response.status_code`
+    return tuple(classes)
+
+
+def is_model_service_failure(exc: BaseException) -> bool:
+    """Whether an exception out of mini-swe-agent is its model service failing.
+
+    Yes: a rate limit, a lost or refused connection, a timeout of the model API, a server
+    error (HTTP 5xx) or too many requests (429), raised by litellm or openai, or by requests
+    underneath another model class (followed through `raise ... from`). No: a request the
+    service refuses for what it asks (bad request, context window exceeded, unknown model,
+    authentication): retrying from a fresh instance would fail the same way.
+    """
+    service_errors, status_errors = _service_error_classes(), _status_error_classes()
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if isinstance(link, service_errors):
+            return True
+        if isinstance(link, status_errors):
+            response = getattr(link, "response", None)
+            status = getattr(link, "status_code", None)
+            if not isinstance(status, int):
+                status = getattr(response, "status_code", None)
+            if _failing_status(status):
+                return True
+        link = link.__cause__
+    return False
 
 
 class SessionEnvironment:
@@ -308,13 +392,16 @@ class MiniSweAgent:
             message = str(info.get("submission") or "").strip()[-1000:] or f"mini-swe-agent exit status {status}"
         except BudgetExhausted as exhausted:  # raised outside execute (e.g. the uname probe)
             termination, message = exhausted.termination, str(exhausted)
+        except (InfraError, DatasetError):
+            raise  # the harness's own failures pass through unchanged
         except Exception as exc:
-            # Its own crash (a model error, a script that ran out) is the agent's failure;
-            # the harness's InfraError/DatasetError pass through unchanged.
-            from swe_residual.errors import DatasetError, InfraError
-
-            if isinstance(exc, (InfraError, DatasetError)):
-                raise
+            if is_model_service_failure(exc):
+                # Paper App. C: "If a run is interrupted by an infrastructure problem, such as a
+                # transient network, model-service, or container failure, we restart it from an
+                # independent instance of the same initial state."
+                raise InfraError(f"{type(exc).__name__}: {str(exc)[:500]}", stage="model") from exc
+            # Its own crash (a malformed reply it could not recover from, a script that ran
+            # out, a model it cannot use) is the agent's failure.
             message = f"mini-swe-agent raised {type(exc).__name__}: {exc}"
         finally:
             environment.settle_cost()

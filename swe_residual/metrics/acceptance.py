@@ -4,15 +4,17 @@ Pure functions over one agent's run records (deduplicated). Run selection (D.1):
 submitted* runs, i.e. ``termination == "submitted"`` and a valid verdict
 (``outcome != "infra_error"``). Each metric is computed per run, averaged within a task, then
 across tasks (percent); Steps is a per-task mean ratio whose median over tasks is reported.
+Initially failing Clean and Residual are paired: computed over the same states.
 
-Tasks are identified by (track, task), so pooling tracks never merges two tracks' tasks.
+Tasks are identified by (track, task). Table 4 is a repo-track (DeepSWE) table; the summary
+computes these figures per track and never pools the machine track into them.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Hashable, Iterable, Mapping
-from typing import Any
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from swe_residual.diffparse import changed_files, parse_diff
 from swe_residual.metrics.headline import Record, is_excluded
@@ -29,6 +31,7 @@ __all__ = [
     "task_average",
     "acceptance_bias",
     "split_by_kept",
+    "KeptRun",
 ]
 
 #: the keys of an ``acceptance_bias`` dict, in Table 4 order
@@ -44,6 +47,15 @@ ACCEPTANCE_KEYS = (
     "inspected",
     "split_by_kept",
 )
+
+
+class KeptRun(NamedTuple):
+    """One normally submitted continuation as Split by Kept sees it."""
+
+    task: Hashable  # (track, task)
+    state: str
+    kept: float  # fraction 0-1
+    y: int  # 1 = success
 
 
 def normally_submitted(record: Record) -> bool:
@@ -119,7 +131,7 @@ def _changes_any(patch: str, files: set[str], cache: dict[str, set[str]]) -> boo
 
 
 def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
-    """Table 4 metrics of one agent (one track, or pooled tracks).
+    """Table 4 metrics of one agent's records (the summary passes one track at a time).
 
     Returns a dict with the keys of :data:`ACCEPTANCE_KEYS`; a metric with no qualifying run is
     None. Percentages are unrounded floats in 0-100; ``steps_ratio`` is a plain ratio.
@@ -144,25 +156,23 @@ def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
     lo_opened: dict[Hashable, list[float]] = {}
     steps: dict[Hashable, list[float]] = {}
     inspected: dict[Hashable, list[float]] = {}
-    split_runs: list[tuple[Hashable, float, int]] = []  # (task, kept, y)
+    split_runs: list[KeptRun] = []
     changed_cache: dict[str, set[str]] = {}
 
     for task, rec in continuations:
         clean_rec = clean.get(task)
         clean_ns = clean_rec if clean_rec is not None and normally_submitted(clean_rec) else None
-        ns = normally_submitted(rec)
+        if not normally_submitted(rec):
+            continue
         failed = rec.get("outcome") == "failure"
         initial_f = failing_tests(rec.get("initial_tests"))
         final_tests = rec.get("tests")
 
-        # Initially failing, Clean: the state's F(Sr) against the normally submitted clean run.
-        if initial_f and clean_ns is not None and clean_ns.get("tests") is not None:
+        # Initially failing, Clean and Residual are paired (Table 4 sets them side by side for
+        # the same states): a state enters both only when its clean run and its continuation
+        # are normally submitted with per-test results (Appendix D.2, "Initially failing").
+        if initial_f and final_tests is not None and clean_ns is not None and clean_ns.get("tests") is not None:
             _add(init_clean, task, _share_passed(initial_f, clean_ns["tests"]))
-
-        if not ns:
-            continue
-
-        if initial_f and final_tests is not None:
             _add(init_residual, task, _share_passed(initial_f, final_tests))
 
         if failed and initial_f is not None and final_tests is not None:
@@ -172,7 +182,7 @@ def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
         if k is not None:
             if failed:
                 _add(kept, task, k)
-            split_runs.append((task, k, 1 if rec.get("outcome") == "success" else 0))
+            split_runs.append(KeptRun(task, str(rec.get("state")), k, 1 if rec.get("outcome") == "success" else 0))
 
         left_out = left_out_files(rec.get("reference_files"), rec.get("inherited_patch"))
         if (
@@ -183,6 +193,8 @@ def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
         ):
             _add(lo_clean, task, _changes_any(clean_ns["final_patch"], left_out, changed_cache))
             _add(lo_residual, task, _changes_any(rec["final_patch"], left_out, changed_cache))
+            # null opened_files: the agent recorded no trajectory, so whether it opened a file
+            # is unknown; the run leaves Opened's denominator instead of counting as "not opened"
             opened = rec.get("opened_files")
             if opened is not None:
                 _add(lo_opened, task, bool(set(opened) & left_out))
@@ -192,6 +204,7 @@ def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
         if clean_steps and clean_steps > 0 and run_steps is not None:
             _add(steps, task, run_steps / clean_steps)
 
+        # null inspected: unknown (no trajectory), left out of the share like opened_files
         if rec.get("inspected") is not None:
             _add(inspected, task, bool(rec["inspected"]))
 
@@ -210,22 +223,29 @@ def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
     }
 
 
-def split_by_kept(runs: list[tuple[Hashable, float, int]]) -> dict[str, float | None]:
-    """Split continuations at the median Kept; task-averaged success rate of each half.
+def split_by_kept(runs: Sequence[KeptRun]) -> dict[str, float | None]:
+    """Table 4 "Split by Kept": the task-averaged success of the continuations that keep more
+    of the inherited work than the agent's median Kept ("above") and of those that keep less
+    ("below"); ``median_kept`` is in percent, like the Kept column.
 
-    ``runs`` are (task, kept fraction, y). Above = kept strictly greater than the median,
-    below = less or equal. ``median_kept`` is in percent, like the Kept column.
+    The split is by rank, not by value: many continuations keep everything (Kept = 100), and
+    splitting at the value would leave one side empty. Runs are sorted by (Kept, task, state),
+    ties so broken deterministically; the first half is "below", the last half "above". With an
+    odd count the middle run is the median itself and joins neither half, so the halves are the
+    same size. Without ties this is exactly "strictly below / strictly above the median".
     """
     if not runs:
         return {"median_kept": None, "success_above": None, "success_below": None}
-    median = statistics.median(k for _, k, _ in runs)
-    above: dict[Hashable, list[float]] = {}
+    ordered = sorted(runs, key=lambda r: (r.kept, str(r.task), r.state))
+    half = len(ordered) // 2
     below: dict[Hashable, list[float]] = {}
-    for task, k, y in runs:
-        _add(above if k > median else below, task, y)
+    above: dict[Hashable, list[float]] = {}
+    for run in ordered[:half]:
+        _add(below, run.task, run.y)
+    for run in ordered[len(ordered) - half :]:
+        _add(above, run.task, run.y)
     return {
-        "median_kept": 100.0 * median,
+        "median_kept": 100.0 * statistics.median(r.kept for r in ordered),
         "success_above": task_average(above),
         "success_below": task_average(below),
     }
-

@@ -77,8 +77,10 @@ READS_STDIN = CAT_LIKE | {"sed", "awk", "grep", "egrep", "fgrep"}
 
 
 def resolve(cwd: str | None, arg: str) -> str:
-    """``arg`` as seen from the directory a ``cd`` earlier in the step moved to."""
-    if cwd and not arg.startswith("/"):
+    """``arg`` as seen from the directory a ``cd`` earlier in the step moved to (``cwd``: None
+    for the repository root, else relative to it or absolute). An absolute path, or one that
+    starts with an unexpanded ``$...`` (read from the root), does not depend on the cwd."""
+    if cwd and not arg.startswith(("/", "$")):
         return posixpath.normpath(posixpath.join(cwd, arg))
     return arg
 

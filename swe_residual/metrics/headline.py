@@ -3,7 +3,8 @@
 Paper Appendix C.2, equations (3)-(5) and Table 8. Pure functions over run-record dicts
 (DESIGN.md section 5). Records whose outcome is ``infra_error`` are excluded, never counted as
 failures; a task needs a non-excluded Clean Start record and at least one non-excluded Residual
-Start record of the agent to enter the task set T.
+Start record of the agent to enter the task set T. Records are deduplicated by
+:func:`swe_residual.records.record_key` (re-exported here with :func:`dedupe_records`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from swe_residual.records import dedupe_records, record_key
 
 __all__ = [
     "Record",
@@ -33,24 +36,6 @@ Record = Mapping[str, Any]
 
 #: predecessor label used for a residual record that names none
 UNKNOWN_PREDECESSOR = "unknown"
-
-
-def record_key(record: Record) -> tuple[Any, Any, Any, Any]:
-    """The identity of a run: (agent, task, start, state)."""
-    return (record.get("agent"), record.get("task"), record.get("start"), record.get("state"))
-
-
-def dedupe_records(records: Iterable[Record]) -> list[Record]:
-    """Keep one record per (agent, task, start, state): the last one seen.
-
-    The result keeps the position of each key's first appearance, so merging the same results
-    twice gives the same list.
-    """
-    latest: dict[tuple[Any, Any, Any, Any], Record] = {}
-    for rec in records:
-        key = record_key(rec)
-        latest[key] = rec
-    return list(latest.values())
 
 
 def is_excluded(record: Record) -> bool:

@@ -21,9 +21,16 @@ into a command that does not pass lines through (``wc``, ``cut``, ``xargs``...).
 
 Command lines are split by :mod:`.shell` (``;``, ``&&``, ``||``, ``|``, ``&``, newlines, with
 quotes and here-documents, via :mod:`shlex`); what each simple command does is decided by
-:mod:`.actions`; ``bash -c``/``sh -c`` strings are parsed recursively; ``cd DIR`` inside a step
-prefixes later relative paths. Paths are matched loosely, by path-component suffix, so
-``/testbed/src/a.py``, ``./src/a.py`` and (after ``cd src``) ``a.py`` all match ``src/a.py``.
+:mod:`.actions`; ``bash -c``/``sh -c`` strings are parsed recursively.
+
+Paths are matched whole, as repository-relative paths, never by suffix: each step starts in the
+repository root ``root`` (the task's workdir, ``/app`` by default), ``cd DIR`` inside a step
+moves later relative paths, and an absolute path counts only under ``root``. So ``src/a.py``,
+``./src/a.py``, ``/app/src/a.py`` and (after ``cd src`` or ``cd /app/src``) ``a.py`` all name
+``src/a.py``, while ``cat a.py`` in the root names ``a.py`` only, not every ``*/a.py``. A path
+that starts with an unexpanded ``$(...)`` or ``$VAR`` (``$(git rev-parse --show-toplevel)/a.py``,
+``$APP_DIR/a.py``) is read from the root. Glob words (``src/*.py``) match component by
+component.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from swe_residual.diffparse import parse_diff
 from swe_residual.metrics.actions import READS_STDIN, Finding, classify, resolve
 from swe_residual.metrics.shell import SimpleCommand, pipelines, unwrap
 
-__all__ = ["opened_files", "inspected"]
+__all__ = ["DEFAULT_ROOT", "opened_files", "inspected", "repo_relative"]
 
 _EDITOR_ACTIONS = {"view", "open", "read", "read_file", "view_file", "open_file"}
 _STEP_KINDS = {"command", "edit", "write", "create", "message", "submit"}
@@ -50,27 +57,43 @@ _ERROR_MARKERS = ("No such file or directory", "Is a directory", "Permission den
 # --------------------------------------------------------------------------- path matching
 
 
-def _parts(path: str) -> list[str]:
-    return [p for p in posixpath.normpath(path).split("/") if p not in ("", ".")]
+#: where the repository sits when the caller does not say (Harbor's and task.toml's default)
+DEFAULT_ROOT = "/app"
 
 
-def _component_match(pattern: str, name: str) -> bool:
-    if any(ch in pattern for ch in "*?["):
-        return fnmatchcase(name, pattern)
-    return pattern == name
+def repo_relative(path: str, root: str = DEFAULT_ROOT) -> str | None:
+    """``path`` (already joined with the step's cwd) relative to the repository root ``root``;
+    None when it lies outside the repository or is the root itself."""
+    if path.startswith("$"):
+        # an unexpanded $(...) / $VAR prefix: the usual spellings name the repository root
+        _, _, path = path.partition("/")
+    norm = posixpath.normpath(path) if path else "."
+    if norm.startswith("/"):
+        top = posixpath.normpath(root)
+        prefix = top.rstrip("/") + "/"
+        if not norm.startswith(prefix):
+            return None
+        norm = norm[len(prefix) :]
+    if norm in (".", "..") or norm.startswith("../"):
+        return None
+    return norm
 
 
-def _matches(shown: str, candidate: str) -> bool:
-    """Loose match: the shorter path's components equal the other's trailing components."""
-    a, b = _parts(shown), _parts(candidate)
-    if not a or not b or ".." in a:
+def _matches(shown: str, candidate: str, root: str) -> bool:
+    """Whole-path match of a shown path against a repository-relative candidate."""
+    rel = repo_relative(shown, root)
+    if rel is None:
         return False
-    k = min(len(a), len(b))
-    return all(_component_match(x, y) for x, y in zip(a[-k:], b[-k:]))
+    cand = posixpath.normpath(candidate)
+    if not any(ch in rel for ch in "*?["):
+        return rel == cand
+    a, b = rel.split("/"), cand.split("/")
+    # fnmatch per component, so "*" never crosses a "/" as the shell's glob does not
+    return len(a) == len(b) and all(fnmatchcase(y, x) for x, y in zip(a, b))
 
 
-def _match_all(shown: str, candidates: Iterable[str]) -> set[str]:
-    return {c for c in candidates if _matches(shown, c)}
+def _match_all(shown: str, candidates: Iterable[str], root: str) -> set[str]:
+    return {c for c in candidates if _matches(shown, c, root)}
 
 
 # --------------------------------------------------------------------------- steps
@@ -94,28 +117,29 @@ def _errored(output: str, arg: str) -> bool:
 _GREP_LINE_RE = re.compile(r"^(.+?)(?::|-\d+-)")
 
 
-def _grep_output_files(output: str, cwd: str | None, candidates: set[str]) -> set[str]:
+def _grep_output_files(output: str, cwd: str | None, candidates: set[str], root: str) -> set[str]:
     found: set[str] = set()
     lines = output.splitlines()
     for idx, line in enumerate(lines):
         m = _GREP_LINE_RE.match(line)
         if m:
-            found |= _match_all(resolve(cwd, m.group(1)), candidates)
+            found |= _match_all(resolve(cwd, m.group(1)), candidates, root)
         # rg --heading: a path line followed by "NUM:text" / "NUM-text" lines
         stripped = line.strip()
         if stripped and idx + 1 < len(lines) and re.match(r"^\d+[:-]", lines[idx + 1]):
-            found |= _match_all(resolve(cwd, stripped), candidates)
+            found |= _match_all(resolve(cwd, stripped), candidates, root)
     return found
 
 
 def _diff_output_files(output: str, candidates: set[str]) -> set[str]:
+    # git prints repository-relative paths whatever the cwd, so they are matched as they are
     found: set[str] = set()
     for fd in parse_diff(output):
         if not (fd.added or fd.removed):
             continue  # header only, binary, mode change or pure rename: no contents shown
         for path in (fd.path, fd.old_path):
             if path:
-                found |= _match_all(path, candidates)
+                found |= _match_all(path, candidates, DEFAULT_ROOT)
     return found
 
 
@@ -136,7 +160,7 @@ def _step_command(step: Mapping[str, Any]) -> str | None:
 
 
 def _analyze_command(
-    src: str, output: str | None, candidates: set[str], depth: int = 0
+    src: str, output: str | None, candidates: set[str], root: str, depth: int = 0
 ) -> tuple[set[str], bool]:
     """(opened candidates, ran git status/diff) for one step's command line."""
     opened: set[str] = set()
@@ -160,7 +184,7 @@ def _analyze_command(
                     idx = args.index("-c")
                     if idx + 1 < len(args):
                         inner, inner_git = _analyze_command(
-                            args[idx + 1], output, candidates, depth + 1
+                            args[idx + 1], output, candidates, root, depth + 1
                         )
                         opened |= inner
                         git_inspect = git_inspect or inner_git
@@ -185,15 +209,15 @@ def _analyze_command(
             for path in finding.files:
                 if output is not None and _errored(out, posixpath.basename(path)):
                     continue
-                opened |= _match_all(path, candidates)
+                opened |= _match_all(path, candidates, root)
             if finding.grep_output and output:
-                opened |= _grep_output_files(out, cwd, candidates)
+                opened |= _grep_output_files(out, cwd, candidates, root)
             if finding.diff_output and output:
                 opened |= _diff_output_files(out, candidates)
     return opened, git_inspect
 
 
-def _analyze_step(step: Mapping[str, Any], candidates: set[str]) -> tuple[set[str], bool]:
+def _analyze_step(step: Mapping[str, Any], candidates: set[str], root: str) -> tuple[set[str], bool]:
     output = step.get("output")
     output = output if isinstance(output, str) else None
     action = step.get("action")
@@ -204,15 +228,18 @@ def _analyze_step(step: Mapping[str, Any], candidates: set[str]) -> tuple[set[st
         first = (output or "").lstrip().split("\n", 1)[0]
         if "does not exist" in first or "No such file" in first:
             return set(), False
-        return _match_all(path, candidates), False
+        return _match_all(path, candidates, root), False
     command = _step_command(step)
     if command is None:
         return set(), False
-    return _analyze_command(command, output, candidates)
+    return _analyze_command(command, output, candidates, root)
 
 
-def opened_files(steps: Iterable[Mapping[str, Any]], candidates: Iterable[str]) -> set[str]:
-    """The candidate repo-relative paths whose contents some step showed to the agent."""
+def opened_files(
+    steps: Iterable[Mapping[str, Any]], candidates: Iterable[str], *, root: str = DEFAULT_ROOT
+) -> set[str]:
+    """The candidate repo-relative paths whose contents some step showed to the agent; ``root``
+    is where the repository sits in the agent's environment (the task's workdir)."""
     cands = set(candidates)
     if not cands:
         return set()
@@ -220,19 +247,21 @@ def opened_files(steps: Iterable[Mapping[str, Any]], candidates: Iterable[str]) 
     for step in steps:
         if not isinstance(step, Mapping):
             continue
-        found, _ = _analyze_step(step, cands)
+        found, _ = _analyze_step(step, cands, root)
         opened |= found
     return opened
 
 
-def inspected(steps: Iterable[Mapping[str, Any]], predecessor_files: Iterable[str]) -> bool:
+def inspected(
+    steps: Iterable[Mapping[str, Any]], predecessor_files: Iterable[str], *, root: str = DEFAULT_ROOT
+) -> bool:
     """The run inspected inherited work: ran git status / git diff, or read a file the
     predecessor changed."""
     cands = set(predecessor_files)
     for step in steps:
         if not isinstance(step, Mapping):
             continue
-        found, git_inspect = _analyze_step(step, cands)
+        found, git_inspect = _analyze_step(step, cands, root)
         if git_inspect or found:
             return True
     return False

@@ -90,12 +90,26 @@ def track_stats(states: list[ResidualState], track: str) -> dict[str, Any]:
     return figures
 
 
+def dataset_problems(dataset: Dataset) -> list[str]:
+    """The tasks and states that could not be loaded, so are missing from the figures."""
+    problems = [f"task {name} left out: {error}" for name, error in dataset.task_errors]
+    problems += [f"state {entry.task.id}/{name} left out: {error}"
+                 for entry in dataset.entries for name, error in entry.state_errors]
+    return problems
+
+
+def stats_exit_status(stats: dict[str, Any]) -> int:
+    """1 when the figures are incomplete (some task or state could not be loaded), else 0."""
+    return 1 if stats.get("problems") else 0
+
+
 def dataset_stats(dataset: Dataset | Path | str) -> dict[str, Any]:
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset)
     states = [state for entry in dataset.entries for state in entry.states]
     tracks = sorted({s.track for s in states})
     return {
+        "problems": dataset_problems(dataset),
         "n_tasks_total": len(dataset.entries),
         "tracks": {track: track_stats([s for s in states if s.track == track], track) for track in tracks},
         "overall": {
