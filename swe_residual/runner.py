@@ -149,6 +149,8 @@ class _Attempt:
     # Where the repository sat as the agent saw it: absolute paths in its commands resolve here.
     workdir: str | None = None
     actions_recorded: bool = True  # False: the trajectory cannot say what the agent opened
+    tokens: dict[str, int] | None = None  # {"prompt", "completion"} over the model calls; None: unknown
+    cost_known: bool = True  # False: a model call had no price, so the record's cost is null
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -256,11 +258,12 @@ def _one_attempt(
             return _Attempt(number, INFRA_ERROR, termination, verdict, final_patch, trajectory, message,
                             error=f"verifier: {verdict.error}", durations=durations,
                             reverified=verification.reverified, cost=cost, fidelity=fidelity, verification=verification,
-                            actions_recorded=session.actions_recorded, workdir=environment.workdir)
+                            actions_recorded=session.actions_recorded, workdir=environment.workdir,
+                            tokens=session.tokens, cost_known=session.cost_known)
         return _Attempt(number, score(verdict, termination), termination, verdict, final_patch, trajectory, message,
                         durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
                         verification=verification, actions_recorded=session.actions_recorded,
-                        workdir=environment.workdir)
+                        workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known)
     finally:
         environment.close()
 
@@ -325,7 +328,8 @@ def run_item(
         "inspected": None,
         "budget": options.budget(task).as_dict(),
         "agent_config": {**options.agent_config(), **_describe(agent)},
-        "cost": final.cost,
+        "cost": final.cost if final.cost_known else None,
+        "tokens": final.tokens,
         "fidelity": final.fidelity,
         "message": final.message[-2000:] if final.message else None,
         "error": final.error,

@@ -25,9 +25,16 @@ class Step:
     output: str = ""
     exit_code: int | None = None
     duration_sec: float = 0.0
+    # The model call behind the step, when the agent's model reported its usage.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        fields = asdict(self)
+        for name in ("prompt_tokens", "completion_tokens"):  # only where known: other agents' steps stay as they were
+            if fields[name] is None:
+                del fields[name]
+        return fields
 
 
 @dataclass

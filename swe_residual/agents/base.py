@@ -68,6 +68,11 @@ class AgentSession:
     # only its invocation: the files it opened and whether it inspected inherited work are
     # unknown, and the record says so (null) instead of claiming none.
     actions_recorded: bool = True
+    # Model usage, for agents that know it (None: unknown). `tokens` is {"prompt": N,
+    # "completion": M} over the run's model calls; `cost_known` is False when a model call had
+    # no price (a self-hosted model), so the record's cost is null rather than a made-up 0.
+    tokens: dict[str, int] | None = None
+    cost_known: bool = True
 
     @property
     def workdir(self) -> str:

@@ -18,7 +18,8 @@ A model-service failure that escapes mini-swe-agent's own retries (rate limit, l
 connection, server error, timeout of the model API: see `is_model_service_failure`) is an
 infrastructure failure: the run raises `InfraError(stage="model")` and the runner restarts it
 from a fresh instance of the same start (paper App. C). Any other exception of its loop or
-model is the agent's own error.
+model is the agent's own error. The model side (endpoint, retries, cost of unpriced models,
+token usage, which errors are the service failing) is in `mini_swe_model`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from typing import Any
 from swe_residual.agents.base import (
     AGENT_ERROR, COST_LIMIT, STEP_LIMIT, SUBMITTED, TIME_LIMIT, AgentResult, AgentSession, BudgetExhausted,
 )
+from swe_residual.agents.mini_swe_model import (
+    UsageTrackingModel, configure_model, is_model_service_failure, model_retry_attempts, parse_retries,
+)
 from swe_residual.environment.base import ExecResult
 from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.trajectory import Step
@@ -51,7 +55,7 @@ DEFAULT_COMMAND_TIMEOUT_SEC = 60.0  # per command, as in its benchmark configs; 
 SCRIPTED_MODEL = "deterministic"  # its scripted model's name and model-class shortcut
 # Options this adapter reads; keys with a dot are overrides of mini-swe-agent's config
 # (`model.model_kwargs.temperature=0`), in its own `-c key=value` syntax.
-OPTION_KEYS = ("config", "model_class", "script", "command_timeout")
+OPTION_KEYS = ("config", "model_class", "script", "command_timeout", "api_base", "model_retries")
 # Parts of a mini-swe-agent config that name its own runtime, which the suite replaces.
 _OWN_RUNTIME_KEYS = ("agent_class", "output_path", "mode", "confirm_exit")
 _EXIT_STATUS = {"Submitted": SUBMITTED, "TimeExceeded": TIME_LIMIT}
@@ -129,84 +133,6 @@ def load_script(path: Path) -> list[dict[str, Any]]:
         extra = {"cost": float(entry["cost"])} if "cost" in entry else {}
         outputs.append(make_output(content, [{"command": c} for c in commands], **extra))
     return outputs
-
-
-# HTTP statuses of a model service that is failing, not refusing the request: too many
-# requests, and server-side errors (500 internal, 502 bad gateway, 503 unavailable, ...).
-_SERVICE_STATUS_TOO_MANY_REQUESTS = 429
-
-
-def _failing_status(status: object) -> bool:
-    return isinstance(status, int) and (status == _SERVICE_STATUS_TOO_MANY_REQUESTS or 500 <= status <= 599)
-
-
-def _service_error_classes() -> tuple[type[BaseException], ...]:
-    """Exception classes that always mean the model service failed, from the loaded libraries.
-
-    Only modules already imported are looked at: an exception of a library nobody imported
-    cannot have been raised, and importing litellm just to compare costs seconds.
-    litellm's classes derive from openai's (`litellm.RateLimitError` is an
-    `openai.RateLimitError`, `litellm.Timeout` an `openai.APITimeoutError`, itself an
-    `openai.APIConnectionError`), so openai's base classes cover both; litellm's
-    `ServiceUnavailableError` and `BadGatewayError` are listed because they derive only from
-    the generic status error. requests' connection errors and timeouts come from
-    mini-swe-agent's OpenRouter and Requesty models, which wrap them in their own errors.
-    """
-    classes: list[type[BaseException]] = []
-    openai = sys.modules.get("openai")
-    if openai is not None:
-        classes += [openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError]
-    litellm_exceptions = sys.modules.get("litellm.exceptions")
-    if litellm_exceptions is not None:
-        classes += [litellm_exceptions.RateLimitError, litellm_exceptions.APIConnectionError,
-                    litellm_exceptions.Timeout, litellm_exceptions.InternalServerError,
-                    litellm_exceptions.ServiceUnavailableError, litellm_exceptions.BadGatewayError]
-    requests_exceptions = sys.modules.get("requests.exceptions")
-    if requests_exceptions is not None:
-        classes += [requests_exceptions.ConnectionError, requests_exceptions.Timeout]
-    return tuple(classes)
-
-
-def _status_error_classes() -> tuple[type[BaseException], ...]:
-    """Exception classes that carry the service's HTTP status (checked with `_failing_status`)."""
-    classes: list[type[BaseException]] = []
-    openai = sys.modules.get("openai")
-    if openai is not None:
-        classes.append(openai.APIStatusError)  # `status_code`
-    litellm_exceptions = sys.modules.get("litellm.exceptions")
-    if litellm_exceptions is not None:
-        classes.append(litellm_exceptions.APIError)  # `status_code`, e.g. 500 for a provider's crash
-    requests_exceptions = sys.modules.get("requests.exceptions")
-    if requests_exceptions is not None:
-        classes.append(requests_exceptions.HTTPError)  # `response.status_code`
-    return tuple(classes)
-
-
-def is_model_service_failure(exc: BaseException) -> bool:
-    """Whether an exception out of mini-swe-agent is its model service failing.
-
-    Yes: a rate limit, a lost or refused connection, a timeout of the model API, a server
-    error (HTTP 5xx) or too many requests (429), raised by litellm or openai, or by requests
-    underneath another model class (followed through `raise ... from`). No: a request the
-    service refuses for what it asks (bad request, context window exceeded, unknown model,
-    authentication): retrying from a fresh instance would fail the same way.
-    """
-    service_errors, status_errors = _service_error_classes(), _status_error_classes()
-    seen: set[int] = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        seen.add(id(link))
-        if isinstance(link, service_errors):
-            return True
-        if isinstance(link, status_errors):
-            response = getattr(link, "response", None)
-            status = getattr(link, "status_code", None)
-            if not isinstance(status, int):
-                status = getattr(response, "status_code", None)
-            if _failing_status(status):
-                return True
-        link = link.__cause__
-    return False
 
 
 class SessionEnvironment:
@@ -351,6 +277,12 @@ class MiniSweAgent:
             model_config["outputs"] = load_script(Path(self.options["script"]))
         elif model_class == SCRIPTED_MODEL:
             raise ConfigError(f"--agent={NAME} --model={SCRIPTED_MODEL}: give its outputs with --agent-option script=FILE")
+        try:
+            self.model_retries = parse_retries(self.options.get("model_retries"))
+        except ValueError as exc:
+            raise ConfigError(f"--agent-option model_retries={self.options['model_retries']!r}: {exc}") from exc
+        if model_class != SCRIPTED_MODEL:  # its scripted model has no endpoint, price or retries
+            model_config = configure_model(model_config, self.options, retries=self.model_retries)
         self.model_config = model_config
         try:
             self.command_timeout = float(self.options.get("command_timeout", DEFAULT_COMMAND_TIMEOUT_SEC))
@@ -364,6 +296,7 @@ class MiniSweAgent:
         return {
             "harness": NAME, "harness_version": installed_version(), "model": self.model,
             "model_class": self.model_config.get("model_class"), "config": self.options.get("config", DEFAULT_CONFIG),
+            "api_base": (self.model_config.get("model_kwargs") or {}).get("api_base"),
         }
 
     def run(self, session: AgentSession) -> AgentResult:
@@ -381,12 +314,13 @@ class MiniSweAgent:
         environment = SessionEnvironment(
             session, env=(self.config.get("environment") or {}).get("env") or {}, command_timeout=self.command_timeout,
         )
-        model = get_model(self.model, copy.deepcopy(self.model_config))
+        model = UsageTrackingModel(get_model(self.model, copy.deepcopy(self.model_config)), cost_limit=budget.cost_limit)
         agent = DefaultAgent(model, environment, **agent_config)
         environment.agent = agent
         termination, message = AGENT_ERROR, None
         try:
-            info = agent.run(task=session.instruction)
+            with model_retry_attempts(self.model_retries):
+                info = agent.run(task=session.instruction)
             status = str(info.get("exit_status", ""))
             termination = self._termination(status, agent, environment)
             message = str(info.get("submission") or "").strip()[-1000:] or f"mini-swe-agent exit status {status}"
@@ -405,7 +339,8 @@ class MiniSweAgent:
             message = f"mini-swe-agent raised {type(exc).__name__}: {exc}"
         finally:
             environment.settle_cost()
-            self._normalize(session, agent, environment)
+            self._normalize(session, agent, environment, model)
+            session.tokens, session.cost_known = model.token_totals(), model.cost_known
         return AgentResult(termination, message=message, cost=session.cost)
 
     @staticmethod
@@ -418,8 +353,11 @@ class MiniSweAgent:
         return _EXIT_STATUS.get(status, AGENT_ERROR)
 
     @staticmethod
-    def _normalize(session: AgentSession, agent: Any, environment: SessionEnvironment) -> None:
-        """One step per model call, in order; a call that ran no command is a `message` step."""
+    def _normalize(session: AgentSession, agent: Any, environment: SessionEnvironment, model: UsageTrackingModel) -> None:
+        """One step per model call, in order; a call that ran no command is a `message` step.
+
+        Each step carries its call's token usage, when the model reported it.
+        """
         replies = [m for m in agent.messages[2:] if m.get("role") == "assistant"
                    or (m.get("extra") or {}).get("interrupt_type") == "FormatError"]
         steps = []
@@ -428,6 +366,9 @@ class MiniSweAgent:
             if step is None:
                 text = replies[call - 1].get("content") if call <= len(replies) else None
                 step = Step(index=0, action="message", output=str(text or "(the model call ran no command)"))
+            if call <= len(model.calls):
+                step.prompt_tokens = model.calls[call - 1].prompt_tokens
+                step.completion_tokens = model.calls[call - 1].completion_tokens
             steps.append(step)
         for index, step in enumerate(steps):
             step.index = index
