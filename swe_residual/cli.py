@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import secrets
 import sys
 from pathlib import Path
@@ -100,21 +99,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def cmd_stats(args: argparse.Namespace) -> int:
-    """`swe-residual stats`, exiting 1 when tasks or states were left out of the figures."""
-    from swe_residual.residualize.stats import dataset_stats, render_stats, stats_exit_status
-
-    stats = dataset_stats(Path(args.dataset))
-    if args.json:
-        print(json.dumps(stats, indent=2, sort_keys=True))
-    else:
-        for line in render_stats(stats):
-            print(line)
-    for problem in stats["problems"]:
-        print(f"error: {problem}", file=sys.stderr)
-    return stats_exit_status(stats)
-
-
 def cmd_build_base(args: argparse.Namespace) -> int:
     from swe_residual.images import ensure_base_image
 
@@ -147,9 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
     from swe_residual.residualize.cli import add_parsers as add_residualize_parsers
 
     add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`
-    # The same `stats` command, but its exit status says whether every task and state made it
-    # into the figures (a malformed one is left out of them, which is a problem to report).
-    sub.choices["stats"].set_defaults(func=cmd_stats)
     return parser
 
 

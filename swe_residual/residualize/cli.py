@@ -62,7 +62,8 @@ def _checkpoints(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from swe_residual.residualize.stats import dataset_stats, render_stats
+    """`swe-residual stats`, exiting 1 when tasks or states were left out of the figures."""
+    from swe_residual.residualize.stats import dataset_stats, render_stats, stats_exit_status
 
     stats = dataset_stats(Path(args.dataset))
     if args.json:
@@ -70,7 +71,9 @@ def _stats(args: argparse.Namespace) -> int:
     else:
         for line in render_stats(stats):
             print(line)
-    return 0
+    for problem in stats["problems"]:
+        print(f"error: {problem}", file=sys.stderr)
+    return stats_exit_status(stats)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
