@@ -181,16 +181,16 @@ def _verify(backend: Backend, environment: Any, task: Task, acceptance: list[str
     return _Verification(verdict, output, reverified, time.monotonic() - started)
 
 
-def _verification_record(task: Task, verification: _Verification | None, artifacts_dir: Path, run_dir: Path) -> dict[str, Any]:
+def _verification_record(verification: _Verification | None, artifacts_dir: Path, run_dir: Path) -> dict[str, Any]:
     """The record's account of how the final state was graded (DESIGN §4)."""
     if verification is None:
         return {"rewards": None, "artifacts": [], "verifier_environment": None, "collect": []}
     output = verification.output
+    kept = [host_path(artifacts_dir, source) for source in output.artifacts]
     return {
         "rewards": dict(verification.verdict.rewards) if verification.verdict.valid else None,
         # Where each collected artifact is kept, relative to the run directory (when it was kept).
-        "artifacts": [host_path(artifacts_dir, source).relative_to(run_dir).as_posix()
-                      for source in output.artifacts if host_path(artifacts_dir, source).exists()],
+        "artifacts": [path.relative_to(run_dir).as_posix() for path in kept if path.exists()],
         "verifier_environment": output.environment,
         "collect": [step.as_dict() for step in output.collect],
     }
@@ -254,13 +254,8 @@ def _one_attempt(
         verdict = verification.verdict
         durations["verify_sec"] = verification.duration_sec
         durations["total_sec"] = time.monotonic() - started
-        if not verdict.valid:
-            return _Attempt(number, INFRA_ERROR, termination, verdict, final_patch, trajectory, message,
-                            error=f"verifier: {verdict.error}", durations=durations,
-                            reverified=verification.reverified, cost=cost, fidelity=fidelity, verification=verification,
-                            actions_recorded=session.actions_recorded, workdir=environment.workdir,
-                            tokens=session.tokens, cost_known=session.cost_known)
-        return _Attempt(number, score(verdict, termination), termination, verdict, final_patch, trajectory, message,
+        outcome, error = (score(verdict, termination), None) if verdict.valid else (INFRA_ERROR, f"verifier: {verdict.error}")
+        return _Attempt(number, outcome, termination, verdict, final_patch, trajectory, message, error=error,
                         durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known)
@@ -334,7 +329,7 @@ def run_item(
         "message": final.message[-2000:] if final.message else None,
         "error": final.error,
         "verifier_notes": _verifier_notes(task, final),
-        **_verification_record(task, final.verification, item_artifacts_dir(options.run_dir, agent_name, task, state),
+        **_verification_record(final.verification, item_artifacts_dir(options.run_dir, agent_name, task, state),
                                options.run_dir),
     }
     if final.trajectory is not None:

@@ -24,7 +24,7 @@ from swe_residual.environment.docker.environment import DockerEnvironment
 from swe_residual.environment.docker.exec import to_result
 from swe_residual.environment.docker.images import dockerfile_bases
 from swe_residual.environment.docker.named_images import ensure_dockerfile_bases, named_image_id
-from swe_residual.environment.local import MAX_LOG_FILE_BYTES, tree_digest
+from swe_residual.environment.local import MAX_LOG_FILE_BYTES
 from swe_residual.errors import InfraError
 from swe_residual.task import Task
 from swe_residual.verifier_environment import (
@@ -112,8 +112,8 @@ def _verify_separately(backend: DockerBackend, environment: DockerEnvironment, t
 
 def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
     """(image id, base commit) of a separate verifier's environment, built when needed; resolved
-    once per backend (the content of tests/ is part of the key)."""
-    key = (task.id, plan.source, plan.image or "", tree_digest(task.tests_dir) if plan.source == TESTS_DOCKERFILE else "")
+    once per task directory and backend, not once per item."""
+    key = (str(task.path), plan.source, plan.image or "")
     if key not in backend.verifier_images:
         backend.verifier_images[key] = _resolve_verifier_image(backend, task, plan)
     return backend.verifier_images[key]
