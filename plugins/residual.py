@@ -1,4 +1,5 @@
-"""The SWE-Residual pytest plugin: options, one item per start, run records, the summary.
+"""The SWE-Residual pytest plugin: one item per start, run records, the summary (its options
+are in plugins/options.py).
 
 Shaped like pytest's junitxml: the reporter keeps its state under a StashKey and is
 registered on the controller only; workers send each item's run record to it on the test
@@ -20,94 +21,24 @@ import pytest
 from plugins.context import (
     RECORD_PROPERTY, catalog_of, finished_key, run_dir_key, settings_key, settings_of, skip_reasons,
 )
+from plugins.legend import legend
+from plugins.options import read_settings
+from swe_residual.agent_environment import require_docker
 from swe_residual.agents import resolve_agent
+from swe_residual.backends import resolve_backend_name
 from swe_residual.dataset_check import not_a_dataset
 from swe_residual.errors import ConfigError, DatasetError
-from swe_residual.gates import GateResult, evaluate_gates, parse_gate
+from swe_residual.gates import GateResult, evaluate_gates
 from swe_residual.items import ItemSpec
 from swe_residual.records import append_record, infra_error_record, item_key, read_records
 from swe_residual.report_html import write_report
 from swe_residual.resume import prepare_resume
-from swe_residual.settings import (
-    WATCHDOG_MARGIN_SEC, RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float,
-    parse_positive_int, resolve, resolve_agent_options,
-)
-from swe_residual.sharding import assign_tasks, parse_shard
+from swe_residual.sharding import assign_tasks
 from swe_residual.summary import build_summary, render_markdown, render_terminal
 from swe_residual.summary_files import write_summary_files
+from swe_residual.terminations import TerminationReport, termination_report
 
 reporter_key = pytest.StashKey["ResidualReporter"]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("swe-residual", "SWE-Residual evaluation")
-    group.addoption("--agent", action="append", default=[], metavar="NAME",
-                    help="agent to evaluate (repeatable): noop, oracle, cmd:<command>, module:<module>:<Class>")
-    group.addoption("--dataset", default=None, metavar="PATH", help="dataset directory (default: datasets/sample)")
-    group.addoption("--backend", default=None, help="environment backend: auto (docker when an engine answers), local, docker")
-    group.addoption("--infra-retries", default=None, metavar="N", help="retries after an infrastructure failure (default 2)")
-    group.addoption("--results-dir", default=None, metavar="DIR", help="where run directories go (default: reports)")
-    group.addoption("--run-id", default=None, help="name of this run's directory under --results-dir")
-    group.addoption("--timeout-multiplier", default=None, metavar="X", help="multiplies each task's agent timeout")
-    group.addoption("--max-steps", default=None, metavar="N", help="step limit per run (same for every start)")
-    group.addoption("--cost-limit", default=None, metavar="USD", help="cost limit per run (same for every start)")
-    group.addoption("--watchdog-margin", default=None, metavar="SEC",
-                    help="per-item watchdog (pytest-timeout): agent budget + verifier timeout + this margin "
-                         f"(default {WATCHDOG_MARGIN_SEC:g})")
-    group.addoption("--model", default=None, metavar="NAME",
-                    help="model for agents that take one (mini-swe-agent: any name its model layer knows)")
-    group.addoption("--agent-option", action="append", default=[], metavar="KEY=VALUE",
-                    help="an agent option (repeatable), e.g. script=FILE, config=swebench.yaml, env=NAME")
-    group.addoption("--shard", default=None, metavar="K/N",
-                    help="run shard K of N (all items of a task in one shard); merge with `swe-residual report`")
-    group.addoption("--resume", default=None, metavar="RUN_DIR",
-                    help="continue an interrupted run: finished items are reused, the rest run")
-    group.addoption("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
-                    help="fail the run when an agent's Residual success is below PCT (overall, or one track)")
-    group.addoption("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
-                    help="fail the run when an agent's Gap is above POINTS (overall, or one track)")
-    parser.addini("residual_agents", "agents to evaluate when --agent is not given", type="args", default=[])
-    parser.addini("residual_dataset", "dataset directory", default="")
-    parser.addini("residual_backend", "environment backend", default="")
-    parser.addini("residual_infra_retries", "retries after an infrastructure failure", default="")
-    parser.addini("residual_results_dir", "where run directories go", default="")
-    parser.addini("residual_timeout_multiplier", "multiplies each task's agent timeout", default="")
-    parser.addini("residual_max_steps", "step limit per run", default="")
-    parser.addini("residual_cost_limit", "cost limit per run", default="")
-    parser.addini("residual_watchdog_margin", "seconds the per-item watchdog allows beyond budget and verifier",
-                  default="")
-    parser.addini("residual_model", "model for agents that take one", default="")
-    parser.addini("residual_agent_options", "agent options, one KEY=VALUE per line", type="linelist", default=[])
-
-
-def _settings(config: pytest.Config) -> RunSettings:
-    def value(flag: str, ini: str, default: Any, parse: Any) -> Any:
-        return resolve(flag.lstrip("-"), config.getoption(flag.lstrip("-").replace("-", "_")), config.getini(ini),
-                       default, parse, cli_flag=flag, ini_name=ini)
-
-    root = config.rootpath
-    agents = tuple(config.getoption("agent") or config.getini("residual_agents") or ())
-    return RunSettings(
-        agents=agents,
-        dataset=value("--dataset", "residual_dataset", root / "datasets" / "sample", lambda t: (root / t).resolve()),
-        backend=value("--backend", "residual_backend", "auto", parse_backend),
-        infra_retries=value("--infra-retries", "residual_infra_retries", 2, parse_non_negative_int),
-        results_dir=value("--results-dir", "residual_results_dir", root / "reports", lambda t: (root / t).resolve()),
-        run_id=config.getoption("run_id"),
-        timeout_multiplier=value("--timeout-multiplier", "residual_timeout_multiplier", 1.0, parse_positive_float),
-        max_steps=value("--max-steps", "residual_max_steps", None, parse_positive_int),
-        cost_limit=value("--cost-limit", "residual_cost_limit", None, parse_positive_float),
-        watchdog_margin=value("--watchdog-margin", "residual_watchdog_margin", WATCHDOG_MARGIN_SEC,
-                              parse_positive_float),
-        model=value("--model", "residual_model", None, parse_model),
-        agent_options=resolve_agent_options(config.getoption("agent_option"), config.getini("residual_agent_options")),
-        shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
-        resume=(Path(config.getoption("resume")).resolve() if config.getoption("resume") else None),
-        gates=tuple(
-            [parse_gate("residual_fail_under", v) for v in config.getoption("residual_fail_under")]
-            + [parse_gate("gap_fail_over", v) for v in config.getoption("gap_fail_over")]
-        ),
-    )
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -118,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("clean", "residual", "repo", "machine"):
         config.addinivalue_line("markers", f"{name}: SWE-Residual item kind")
     try:
-        settings = _settings(config)
+        settings = read_settings(config)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[settings_key] = settings
@@ -131,7 +62,12 @@ def pytest_configure(config: pytest.Config) -> None:
     for agent in settings.agents:
         try:
             # a typo in --agent (or a bad model, config or script) is a usage error before anything runs
-            resolve_agent(agent, dict(settings.agent_options), settings.model)
+            resolve_agent(agent, dict(settings.agent_options), settings.model, settings.invocation_dir)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+    if not settings.agent_environment.empty:  # set-up scripts and mounts need containers
+        try:
+            require_docker(settings.agent_environment, resolve_backend_name(settings.backend))
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
     if _is_worker(config):
@@ -259,6 +195,10 @@ class ResidualReporter:
         self.solved = 0
         self.summary: dict[str, Any] | None = None
         self.gate_results: list[GateResult] = []
+        self.terminations = TerminationReport()
+        # Set when the session has finished: the verbose words pytest asks for again in the
+        # `-rA` summary drop the running "solved so far", which by then is only the total.
+        self.session_done = False
         # Residual State records, when no Clean Start ran at all (e.g. `-m residual`): the
         # headline table compares against the same tasks' Clean Starts, so it would be all dashes.
         self.residual_only = 0
@@ -328,20 +268,30 @@ class ResidualReporter:
                 )
         return None
 
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        # Registered on the controller only, so once per run under xdist; pytest shows the
+        # header unless -q (or --no-header), which keeps quiet runs lean.
+        return legend(verbose=config.get_verbosity() > 0)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         record = record_of(report)
         if record is None or report.when != "call" or not report.passed:
             return None
-        # Progress for long runs: the running success rate rides on the verbose word.
-        progress = f" ({self.solved}/{self.finished} solved so far)"
+        # How the run ended rides on the verbose word (and so on the `-rA` lines): an agent
+        # that never ran is UNSOLVED like one that tried, and only the termination tells them
+        # apart. During the run, so does the running success rate, for long runs.
+        termination = record.get("termination") or "unknown"
+        detail = termination if self.session_done else f"{termination}; {self.solved}/{self.finished} solved so far"
         if record["outcome"] == "success":
-            return "passed", "S", ("SOLVED" + progress, {"green": True})
-        return "passed", "u", ("UNSOLVED" + progress, {"yellow": True})
+            return "passed", "S", (f"SOLVED ({detail})", {"green": True})
+        markup = {"red": True} if termination == "agent_error" else {"yellow": True}
+        return "passed", "u", (f"UNSOLVED ({detail})", markup)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Compute the summary once and apply the gates before pytest settles its exit status."""
+        self.session_done = True
         if not self.results_path.exists() and not self.unsaved:
             return
         loaded = read_records([self.results_path]) if self.results_path.exists() else None
@@ -349,6 +299,7 @@ class ResidualReporter:
         # The file's records plus those it refused: the summary covers every finished item.
         records = (loaded.records if loaded is not None else []) + self.unsaved
         self.summary = build_summary(records, compare=True)
+        self.terminations = termination_report(records, order=settings_of(self.config).agents)
         if records and all(record.get("start") == "residual" for record in records):
             self.residual_only = len(records)
         try:
@@ -381,6 +332,10 @@ class ResidualReporter:
             write(line)
         for result in self.gate_results:
             write(result.describe(), red=not result.passed, green=result.passed)
+        for line in self.terminations.table:
+            write(line)
+        for line in self.terminations.errors:
+            write(line, red=True)
         for problem in self.problems:
             write(f"warning: {problem}", yellow=True)
         if self.unsaved:

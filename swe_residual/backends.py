@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from swe_residual.agent_environment import AgentEnvironment, require_docker
 from swe_residual.environment.base import Backend
 from swe_residual.errors import ConfigError
 
@@ -22,8 +25,13 @@ def resolve_backend_name(name: str) -> str:
     return name
 
 
-def make_backend(name: str, run_id: str) -> Backend:
+def make_backend(name: str, run_id: str, *, progress: Callable[[str], None] | None = None,
+                 agent_environment: AgentEnvironment | None = None) -> Backend:
+    """The backend `name` names; `progress` receives a line per long step (image builds, state
+    snapshots); `agent_environment` is the agents' set-up script and mounts (docker only)."""
     name = resolve_backend_name(name)
+    agent_environment = agent_environment or AgentEnvironment()
+    require_docker(agent_environment, name)
     if name == "local":
         from swe_residual.environment.local import LocalBackend
 
@@ -34,7 +42,8 @@ def make_backend(name: str, run_id: str) -> Backend:
         from swe_residual.environment.docker import DockerBackend
         from swe_residual.validation import check_state_verdict
 
-        return DockerBackend(run_id=run_id, validate_state=check_state_verdict)
+        return DockerBackend(run_id=run_id, validate_state=check_state_verdict, agent_environment=agent_environment,
+                             **({"progress": progress} if progress is not None else {}))
     raise ConfigError(f"unknown backend {name!r}")
 
 

@@ -3,6 +3,8 @@
     swe-residual report RESULTS... [--out DIR]   recompute the summary from results files
     swe-residual validate DATASET [--verify]     check a dataset's tasks, states and patches
     swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
+    swe-residual images list|prune [--all]       list or prune the docker backend's cached images
+    swe-residual import SOURCE ...               Harbor jobs, prediction files or fix commits in (docs/importing.md)
     swe-residual residualize STAGE ...           build Residual States (generate, filter, review, build)
     swe-residual stats DATASET                   Table 2 / Appendix A statistics of a dataset
 """
@@ -128,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     base = sub.add_parser("build-base", help="build the Debian base image the sample tasks start FROM")
     base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
     base.set_defaults(func=cmd_build_base)
+    from swe_residual.images_cli import add_parser as add_images_parser
+
+    add_images_parser(sub)  # `images list|prune`
+    from swe_residual.importing.cli import add_parser as add_import_parser
+
+    add_import_parser(sub)  # `import harbor-jobs|predictions|commit`
     from swe_residual.residualize.cli import add_parsers as add_residualize_parsers
 
     add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`

@@ -20,7 +20,21 @@ CLEAN_COLOUR = "#0072B2"
 RESIDUAL_COLOUR = "#D55E00"
 SUCCESS_COLOUR = "#009E73"
 FAIL_COLOUR = "#D55E00"
+TEXT_COLOUR = "#1b1f24"
+MUTED_COLOUR = "#57606a"
+BAND_COLOUR = "#f3f5f7"
 INSTALL_HINT = "pip install 'swe-residual[report]'"
+
+# Text sizes, in points. The SVG is shown at its natural size (1 pt = 4/3 px), so the smallest,
+# VALUE_SIZE, is 12 px on screen: the page's rule is no chart text under 10 px.
+BASE_SIZE = 10
+VALUE_SIZE = 9
+TITLE_SIZE = 11
+# Figure 1's bars: two per agent row (row pitch 1), centred BAR_OFFSET above and below the row.
+BAR_HEIGHT = 0.36
+BAR_OFFSET = 0.19
+INSIDE_FROM = 80.0  # a value this large is printed inside its bar, where there is room
+MAX_PANELS_PER_LINE = 3  # repo, machine, overall: a line of three still fits the page column
 
 
 def missing_dependency() -> str | None:
@@ -43,9 +57,13 @@ def _figure_class() -> Any:
 
 def _rc() -> Any:  # matplotlib types rc keys as Literals; these are valid ones
     return {
-        "svg.fonttype": "none",  # text stays text: smaller, selectable, no embedded glyphs
+        "svg.fonttype": "none",  # text stays text: smaller, selectable, measurable, no embedded glyphs
         "svg.hashsalt": "swe-residual",  # stable element ids: the same data gives the same file
-        "font.size": 10,
+        # matplotlib lays text out with its bundled DejaVu Sans; the SVG names it first and ends
+        # the list with the generic family, so a browser without it falls back to its sans-serif
+        "font.family": "sans-serif",
+        "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+        "font.size": BASE_SIZE,
         "axes.spines.top": False,
         "axes.spines.right": False,
     }
@@ -71,51 +89,80 @@ def _metrics(agent_block: Mapping[str, Any], scope: str) -> Mapping[str, Any]:
     return agent_block.get("tracks", {}).get(scope) or {}
 
 
+def _value_label(ax: Any, value: float, y: float) -> None:
+    """The bar's value at its end: inside a long bar (white), just past a short one."""
+    if value >= INSIDE_FROM:
+        ax.text(value - 1.5, y, f"{value:.1f}", ha="right", va="center", color="white",
+                fontsize=VALUE_SIZE, fontweight="bold")  # fmt: skip
+    else:
+        ax.text(value + 1.5, y, f"{value:.1f}", ha="left", va="center", color=TEXT_COLOUR, fontsize=VALUE_SIZE)
+
+
 def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -> str | None:
-    """Figure 1 (right): per agent, the Clean success (circle) and the Residual success
-    (diamond), joined by a line whose length is the Gap; one panel per scope."""
+    """Figure 1 (right): one row per agent, holding its Ref. Clean success (upper bar) and its
+    Residual success (lower bar), the value printed on each; one panel per scope, side by side
+    (at most three to a line, so the figure's natural width stays within the page's column).
+
+    Each agent's label is an SVG group ``figure-1-agent-<i>`` (the first panel's; a further
+    line of panels repeats them as ``figure-1-agent-<i>-<line>``) and each bar is
+    ``figure-1-bar-<panel>-<i>-clean|residual``, so a browser test can find the rows."""
     agents: Mapping[str, Any] = summary.get("agents", {})
     if not agents or not scopes:
         return None
     import matplotlib
+    from matplotlib.patches import Patch
 
     figure = _figure_class()
     with matplotlib.rc_context(_rc()):
         names = sorted(agents)
-        fig = figure(figsize=(4.8 * len(scopes), 0.55 * len(names) + 1.6), layout="constrained")
-        axes = fig.subplots(1, len(scopes), sharey=True, squeeze=False)[0]
-        for ax, scope in zip(axes, scopes):
+        ncols = min(MAX_PANELS_PER_LINE, len(scopes))
+        lines = -(-len(scopes) // ncols)
+        panel_width = min(4.6, 8.0 / ncols)  # inches; with the labels, three panels are ~1000 px
+        row_height = 0.62  # inches per agent: two bars tall enough for their values
+        fig = figure(figsize=(2.3 + panel_width * ncols, lines * (row_height * len(names) + 1.0) + 0.45),
+                     layout="constrained")  # fmt: skip
+        grid = fig.subplots(lines, ncols, sharey=True, squeeze=False)
+        for index, scope in enumerate(scopes):
+            line, column = divmod(index, ncols)
+            ax = grid[line][column]
             for y, agent in enumerate(names):
+                if y % 2:  # a faint band behind every other row: a row is read across the panels
+                    ax.axhspan(y - 0.5, y + 0.5, color=BAND_COLOUR, zorder=0, linewidth=0)
                 m = _metrics(agents[agent], scope)
-                clean, residual = m.get("clean"), m.get("residual")
-                if clean is not None and residual is not None:
-                    ax.plot([clean, residual], [y, y], color="#8c959f", linewidth=2, zorder=1)
-                if clean is not None:
-                    ax.scatter([clean], [y], color=CLEAN_COLOUR, s=60, zorder=2, label="Clean" if y == 0 else None)
-                    ax.annotate(f"{clean:.1f}", (clean, y), xytext=(0, 7), textcoords="offset points",
-                                ha="center", fontsize=8, color=CLEAN_COLOUR)  # fmt: skip
-                if residual is not None:
-                    ax.scatter([residual], [y], color=RESIDUAL_COLOUR, marker="D", s=50, zorder=3,
-                               label="Residual" if y == 0 else None)  # fmt: skip
-                    ax.annotate(f"{residual:.1f}", (residual, y), xytext=(0, -13), textcoords="offset points",
-                                ha="center", fontsize=8, color=RESIDUAL_COLOUR)  # fmt: skip
-            ax.set_xlim(-5, 105)
-            ax.set_ylim(-0.7, len(names) - 0.3)
+                for rate, offset, colour in (("clean", -BAR_OFFSET, CLEAN_COLOUR),
+                                             ("residual", BAR_OFFSET, RESIDUAL_COLOUR)):  # fmt: skip
+                    value = m.get(rate)
+                    if value is None:  # no qualifying run: say so rather than draw a zero bar
+                        ax.text(1.5, y + offset, "no run", va="center", color=MUTED_COLOUR, fontsize=VALUE_SIZE)
+                        continue
+                    (bar,) = ax.barh(y + offset, value, height=BAR_HEIGHT, color=colour)
+                    bar.set_gid(f"figure-1-bar-{index}-{y}-{rate}")
+                    _value_label(ax, value, y + offset)
+            ax.set_xlim(0, 100)
+            ax.set_ylim(len(names) - 0.5, -0.5)  # first agent on top
             ax.set_yticks(range(len(names)), [_label(n) for n in names])
+            ax.tick_params(axis="y", length=0)
             ax.set_xlabel("success (%)")
-            ax.set_title(scope)
+            ax.set_title(scope, fontsize=TITLE_SIZE)
             ax.grid(axis="x", color="#eaeef2")
-            ax.invert_yaxis()
-        handles, labels = axes[0].get_legend_handles_labels()
-        if handles:
-            fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
+            ax.set_axisbelow(True)
+            if column == 0:
+                suffix = "" if line == 0 else f"-{line}"
+                for y, tick in enumerate(ax.get_yticklabels()):
+                    tick.set_gid(f"figure-1-agent-{y}{suffix}")
+        for index in range(len(scopes), lines * ncols):  # an incomplete last line of panels
+            grid[-1][index % ncols].set_visible(False)
+        # legend entries drawn for their own sake: the first agent may have no bar to borrow one from
+        keys = [Patch(color=CLEAN_COLOUR, label="Ref. Clean"), Patch(color=RESIDUAL_COLOUR, label="Residual")]
+        fig.legend(handles=keys, loc="outside lower center", ncols=2, frameon=False)
         return _svg(fig)
 
 
 def chart_conditional(summary: Mapping[str, Any]) -> str | None:
     """Figure 2: per agent (all tracks pooled, the ``overall`` block), a stacked bar of its
     Residual Starts on the tasks it solves from Clean Start: failed (= CondFail) and solved,
-    with the tasks and states behind them. None when no agent has a CondFail."""
+    with the tasks and states behind them; each agent's label is the group ``figure-2-agent-<i>``.
+    None when no agent has a CondFail."""
     agents: Mapping[str, Any] = summary.get("agents", {})
     overall = {agent: block.get("overall") or {} for agent, block in agents.items()}
     if not any(m.get("cond_fail") is not None for m in overall.values()):
@@ -125,28 +172,30 @@ def chart_conditional(summary: Mapping[str, Any]) -> str | None:
     figure = _figure_class()
     with matplotlib.rc_context(_rc()):
         names = sorted(overall)
-        fig = figure(figsize=(5.0, 0.55 * len(names) + 1.6), layout="constrained")
+        fig = figure(figsize=(6.4, 0.55 * len(names) + 1.6), layout="constrained")
         ax = fig.subplots()
         labelled = False  # label the first drawn bar only, so the legend has one entry each
         for y, agent in enumerate(names):
             m = overall[agent]
             fail = m.get("cond_fail")
             if fail is None:
-                ax.text(1, y, "solves no task from Clean Start", va="center", fontsize=8, color="#57606a")
+                ax.text(1, y, "solves no task from Clean Start", va="center", fontsize=VALUE_SIZE, color=MUTED_COLOUR)
                 continue
             solved = 100.0 - fail  # the rest of the bar: the shares add up to 100 by definition
             ax.barh(y, fail, color=FAIL_COLOUR, label=None if labelled else "Residual fails")
             ax.barh(y, solved, left=fail, color=SUCCESS_COLOUR, label=None if labelled else "Residual succeeds")
             labelled = True
             if fail >= 8:
-                ax.text(fail / 2, y, f"{fail:.1f}", ha="center", va="center", color="white", fontsize=8)
+                ax.text(fail / 2, y, f"{fail:.1f}", ha="center", va="center", color="white", fontsize=VALUE_SIZE)
             if solved >= 8:
-                ax.text(fail + solved / 2, y, f"{solved:.1f}", ha="center", va="center", color="white", fontsize=8)
+                ax.text(fail + solved / 2, y, f"{solved:.1f}", ha="center", va="center", color="white", fontsize=VALUE_SIZE)
             counts = f"{m.get('cond_fail_tasks', 0)} tasks, {m.get('cond_fail_states', 0)} states"
-            ax.text(101, y, counts, va="center", fontsize=8, color="#57606a")
+            ax.text(101, y, counts, va="center", fontsize=VALUE_SIZE, color=MUTED_COLOUR)
         ax.set_xlim(0, 100)
         ax.set_ylim(-0.7, len(names) - 0.3)
         ax.set_yticks(range(len(names)), [_label(n) for n in names])
+        for y, tick in enumerate(ax.get_yticklabels()):
+            tick.set_gid(f"figure-2-agent-{y}")  # one row per agent, findable in the page
         ax.invert_yaxis()
         ax.set_xlabel("Residual Starts on tasks solved from Clean Start (%)")
         if labelled:

@@ -1,7 +1,8 @@
 """``report.html``: the paper's tables and figures in one self-contained page.
 
 One HTML file that needs no network to view: inline CSS, no scripts, no fonts fetched, the
-charts drawn by :mod:`swe_residual.report_charts` (matplotlib, optional) and inlined.
+charts drawn by :mod:`swe_residual.report_charts` (matplotlib, optional) and inlined, the
+summary's tables by :mod:`swe_residual.report_tables`, each named by what it shows.
 
 Every figure and every table cell holding a metric is read from the summary dict (what
 ``summary.json`` holds, computed once by :func:`swe_residual.summary.build_summary` with
@@ -13,18 +14,28 @@ links, so the report directory can be copied or archived as a whole.
 
 from __future__ import annotations
 
-import html
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from swe_residual.comparison import headline_line, ranking_table
+from swe_residual.comparison import headline_line
 from swe_residual.metrics.headline import Record
 from swe_residual.records import agent_slug, read_records, record_key
 from swe_residual.report_charts import chart_clean_vs_residual, chart_conditional, missing_dependency
-from swe_residual.summary import DURATION_KEYS
+from swe_residual.report_tables import (
+    acceptance_table,
+    comparison_section,
+    counts_table,
+    heading,
+    headline_table,
+    infra_section,
+    predecessor_table,
+    scopes,
+    table,
+)
+from swe_residual.report_tables import e as _e, pct as _pct
 
 __all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report", "write_report_from_results"]
 
@@ -50,187 +61,23 @@ tbody tr:nth-child(even) { background: #fbfcfd; }
 .bad { color: #cf222e; font-weight: 600; }
 .infra { color: #9a6700; font-weight: 600; }
 .up { color: #1a7f37; } .down { color: #cf222e; }
-figure { margin: 0.5rem 0 1rem; }
-figure svg { max-width: 100%; height: auto; }
-figcaption { color: #57606a; font-size: 0.88rem; }
-.charts { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
-.charts figure { flex: 1 1 520px; }
+h3 { font-size: 1.02rem; margin: 1.2rem 0 0.3rem; }
+p.paper-ref { color: #57606a; font-size: 0.8rem; font-style: italic; margin: -0.15rem 0 0.4rem; }
+h2 + p.paper-ref { margin-top: -0.1rem; }
+figure { margin: 0.8rem 0 1.4rem; overflow-x: auto; }
+/* Charts keep their natural size (SVG font sizes scale with the displayed width, so a shrunk
+   chart would have unreadable text); they are drawn to fit the page, and a narrow window
+   scrolls the figure, never the page. */
+figure svg { display: block; max-width: none; }
+figcaption { color: #57606a; font-size: 0.88rem; max-width: 900px; }
 .items { max-height: none; }
 code { font-size: 0.85rem; }
 """
 
 
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
-def _pct(value: Any, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def _href(path: str) -> str:
     # Quote each path character a browser would misread (space, '#', '?', '%'), then escape.
     return _e(quote(path, safe="/._-~:"))
-
-
-def _scopes(summary: Mapping[str, Any]) -> list[str]:
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    tracks = sorted({t for block in agents.values() for t in block.get("tracks", {})})
-    return tracks + (["overall"] if len(tracks) > 1 else [])
-
-
-def _metrics(agent_block: Mapping[str, Any], scope: str) -> Mapping[str, Any] | None:
-    if scope == "overall":
-        return agent_block.get("overall")
-    return agent_block.get("tracks", {}).get(scope)
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]], *, left: int = 1, raw: bool = False) -> str:
-    """A table; the first ``left`` columns are left-aligned. Cells are escaped unless ``raw``
-    (then the caller has escaped them)."""
-    out = ['<div class="scroll"><table><thead><tr>']
-    out += [f'<th class="{"l" if i < left else ""}">{_e(h)}</th>' for i, h in enumerate(header)]
-    out.append("</tr></thead><tbody>")
-    for row in rows:
-        cells = [f'<td class="{"l" if i < left else ""}">{c if raw else _e(c)}</td>' for i, c in enumerate(row)]
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table></div>")
-    return "".join(out)
-
-
-# --------------------------------------------------------------------------- sections
-
-
-def _headline_table(summary: Mapping[str, Any]) -> str:
-    """Table 3: per agent, Residual / Ref. Clean / Gap (and CondFail) for every scope."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    scopes = _scopes(summary)
-    top = '<tr><th class="l" rowspan="2">Agent</th>' + "".join(
-        f'<th colspan="4">{_e(s)}</th>' for s in scopes
-    ) + "</tr>"
-    sub = "<tr>" + "".join("<th>Residual</th><th>Ref. Clean</th><th>Gap</th><th>CondFail</th>" for _ in scopes)
-    sub += "</tr>"
-    rows = []
-    for agent, block in agents.items():
-        cells = [f'<td class="l">{_e(agent)}</td>']
-        for scope in scopes:
-            m = _metrics(block, scope) or {}
-            title = f"{m.get('n_tasks', 0)} tasks, {m.get('n_states', 0)} states"
-            cells += [
-                f'<td title="{_e(title)}">{_pct(m.get("residual"))}</td>',
-                f"<td>{_pct(m.get('clean'))}</td>",
-                f"<td><b>{_pct(m.get('gap'))}</b></td>",
-                f"<td>{_pct(m.get('cond_fail'))}</td>",
-            ]
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<div class="scroll"><table><thead>{top}{sub}</thead><tbody>{"".join(rows)}</tbody></table></div>'
-
-
-def _counts_table(summary: Mapping[str, Any]) -> str:
-    rows = []
-    for agent, block in summary.get("agents", {}).items():
-        for scope in _scopes(summary):
-            m = _metrics(block, scope) or {}
-            rows.append([agent, scope, str(m.get("n_tasks", 0)), str(m.get("n_states", 0))])
-    return _table(["Agent", "Track", "Tasks", "States"], rows, left=2)
-
-
-def _acceptance_table(summary: Mapping[str, Any]) -> str:
-    """Table 4, one row per track: never an ``overall`` row, which would pool the machine
-    track into the repo track's figures (``overall.acceptance_bias`` is the repo track's)."""
-    rows = []
-    for agent, block in summary.get("agents", {}).items():
-        for scope, m in (block.get("tracks") or {}).items():
-            ab = m.get("acceptance_bias") or {}
-            split = ab.get("split_by_kept") or {}
-            rows.append([
-                agent, scope, _pct(m.get("gap")), _pct(ab.get("same_failing")),
-                _pct(ab.get("initially_failing_clean")), _pct(ab.get("initially_failing_residual")),
-                _pct(ab.get("kept")), _pct(ab.get("left_out_clean")), _pct(ab.get("left_out_residual")),
-                _pct(ab.get("left_out_opened")), _pct(ab.get("steps_ratio"), 2), _pct(ab.get("inspected")),
-                f"{_pct(split.get('success_above'))} / {_pct(split.get('success_below'))}",
-            ])  # fmt: skip
-    header = [
-        "Agent", "Track", "Gap", "Same failing", "Init. failing Clean", "Init. failing Residual", "Kept",
-        "Left-out Clean", "Left-out Residual", "Opened", "Steps", "Inspected", "Success above / below median Kept",
-    ]  # fmt: skip
-    return _table(header, rows, left=2)
-
-
-def _predecessor_table(summary: Mapping[str, Any]) -> str:
-    rows = []
-    for agent, block in summary.get("agents", {}).items():
-        for scope in _scopes(summary):
-            m = _metrics(block, scope) or {}
-            for pred, g in (m.get("by_predecessor") or {}).items():
-                rows.append([agent, scope, pred, _pct(g.get("residual")), _pct(g.get("clean")),
-                             _pct(g.get("gap")), str(g.get("n_tasks", 0))])
-    if not rows:
-        return '<p class="note">No residual states.</p>'
-    header = ["Agent", "Track", "Predecessor", "Residual", "Ref. Clean", "Gap", "Tasks"]
-    return _table(header, rows, left=3)
-
-
-def _comparison_section(block: Mapping[str, Any], scopes: Sequence[str]) -> str:
-    out = []
-    for scope in scopes:
-        rows = []
-        for r in ranking_table(block, scope):
-            moved = r["moved"]
-            arrow = "" if moved is None or moved == 0 else (
-                f'<span class="up">&#9650; {moved}</span>' if moved > 0 else f'<span class="down">&#9660; {-moved}</span>'
-            )
-            rows.append([
-                _e(r["agent"]),
-                "-" if r["clean_rank"] is None else f"{r['clean_rank']} ({_pct(r['clean'])})",
-                "-" if r["residual_rank"] is None else f"{r['residual_rank']} ({_pct(r['residual'])})",
-                arrow,
-            ])  # fmt: skip
-        out.append(f"<h3>{_e(scope)}</h3>")
-        out.append(_table(["Agent", "Clean rank (%)", "Residual rank (%)", "Moved"], rows, raw=True))
-        found = block.get("reversals", {}).get(scope) or []
-        if found:
-            items = "".join(
-                f"<li><b>{_e(r['clean_leader'])}</b> over <b>{_e(r['residual_leader'])}</b> on Clean "
-                f"(+{r['clean_margin']:.1f}), <b>{_e(r['residual_leader'])}</b> over "
-                f"<b>{_e(r['clean_leader'])}</b> on Residual (+{r['residual_margin']:.1f})</li>"
-                for r in found
-            )
-            out.append(f"<p>Reversed pairs:</p><ul>{items}</ul>")
-        else:
-            out.append('<p class="note">No pair of agents reverses its order.</p>')
-    states = block.get("states") or {}
-    unsolved = states.get("unsolved") or []
-    out.append(f"<h3>States no agent solved ({len(unsolved)} of {states.get('n_states', 0)})</h3>")
-    if unsolved:
-        rows = [[u["track"], u["task"], u["state"], str(u["agents"])] for u in unsolved]
-        out.append(_table(["Track", "Task", "State", "Agents that ran it"], rows, left=3))
-    return "".join(out)
-
-
-def _infra_section(summary: Mapping[str, Any]) -> str:
-    infra = summary.get("infra", {})
-    out = [
-        "<ul>",
-        f"<li>items: {_e(infra.get('items', 0))}</li>",
-        f"<li>retried (more than one attempt): {_e(infra.get('retried', 0))}</li>",
-        f"<li>unresolved infrastructure errors (excluded from every metric, not failures): "
-        f"{_e(infra.get('unresolved', 0))}</li>",
-        "</ul>",
-    ]
-    excluded = infra.get("excluded") or []
-    if excluded:
-        rows = [[e.get("agent"), e.get("task"), e.get("state") or "(clean)", e.get("error") or ""] for e in excluded]
-        out.append(_table(["Agent", "Task", "State", "Error"], rows, left=4))
-    by_agent: Mapping[str, Any] = infra.get("by_agent") or {}
-    if by_agent:
-        rows = [
-            [agent, str(d.get("items", 0)), str(d.get("attempts", 0)), *(_pct(d.get(k), 2) for k in DURATION_KEYS)]
-            for agent, d in by_agent.items()
-        ]
-        out.append('<p class="note">Median seconds per item (setup = starting environment and state).</p>')
-        out.append(_table(["Agent", "Items", "Attempts", "Setup", "Agent", "Verify", "Wall"], rows))
-    return "".join(out)
 
 
 # --------------------------------------------------------------------------- per-item table
@@ -296,7 +143,32 @@ def _items_table(records: Sequence[Record], run_dir: Path, record_dirs: Sequence
         ])  # fmt: skip
     header = ["Agent", "Task", "Track", "Start", "Predecessor", "Outcome", "Termination", "Tests passed",
               "Steps", "Wall s", "Trajectory", "Final diff"]
-    return _table(header, rows, left=7, raw=True)
+    return table(header, rows, left=7, raw=True)
+
+
+def _figures(summary: Mapping[str, Any], all_scopes: Sequence[str], agents: Sequence[str]) -> list[str]:
+    """Figures 1 and 2, each a block of its own (side by side they would be shrunk, and their
+    text with them), or the one line saying why they are not drawn."""
+    missing = missing_dependency()
+    if missing:
+        return [f'<p class="note" id="charts-missing">{_e(missing)}</p>']
+    parts = []
+    fig1 = chart_clean_vs_residual(summary, all_scopes)
+    if fig1:
+        parts.append(
+            f'<figure id="figure-1">{fig1}<figcaption>Figure 1 (right): Ref. Clean (blue, upper bar) and '
+            "Residual (orange, lower bar) success per agent, one row per agent and one panel per track; the "
+            "difference between the two bars is the Gap.</figcaption></figure>"
+        )
+    fig2 = chart_conditional(summary)
+    if fig2:
+        parts.append(
+            f'<figure id="figure-2">{fig2}<figcaption>Figure 2: outcomes of Residual Starts on the tasks each '
+            "agent solves from Clean Start (all tracks); the failed share is CondFail.</figcaption></figure>"
+        )
+    elif agents:
+        parts.append('<p class="note">Figure 2: no agent solves any task from Clean Start.</p>')
+    return parts
 
 
 # --------------------------------------------------------------------------- the page
@@ -314,7 +186,7 @@ def render_html(
     from (its trajectory path is relative to that), else ``run_dir``."""
     run_dir = Path(run_dir)
     block: Mapping[str, Any] | None = summary.get("comparison")
-    scopes = _scopes(summary)
+    all_scopes = scopes(summary)
     run_ids = sorted({str(r.get("run_id")) for r in records if r.get("run_id")})
     agents = list(summary.get("agents", {}))
     no_comparison = '<p class="note">The summary holds no comparison (build it with compare=True).</p>'
@@ -329,49 +201,30 @@ def render_html(
         f'<p class="note">run(s): {_e(", ".join(run_ids) or "-")} &middot; {len(agents)} agent(s) &middot; '
         f"{_e(summary.get('infra', {}).get('items', 0))} items. Success in %, averaged over a task's "
         "states, then equally across tasks; Gap = Ref. Clean - Residual in points.</p>",
-        f'<p class="headline">{_e(headline_line(block, single_scope=len(scopes) == 1))}</p>' if block else "",
-        "<h2>Table 3: Residual Start vs. matched Clean Start</h2>",
+        f'<p class="headline">{_e(headline_line(block, single_scope=len(all_scopes) == 1))}</p>' if block else "",
+        heading(2, "success", "Success from Residual and matched Clean starts, per agent", paper="Table 3"),
         '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '
         "Residual Starts failed on the tasks the agent solves from Clean Start.</p>",
-        _headline_table(summary),
-        _counts_table(summary),
-        '<div class="charts">',
-    ]
-    missing = missing_dependency()
-    if missing:
-        parts.append(f'<p class="note" id="charts-missing">{_e(missing)}</p>')
-    else:
-        fig1 = chart_clean_vs_residual(summary, scopes)
-        fig2 = chart_conditional(summary)
-        if fig1:
-            parts.append(
-                f'<figure id="figure-1">{fig1}<figcaption>Figure 1 (right): Clean (circle) vs. Residual (diamond) '
-                "success per agent; the line between them is the Gap.</figcaption></figure>"
-            )
-        if fig2:
-            parts.append(
-                f'<figure id="figure-2">{fig2}<figcaption>Figure 2: outcomes of Residual Starts on the tasks each '
-                "agent solves from Clean Start (all tracks); the failed share is CondFail.</figcaption></figure>"
-            )
-        elif agents:
-            parts.append('<p class="note">Figure 2: no agent solves any task from Clean Start.</p>')
-    parts += [
-        "</div>",
-        "<h2>Ranking under Clean and Residual starts</h2>",
+        headline_table(summary),
+        heading(3, "counts", "Tasks and states behind each figure"),
+        counts_table(summary),
+        *_figures(summary, all_scopes, agents),
+        heading(2, "ranking", "Ranking under Clean and Residual starts"),
         '<p class="note">Ties share a rank. A reversed pair is ordered one way on Clean and the other way on '
         "Residual; margins in points.</p>",
-        _comparison_section(block, scopes) if block else no_comparison,
-        "<h2>Table 4: acceptance bias</h2>",
+        comparison_section(block, all_scopes) if block else no_comparison,
+        heading(2, "acceptance-bias", "Acceptance bias: how each agent treats inherited work, per track",
+                paper="Table 4 (Appendix D)"),
         '<p class="note">Normally submitted runs (declared done, valid verdict); task-level averages in %. '
         "Same failing and Kept over failed continuations; Steps = median over tasks of Residual/Clean steps.</p>",
-        _acceptance_table(summary),
-        "<h2>Table 8: by predecessor agent</h2>",
+        acceptance_table(summary),
+        heading(2, "by-predecessor", "Success by predecessor agent (who left the Residual State)", paper="Table 8"),
         '<p class="note">Each group: tasks with at least one state from the predecessor, only its states '
         "averaged, Clean Start matched on the same tasks.</p>",
-        _predecessor_table(summary),
-        "<h2>Infrastructure</h2>",
-        _infra_section(summary),
-        "<h2>Items</h2>",
+        predecessor_table(summary),
+        heading(2, "infrastructure", "Infrastructure: retries, exclusions and time per item"),
+        infra_section(summary),
+        heading(2, "items", "Items: outcome, trajectory and final diff of every run"),
         '<p class="note">One row per item (the last record of a key wins, as in the summary). Links open the '
         "normalized trajectory and the final diff against the base commit.</p>",
         '<div class="items">',

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from swe_residual.agent_environment import AgentEnvironment
 from swe_residual.agents import (
     Agent,
     AgentSession,
@@ -60,11 +61,15 @@ class RunOptions:
     # Exception types an outer watchdog raises in the calling thread (the pytest fixture passes
     # pytest-timeout's): one arriving while the agent runs ends the attempt as a time limit.
     watchdog_exceptions: tuple[type[BaseException], ...] = ()
+    agent_environment: AgentEnvironment | None = None  # `--agent-setup` and `--agent-mount`
 
     def agent_config(self) -> dict[str, Any]:
         """What configured the agent, for the record; option values that look secret are hidden."""
         options = {k: (REDACTED if SECRET_OPTION_KEY.search(k) else v) for k, v in self.agent_options}
-        return {"model": self.model, "options": options}
+        config: dict[str, Any] = {"model": self.model, "options": options}
+        if self.agent_environment is not None and not self.agent_environment.empty:
+            config["environment"] = self.agent_environment.describe()
+        return config
 
     def budget(self, task: Task) -> Budget:
         return Budget(

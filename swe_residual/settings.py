@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from swe_residual.agent_environment import AgentEnvironment, AgentMount, parse_agent_mount, read_agent_setup
 from swe_residual.errors import ConfigError
 from swe_residual.gates import Gate
 
@@ -37,6 +38,10 @@ class RunSettings:
     # KEY -> VALUE for the agents (`--agent-option`); per key the command line wins over the ini.
     agent_options: tuple[tuple[str, str], ...] = ()
     watchdog_margin: float = WATCHDOG_MARGIN_SEC
+    # The agents' set-up script and host mounts (`--agent-setup`, `--agent-mount`).
+    agent_environment: AgentEnvironment = AgentEnvironment()
+    # Where pytest runs: a `cmd:` agent's relative host paths start here.
+    invocation_dir: Path | None = None
 
     def item_timeout(self, agent_timeout_sec: float, verifier_timeout_sec: float) -> float:
         """The watchdog of one item: its agent budget, its verifier's timeout and the margin."""
@@ -110,6 +115,25 @@ def parse_agent_option(text: str) -> tuple[str, str]:
         raise ValueError(f"unknown key {key!r} (known: {', '.join(AGENT_OPTION_KEYS)}, or a mini-swe-agent "
                          "config key with a dot, e.g. model.model_kwargs.temperature)")
     return key, value
+
+
+def resolve_agent_environment(setup_cli: str | None, setup_ini: str, mounts_cli: list[str], mounts_ini: list[str],
+                              *, invocation_dir: Path, ini_dir: Path) -> AgentEnvironment:
+    """`--agent-setup` and `--agent-mount` (command line relative to where pytest runs, ini
+    relative to the ini file's directory); the command line's mounts replace the ini's."""
+    setup = resolve("agent-setup", setup_cli, None, None, lambda text: read_agent_setup(text, invocation_dir),
+                    cli_flag="--agent-setup", ini_name="residual_agent_setup")
+    if setup is None:
+        setup = resolve("agent-setup", None, setup_ini, None, lambda text: read_agent_setup(text, ini_dir),
+                        cli_flag="--agent-setup", ini_name="residual_agent_setup")
+    mounts: list[AgentMount] = []
+    given = [value for value in mounts_cli if value.strip()]
+    for value in given or [value for value in mounts_ini if value.strip()]:
+        base = invocation_dir if given else ini_dir
+        mounts.append(resolve("agent-mount", value if given else None, None if given else value, None,
+                              lambda text: parse_agent_mount(text.strip(), base),
+                              cli_flag="--agent-mount", ini_name="residual_agent_mounts"))
+    return AgentEnvironment(setup, tuple(mounts))
 
 
 def resolve_agent_options(cli_values: list[str], ini_values: list[str]) -> tuple[tuple[str, str], ...]:

@@ -17,6 +17,7 @@ import shutil
 import struct
 import subprocess
 import sys
+from collections.abc import Sequence
 from functools import partial
 from html.parser import HTMLParser
 from pathlib import Path
@@ -76,10 +77,10 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-@pytest.fixture(scope="module")
-def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Run the suite twice (one agent per shard) on a small dataset; return the results dir."""
-    root = tmp_path_factory.mktemp("report")
+def suite_checkout(root: Path) -> dict[str, str]:
+    """Lay out the evaluation suite and a small dataset in ``root`` (task alpha: a Clean
+    Start only; beta: two Residual States, one with a hostile file name); return the
+    environment to run it with."""
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     (root / "residual_tests").mkdir()
     shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", root / "residual_tests")
@@ -90,19 +91,32 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "patcher-1": {"calc.py": "def add(a, b):\n    return a + b\n\ndef clamp(v, lo, hi):\n    return max(v, lo)\n",
                       "notes <draft>.md": "# <script>alert('x')</script> & more\n"},
     })  # fmt: skip
-    env = {
+    return {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]),
         "SWE_RESIDUAL_CACHE": str(root / "cache"),
     }
+
+
+def run_suite(root: Path, env: dict[str, str], run_id: str, agents: Sequence[str]) -> Path:
+    """One real run of the suite (local backend) with ``agents``; return its run directory."""
+    result = subprocess.run(
+        ["python", "-m", "pytest", "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out",
+         f"--run-id={run_id}", *(f"--agent={a}" for a in agents), "-p", "no:cacheprovider", "-q"],
+        check=False, cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "report.html" in result.stdout, result.stdout + result.stderr
+    return root / "out" / run_id
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run the suite twice (one agent per shard) on a small dataset; return the results dir."""
+    root = tmp_path_factory.mktemp("report")
+    env = suite_checkout(root)
     for shard, agent in (("shard-1", ACCEPTS), ("shard-2", FINISHES)):
-        result = subprocess.run(
-            ["python", "-m", "pytest", "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out",
-             f"--run-id={shard}", f"--agent={agent}", "-p", "no:cacheprovider", "-q"],
-            check=False, cwd=root, env=env, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert "report.html" in result.stdout, result.stdout + result.stderr
+        run_suite(root, env, shard, [agent])
     return root / "out"
 
 
@@ -145,9 +159,18 @@ def test_merged_report_renders_in_chromium(shards: Path, tmp_path: Path, capsys:
     dom = run_chromium(tmp_path, page_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert dom.stdout.count("<svg") >= 2, "charts missing from the DOM"
-    for anchor in ('id="figure-1"', 'id="figure-2"', "Table 3", "Table 4", "Table 8", "Reversed pairs",
-                   "States no agent solved", "Infrastructure", "Items"):  # fmt: skip
+    for anchor in ('id="figure-1"', 'id="figure-2"', "Success from Residual and matched Clean starts, per agent",
+                   "Tasks and states behind each figure", "Ranks from Clean and Residual starts: repo",
+                   "Reversed pairs", "Residual States no agent solved", "Acceptance bias: how each agent treats",
+                   "Success by predecessor agent", "Infrastructure", "Attempts and median seconds per item",
+                   "Items: outcome, trajectory and final diff"):  # fmt: skip
         assert anchor in dom.stdout, anchor
+    # a table that is one of the paper's says which, in a note right under its heading
+    for anchor, paper in (("success", "Table 3"), ("acceptance-bias", "Table 4 (Appendix D)"),
+                          ("by-predecessor", "Table 8")):  # fmt: skip
+        assert re.search(rf'<h2 id="{anchor}">[^<]*</h2><p class="paper-ref">the paper\'s {re.escape(paper)}</p>',
+                         page), anchor  # fmt: skip
+    assert "<h2>Table" not in page  # tables are named by what they show, not numbered
     assert console_messages(dom.stderr) == []
 
     # the screenshot people look at
@@ -221,7 +244,7 @@ def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_pat
     assert (m["cond_fail_tasks"], m["cond_fail_states"]) == (2, 3)
 
     page = (out / "report.html").read_text()
-    # Table 3: the summary's figures, cell for cell
+    # the success table (the paper's Table 3): the summary's figures, cell for cell
     assert (
         f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states">{m["residual"]:.1f}</td>'
         f"<td>{m['clean']:.1f}</td><td><b>{m['gap']:.1f}</b></td><td>{m['cond_fail']:.1f}</td>"
@@ -252,4 +275,4 @@ def test_report_without_matplotlib_says_so_and_keeps_its_tables(
         '<p class="note" id="charts-missing">Charts are not drawn: matplotlib is not installed '
         "(pip install &#x27;swe-residual[report]&#x27;).</p>"
     ]
-    assert "Table 3" in page and "<td>100.0</td><td><b>100.0</b></td><td>100.0</td>" in page
+    assert 'id="success"' in page and "<td>100.0</td><td><b>100.0</b></td><td>100.0</td>" in page

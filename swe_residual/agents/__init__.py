@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from swe_residual.agents.base import Agent, AgentResult, AgentSession, Budget, BudgetExhausted
 from swe_residual.agents.builtin import CommandAgent, NoopAgent, OracleAgent
+from swe_residual.agents.host_files import host_program
 from swe_residual.agents.mini_swe import NAME as MINI_SWE_AGENT, OPTION_KEYS as MINI_SWE_OPTION_KEYS
 from swe_residual.environment.base import ExecResult
 from swe_residual.errors import ConfigError
@@ -18,9 +20,10 @@ __all__ = [
     "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
 ]
 
-# `--agent-option` keys: `env` (cmd: agents; host variables passed in by name), the
-# mini-swe-agent adapter's own, and any dotted key (an override of mini-swe-agent's config).
-AGENT_OPTION_KEYS = ("env", *MINI_SWE_OPTION_KEYS)
+# `--agent-option` keys: `env` and `upload` (cmd: agents: host variables passed in by name, and
+# whether a host program's file or its whole directory is copied in), the mini-swe-agent
+# adapter's own, and any dotted key (an override of mini-swe-agent's config).
+AGENT_OPTION_KEYS = ("env", "upload", *MINI_SWE_OPTION_KEYS)
 
 
 def is_agent_option_key(key: str) -> bool:
@@ -48,8 +51,8 @@ class _WithHostEnv:
 class _CommandAgentWithEnv(CommandAgent):
     """`cmd:` given the host variables listed with `env=`: keys reach it by environment only."""
 
-    def __init__(self, command: str, name: str, env_names: list[str]) -> None:
-        super().__init__(command, name=name)
+    def __init__(self, command: str, name: str, env_names: list[str], program: Any = None) -> None:
+        super().__init__(command, name=name, program=program)
         self.env_names = env_names
 
     def run(self, session: AgentSession) -> AgentResult:
@@ -78,11 +81,13 @@ def _load_class(target: str) -> type:
         raise ConfigError(f"--agent=module:{target}: {module_name!r} has no {class_name!r}") from exc
 
 
-def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: str | None = None) -> Callable[[], Agent]:
+def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: str | None = None,
+                  base_dir: Path | None = None) -> Callable[[], Agent]:
     """A factory making a fresh agent per attempt from an `--agent` value.
 
     `options` (`--agent-option KEY=VALUE`) and `model` (`--model`) go to the agents that use
     them; the others ignore them, so one command line can evaluate several kinds of agent.
+    `base_dir` is where a `cmd:` agent's relative host paths start (where pytest runs).
     """
     unknown = sorted(key for key in (options or {}) if not is_agent_option_key(key))
     if unknown:
@@ -99,9 +104,10 @@ def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: st
         if not command.strip():
             raise ConfigError("--agent=cmd: needs a command, e.g. --agent='cmd:./my-agent.sh'")
         env_names = passed_env_names(options)
+        program = host_program(command, str(base_dir or Path.cwd()), (options or {}).get("upload", "file"))
         if env_names:
-            return lambda: _CommandAgentWithEnv(command, spec, env_names)
-        return lambda: CommandAgent(command, name=spec)
+            return lambda: _CommandAgentWithEnv(command, spec, env_names, program)
+        return lambda: CommandAgent(command, name=spec, program=program)
     if spec.startswith("module:"):
         cls = _load_class(spec[len("module:"):])
         if not callable(getattr(cls, "run", None)):

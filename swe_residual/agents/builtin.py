@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, AgentResult, AgentSession, BudgetExhausted
+from swe_residual.agents.host_files import AGENT_DIR_VARIABLE, AGENT_SUBDIR, HostProgram
 from swe_residual.errors import InfraError
 from swe_residual.patches import apply_patch
 from swe_residual.trajectory import steps_from_jsonl
@@ -84,18 +85,36 @@ class CommandAgent:
     leaves what it opened and inspected unknown (null).
     """
 
-    def __init__(self, command: str, name: str | None = None) -> None:
+    def __init__(self, command: str, name: str | None = None, program: HostProgram | None = None) -> None:
         if not command.strip():
             raise ValueError("cmd: needs a command, e.g. --agent='cmd:./my-agent.sh'")
-        self.command = command
+        self.command = program.command if program is not None else command
         self.name = name or f"cmd:{command}"
+        self.program = program  # host files named by the command, copied in for each run
 
     def run(self, session: AgentSession) -> AgentResult:
+        environment = session.environment  # the one to clean up, even if the agent is abandoned
+        agent_dir = f"{environment.scratch_dir}/{AGENT_SUBDIR}"
+        if self.program is not None and self.program.archive is not None:
+            environment.copy_in(self.program.archive, agent_dir)  # type: ignore[attr-defined]
+        try:
+            return self._run(session, agent_dir)
+        finally:
+            if self.program is not None and self.program.archive is not None:
+                # Never part of what is verified: gone before the collect steps and the verifier.
+                # (An abandoned agent's environment may be closed by now: nothing left to remove.)
+                try:
+                    environment.exec(f"rm -rf {shlex.quote(agent_dir)}", timeout_sec=60)
+                except (InfraError, OSError):
+                    pass
+
+    def _run(self, session: AgentSession, agent_dir: str) -> AgentResult:
         scratch = session.environment.scratch_dir
         instruction_file = f"{scratch}/instruction.md"
         trajectory_file = f"{scratch}/trajectory.jsonl"
         session.environment.write_file(instruction_file, session.instruction.encode())
         env = {
+            AGENT_DIR_VARIABLE: agent_dir,
             "SWE_RESIDUAL_INSTRUCTION": session.instruction,
             "SWE_RESIDUAL_INSTRUCTION_FILE": instruction_file,
             "SWE_RESIDUAL_TRAJECTORY_FILE": trajectory_file,

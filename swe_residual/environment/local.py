@@ -12,12 +12,14 @@ docker backend for untrusted agents. Machine-track tasks need the docker backend
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import posixpath
 import secrets
 import shutil
 import signal
 import subprocess
+import tarfile
 import sys
 import tempfile
 import time
@@ -195,6 +197,13 @@ class LocalEnvironment:
         target = self._resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+
+    def copy_in(self, archive: bytes, directory: str) -> None:
+        """Extract a tar archive into `directory` (inside the workspace), modes kept."""
+        target = self._resolve(directory)
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(target, filter="tar")  # no absolute paths, no escapes, no device files
 
     def close(self) -> None:
         self.kill_processes()  # nothing the agent started outlives its environment

@@ -5,6 +5,9 @@ Modules, one concern each:
   hygiene       labels, sweep of dead owners' containers and images, signal and exit cleanup
   images        task images built from a Dockerfile under a content-hashed tag (build_image)
   states        state snapshots (commit), machine-track replay, fidelity, checkpoint support
+  agent_setup   the agent's set-up layer (--agent-setup), once per task image and script
+  inventory     the suite's cached images: listing and pruning (`swe-residual images`)
+  ancestry      the parent/child graph of images, for the space a prune frees
   exec          commands in a container: deadlines inside and outside, output capped while streamed
   archives      tar archives in and out of containers
   environment   DockerEnvironment: exec, read_file, write_file, copy_in, copy_out

@@ -16,8 +16,9 @@ from pathlib import Path
 import docker
 from filelock import FileLock
 
+from swe_residual.agent_environment import AgentEnvironment, mount_conflict
 from swe_residual.environment.base import Environment, StartSpec, VerifierOutput
-from swe_residual.environment.docker import hygiene, images, states, verification
+from swe_residual.environment.docker import agent_setup, hygiene, images, states, verification
 from swe_residual.environment.docker.engine import (
     ENGINE_EXCEPTIONS,
     PROBE_TIMEOUT_SEC,
@@ -32,7 +33,7 @@ from swe_residual.environment.docker.environment import SCRATCH_DIR, DockerEnvir
 from swe_residual.environment.docker.hygiene import LABEL
 from swe_residual.environment.docker.named_images import named_image_id
 from swe_residual.environment.local import default_cache_dir, tree_digest
-from swe_residual.errors import DatasetError, InfraError
+from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.state import ResidualState
 from swe_residual.task import Task
 
@@ -79,6 +80,7 @@ class DockerBackend:
         sweep_at_start: bool = True,
         engine_url: str | None = None,
         client: docker.DockerClient | None = None,
+        agent_environment: AgentEnvironment | None = None,
     ) -> None:
         # Labels the containers this backend makes outside any StartSpec (state builds, probes).
         # Never used to sweep on close: xdist workers share a run id.
@@ -88,6 +90,8 @@ class DockerBackend:
         self.validate_state = validate_state
         self.pids_limit = pids_limit
         self.progress = progress
+        # The agent's set-up layer and mounts (`--agent-setup`, `--agent-mount`), for its containers only.
+        self.agent_environment = agent_environment or AgentEnvironment()
         self.engine_url = engine_url
         self.client = client or connect(engine_url)
         self.token = secrets.token_hex(6)  # this backend instance, for close()
@@ -98,6 +102,8 @@ class DockerBackend:
         # Separate verifiers' images, resolved once per (task, source, content) by verification.py.
         self.verifier_images: dict[tuple[str, ...], tuple[str, str | None]] = {}
         self._states: dict[str, tuple[str, str | None]] = {}
+        self._agent_images: dict[str, PreparedImage] = {}
+        self._setup_failures: dict[str, InfraError] = {}  # a broken script fails once per process
         self._lock = threading.Lock()
         hygiene.register(self)
         if sweep_at_start:
@@ -160,14 +166,41 @@ class DockerBackend:
         self._prepared[key] = PreparedImage(reference, image_id, head)
         return self._prepared[key]
 
+    def agent_image(self, task: Task) -> PreparedImage:
+        """What the agent's starts are made of: the task image, plus the agent's set-up layer
+        when `--agent-setup` is given (built once per task image and script, then cached)."""
+        prepared = self.task_image(task)
+        setup = self.agent_environment.setup
+        if setup is None:
+            return prepared
+        tag = agent_setup.setup_tag(task, prepared, setup)
+        if tag in self._agent_images:
+            return self._agent_images[tag]
+        if tag in self._setup_failures:
+            raise self._setup_failures[tag]
+        with FileLock(str(self.cache_dir / f"{images.slug(tag, 200)}.lock")):
+            found = inspect_image(self.client, tag)
+            if found is None:
+                try:
+                    agent_setup.build_setup_image(self, task, prepared, setup, tag)
+                except InfraError as exc:
+                    if exc.stage == "agent-setup":
+                        self._setup_failures[tag] = exc
+                    raise
+                found = inspect_image(self.client, tag)
+        if found is None:
+            raise InfraError(f"the agent set-up layer {tag} vanished after its build")
+        self._agent_images[tag] = PreparedImage(tag, found["Id"], prepared.head)
+        return self._agent_images[tag]
+
     # -- states --------------------------------------------------------------------------------
     def state_tag(self, task: Task, state: ResidualState) -> str:
-        """The snapshot's tag: content-addressed by the task image and the state's payload."""
-        return states.state_tag(self.task_image(task), task, state)
+        """The snapshot's tag: content-addressed by the agent's image and the state's payload."""
+        return states.state_tag(self.agent_image(task), task, state)
 
     def state_image(self, task: Task, state: ResidualState) -> tuple[str, str | None]:
         """(image reference, base commit) of a state's snapshot, applied and validated once."""
-        prepared = self.task_image(task)
+        prepared = self.agent_image(task)
         tag = self.state_tag(task, state)
         if tag in self._states:
             return self._states[tag]
@@ -201,8 +234,11 @@ class DockerBackend:
 
     # -- starts --------------------------------------------------------------------------------
     def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> DockerEnvironment:
+        conflict = mount_conflict(self.agent_environment.mounts, task.config.workdir)
+        if conflict:
+            raise ConfigError(conflict)
         if state is None:
-            prepared = self.task_image(task)
+            prepared = self.agent_image(task)
             image, head = prepared.image_id, prepared.head
         else:
             image, head = self.state_image(task, state)
@@ -210,7 +246,7 @@ class DockerBackend:
         if fidelity == states.FIDELITY_REPLAY:
             # Live processes are not in the snapshot: replay into this instance (validated once).
             assert state is not None
-            return states.replayed_instance(self, task, state, spec, self.task_image(task))
+            return states.replayed_instance(self, task, state, spec, self.agent_image(task))
         environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
         environment.fidelity = fidelity
         return environment
@@ -237,6 +273,9 @@ class DockerBackend:
             nano_cpus=int(cpus * 1e9) if cpus else None,
             # Swap equal to memory: no swap, so the limit is a limit.
             mem_limit=f"{memory_mb}m" if memory_mb else None, memswap_limit=f"{memory_mb}m" if memory_mb else None,
+            # The agent's own tools, in its containers only (never a build, a validation or a verifier).
+            binds={str(mount.host): {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
+                   for mount in self.agent_environment.mounts} if kind == "agent" else None,
         )
         environment = {**config.environment_env, **(env or {})}
         try:

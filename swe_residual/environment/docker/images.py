@@ -33,6 +33,7 @@ from swe_residual.task import Task
 
 TASK_REPO = "swe-residual-task"
 STATE_REPO = "swe-residual-state"
+SETUP_REPO = "swe-residual-agent"  # agent set-up layers (agent_setup.py)
 Progress = Callable[[str], None]
 
 _ARG = re.compile(r"^\s*ARG\s+(?P<name>\w+)(?:\s*=\s*(?P<value>\S+))?", re.IGNORECASE)
@@ -180,7 +181,8 @@ def image_head(
 
 
 def remove_cached_images(task_id: str | None = None, client: docker.DockerClient | None = None) -> list[str]:
-    """Remove the cached state snapshots and task images (of one task, or all); returns the tags."""
+    """Remove the cached state snapshots, agent set-up layers and task images (of one task, or
+    all); returns the tags."""
     from swe_residual.environment.docker.engine import default_client
 
     client = client or default_client()
@@ -194,6 +196,7 @@ def remove_cached_images(task_id: str | None = None, client: docker.DockerClient
 
     # Snapshots first (they sit on the task images); they carry their task as a label.
     states = tags(STATE_REPO, f"{LABEL}.task={task_id}" if task_id else None)
+    states += tags(SETUP_REPO, f"{LABEL}.task={task_id}" if task_id else None)  # under the snapshots, on the task image
     own_task = re.compile(rf"^{TASK_REPO}:{re.escape(slug(task_id, 100))}-[0-9a-f]{{16}}$" if task_id else ".")
     task_images = [tag for tag in tags(TASK_REPO) if own_task.match(tag)]
     remove_images(client, states)

@@ -21,6 +21,7 @@ import json
 import secrets
 import shutil
 import subprocess
+import time
 from typing import TYPE_CHECKING, Any
 
 import docker
@@ -95,7 +96,8 @@ def state_tag(prepared: PreparedImage, task: Task, state: ResidualState) -> str:
 def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, prepared: PreparedImage,
                       tag: str) -> None:
     """Apply (or replay) a state in a build container, validate it, and tag its snapshot."""
-    backend.progress(f"snapshotting state {task.id}/{state.id} as {tag}")
+    backend.progress(f"snapshotting state {task.id}/{state.id}")
+    started = time.monotonic()
     spec = StartSpec(run_id=backend.run_id, item_id=f"build:{task.id}/{state.id}", attempt=0)
     # A patch needs no network; replayed machine-track commands get the agent's.
     network = "none" if state.track == "repo" else task.config.agent_network_mode
@@ -125,6 +127,7 @@ def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, 
             backend.client.api.tag(candidate, repository, name)
     finally:
         backend.remove_temp_image(candidate)
+    backend.progress(f"snapshotted state {task.id}/{state.id} in {time.monotonic() - started:.1f}s")
 
 
 def live_processes(environment: DockerEnvironment) -> list[str]:

@@ -1,0 +1,18 @@
+"""`swe-residual import harbor-jobs|predictions|commit`: one subcommand per source.
+
+Each source module owns its arguments and its command (`register(subparsers)`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from swe_residual.importing import commit, harbor_jobs, predictions
+
+    parser = sub.add_parser("import", help="bring real runs and fixes in: Harbor jobs, prediction files, fix commits")
+    sources = parser.add_subparsers(dest="source", required=True)
+    harbor_jobs.register(sources)
+    predictions.register(sources)
+    commit.register(sources)
