@@ -190,17 +190,21 @@ def _cache_dir() -> Path:
     return path
 
 
-def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, image: str = BASE_IMAGE) -> str:
+def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, image: str = BASE_IMAGE,
+                      report_current: bool = True) -> str:
     """Build (or reuse) `image` from Debian packages; return its image id.
 
     Reuses an existing image whose recipe label matches unless `rebuild`. One build per machine
-    at a time (file lock), so xdist workers and parallel runs wait for the first one.
+    at a time (file lock), so xdist workers and parallel runs wait for the first one. A build
+    always reports its progress; finding the image current does only when `report_current`
+    (the docker backend checks before every task image build: once said is enough).
     """
     digest = recipe_digest()
     with FileLock(str(_cache_dir() / "base-image.lock")):
         found = image_labels(image)
         if found and not rebuild and found[1].get(RECIPE_LABEL) == digest:
-            progress(f"base image {image} is up to date ({found[0][7:19]}, recipe {digest})")
+            if report_current:
+                progress(f"base image {image} is up to date ({found[0][7:19]}, recipe {digest})")
             return found[0]
         previous = found[0] if found else None
         started = time.monotonic()
