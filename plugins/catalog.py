@@ -48,8 +48,10 @@ class Catalog:
             entry.loaded[state_id] = load_state(entry.task, entry.task.path / RESIDUAL_DIR / state_id)
         return entry.loaded[state_id]
 
-    def items(self, agents: list[str], skip_reason_for_track: dict[str, str] | None = None) -> list[ItemSpec]:
-        """The run's items, in the order of `swe_residual.items.build_items`: the same on every worker."""
+    def items(self, agents: list[str], skip_reason_for_track: dict[str, str] | None = None,
+              views: tuple[str, ...] = ("blind",)) -> list[ItemSpec]:
+        """The run's items, in the order of `swe_residual.items.build_items`: the same on every worker.
+        Each Residual State gives one item per handoff view; a Clean Start one item whatever the views."""
         skips = skip_reason_for_track or {}
         items = [ItemSpec(agent="-", task_id=name, state_id=None, track="-", error=error)
                  for name, error in self.task_errors]
@@ -69,7 +71,8 @@ class Catalog:
                     continue
                 skip = skips.get(track)
                 items.append(ItemSpec(agent, task_id, None, track, skip_reason=skip))
-                items.extend(ItemSpec(agent, task_id, state_id, track, skip_reason=skip) for state_id in entry.state_ids)
+                items.extend(ItemSpec(agent, task_id, state_id, track, skip_reason=skip, handoff=view)
+                             for state_id in entry.state_ids for view in views)
         return items
 
 

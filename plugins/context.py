@@ -48,4 +48,5 @@ def catalog_of(config: pytest.Config) -> Catalog:
 
 def skip_reasons(config: pytest.Config) -> dict[str, str]:
     """The tracks the chosen backend cannot run, with the reason shown on their items."""
-    return unsupported_tracks(settings_of(config).backend)
+    settings = settings_of(config)
+    return unsupported_tracks(settings.backend, settings.docker_hosts)

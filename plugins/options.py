@@ -14,7 +14,7 @@ import pytest
 from swe_residual.gates import parse_gate
 from swe_residual.settings import (
     WATCHDOG_MARGIN_SEC, RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float,
-    parse_positive_int, resolve, resolve_agent_environment, resolve_agent_options,
+    parse_positive_int, resolve, resolve_agent_environment, resolve_agent_options, resolve_handoff,
 )
 from swe_residual.sharding import parse_shard
 
@@ -43,6 +43,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the result, cached as an image layer; installs an agent's tools")
     group.addoption("--agent-mount", action="append", default=[], metavar="HOST:CONTAINER[:ro]",
                     help="docker: bind-mount a host path into the agent's containers (repeatable)")
+    group.addoption("--handoff", action="append", default=[], metavar="VIEW",
+                    help="what a Residual State's agent is told of its predecessor (repeatable; one item per "
+                         "view): blind (default), trace, notes, structured")
+    group.addoption("--docker-host", action="append", default=[], metavar="URL",
+                    help="docker engine to run on (repeatable: unix://, tcp://, ssh://); several spread xdist "
+                         "workers across them, and an engine that stops answering is left for the others")
     group.addoption("--shard", default=None, metavar="K/N",
                     help="run shard K of N (all items of a task in one shard); merge with `swe-residual report`")
     group.addoption("--resume", default=None, metavar="RUN_DIR",
@@ -63,9 +69,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default="")
     parser.addini("residual_model", "model for agents that take one", default="")
     parser.addini("residual_agent_options", "agent options, one KEY=VALUE per line", type="linelist", default=[])
+    parser.addini("residual_docker_hosts", "docker engines to run on, one URL per line", type="linelist", default=[])
     parser.addini("residual_agent_setup", "set-up script run once per task image (docker)", default="")
     parser.addini("residual_agent_mounts", "host paths mounted into the agent's containers, HOST:CONTAINER[:ro] "
                   "per line (docker)", type="linelist", default=[])
+    parser.addini("residual_handoff", "handoff views (blind, trace, notes, structured)", type="args", default=[])
 
 
 def read_settings(config: pytest.Config) -> RunSettings:
@@ -95,6 +103,9 @@ def read_settings(config: pytest.Config) -> RunSettings:
             ini_dir=config.inipath.parent if config.inipath else root,
         ),
         invocation_dir=config.invocation_params.dir,
+        # The command line's engines replace the ini's.
+        docker_hosts=tuple(config.getoption("docker_host") or config.getini("residual_docker_hosts") or ()),
+        handoff=resolve_handoff(config.getoption("handoff"), config.getini("residual_handoff")),
         shard=parse_shard(config.getoption("shard")) if config.getoption("shard") else None,
         resume=(Path(config.getoption("resume")).resolve() if config.getoption("resume") else None),
         gates=tuple(

@@ -25,10 +25,11 @@ from plugins.legend import legend
 from plugins.options import read_settings
 from swe_residual.agent_environment import require_docker
 from swe_residual.agents import resolve_agent
-from swe_residual.backends import resolve_backend_name
+from swe_residual.backends import checked_docker_hosts, resolve_backend_name
 from swe_residual.dataset_check import not_a_dataset
 from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.gates import GateResult, evaluate_gates
+from swe_residual.handoff import BLIND, VIEWS
 from swe_residual.items import ItemSpec
 from swe_residual.records import append_record, infra_error_record, item_key, read_records
 from swe_residual.report_html import write_report
@@ -48,6 +49,8 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     for name in ("clean", "residual", "repo", "machine"):
         config.addinivalue_line("markers", f"{name}: SWE-Residual item kind")
+    for view in VIEWS[1:]:  # blind items carry no view marker: a default run's marks are unchanged
+        config.addinivalue_line("markers", f"{handoff_marker(view)}: a Residual State item under the {view} handoff")
     try:
         settings = read_settings(config)
     except ConfigError as exc:
@@ -65,9 +68,16 @@ def pytest_configure(config: pytest.Config) -> None:
             resolve_agent(agent, dict(settings.agent_options), settings.model, settings.invocation_dir)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
+    if settings.docker_hosts:  # a malformed URL, or engines with --backend=local: say so before anything runs
+        try:
+            checked_docker_hosts(settings.docker_hosts)
+            if settings.backend == "local":
+                raise ConfigError("--docker-host needs --backend=docker (or auto)")
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from exc
     if not settings.agent_environment.empty:  # set-up scripts and mounts need containers
         try:
-            require_docker(settings.agent_environment, resolve_backend_name(settings.backend))
+            require_docker(settings.agent_environment, resolve_backend_name(settings.backend, settings.docker_hosts))
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
     if _is_worker(config):
@@ -117,7 +127,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         spec = specs[item.nodeid]
         if spec is not None and assignment is not None and assignment[spec.task_id] != settings.shard[0]:  # type: ignore[index]
             deselected.append(item)
-        elif spec is not None and spec.error is None and item_key(spec.agent, spec.track, spec.task_id, spec.start, spec.state_id) in finished:
+        elif spec is not None and spec.error is None and item_key(
+                spec.agent, spec.track, spec.task_id, spec.start, spec.state_id, spec.handoff) in finished:
             deselected.append(item)
         else:
             kept.append(item)
@@ -148,12 +159,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # Items share a handful of mark combinations: one tuple each, not thousands of equal objects.
     marks_cache: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     params = []
-    for spec in catalog.items(list(settings.agents), skip_reasons(config)):
+    for spec in catalog.items(list(settings.agents), skip_reasons(config), settings.handoff):
         timeout = None
         if watchdog and spec.error is None:
             task = catalog.task(spec.task_id)
             timeout = settings.item_timeout(task.config.agent_timeout_sec, task.config.verifier_timeout_sec)
-        key = (spec.error is None, spec.start, spec.track, spec.skip_reason, timeout)
+        key = (spec.error is None, spec.start, spec.track, spec.skip_reason, timeout, spec.handoff)
         marks = marks_cache.get(key)
         if marks is None:
             marks = marks_cache[key] = _marks(spec, timeout)
@@ -165,6 +176,8 @@ def _marks(spec: ItemSpec, timeout: float | None) -> tuple[Any, ...]:
     marks: list[Any] = []
     if spec.error is None:
         marks += [getattr(pytest.mark, spec.start), getattr(pytest.mark, spec.track)]
+        if spec.state_id is not None and spec.handoff != BLIND:  # `-m handoff_trace` selects them
+            marks.append(getattr(pytest.mark, handoff_marker(spec.handoff)))
     if timeout is not None:
         # The watchdog covers the whole item (the work is in a fixture), whatever the ini's
         # timeout_func_only says; the runner stops the agent itself at its budget, so this
@@ -173,6 +186,10 @@ def _marks(spec: ItemSpec, timeout: float | None) -> tuple[Any, ...]:
     if spec.skip_reason:
         marks.append(pytest.mark.skip(reason=spec.skip_reason))
     return tuple(marks)
+
+
+def handoff_marker(view: str) -> str:
+    return f"handoff_{view}"
 
 
 def record_of(report: pytest.TestReport) -> dict[str, Any] | None:
@@ -252,7 +269,7 @@ class ResidualReporter:
         param = report.nodeid[report.nodeid.find("[") + 1 : -1] if report.nodeid.endswith("]") else ""
         settings = settings_of(self.config)
         catalog = catalog_of(self.config)
-        for spec in catalog.items(list(settings.agents)):
+        for spec in catalog.items(list(settings.agents), views=settings.handoff):
             if spec.id == param and spec.error is None:
                 task = catalog.task(spec.task_id)
                 predecessor = None
@@ -264,7 +281,7 @@ class ResidualReporter:
                 message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "worker crashed"
                 return infra_error_record(
                     self.run_id, spec.agent, task.id, task.track, spec.state_id, predecessor,
-                    f"worker crashed: {message}",
+                    f"worker crashed: {message}", handoff=spec.handoff if spec.state_id is not None else None,
                 )
         return None
 

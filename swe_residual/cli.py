@@ -19,7 +19,7 @@ from pathlib import Path
 from swe_residual.dataset import load_dataset
 from swe_residual.errors import DatasetError, SuiteError
 from swe_residual.gates import evaluate_gates, parse_gate
-from swe_residual.records import read_records
+from swe_residual.records import append_record, read_records
 from swe_residual.summary import build_summary, render_markdown, render_terminal
 from swe_residual.report_html import write_report_from_results
 from swe_residual.summary_files import write_summary_files
@@ -34,6 +34,11 @@ def _default_out(paths: list[Path]) -> Path:
 
 def cmd_report(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.results]
+    if args.harbor_jobs:
+        paths.append(_harbor_results(args))
+    elif not paths:
+        print("error: give results files or run directories, or --harbor-jobs JOBS_DIR", file=sys.stderr)
+        return 2
     loaded = read_records(paths)
     for problem in loaded.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -54,6 +59,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     for result in results:
         print(result.describe())
     return 1 if any(not result.passed for result in results) else 0
+
+
+def _harbor_results(args: argparse.Namespace) -> Path:
+    """Harbor's trials of exported starts as run records in `<out>/results.jsonl` (replaced)."""
+    from swe_residual.harbor_results import read_harbor_results
+
+    jobs = Path(args.harbor_jobs)
+    if not jobs.is_dir():
+        raise SuiteError(f"--harbor-jobs {jobs}: no such directory")
+    out = Path(args.out) if args.out else Path("reports") / f"harbor-{jobs.resolve().name}"
+    read = read_harbor_results(jobs, [Path(p) for p in args.harbor_export], run_id=out.name, run_dir=out)
+    for problem in read.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    results = out / "results.jsonl"
+    results.unlink(missing_ok=True)
+    for record in read.records:
+        append_record(results, record)
+    print(f"{len(read.records)} Harbor trial(s) read as run records into {results}")
+    return results
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -113,7 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="swe-residual", description="SWE-Residual: Starting-State Robustness of coding agents")
     sub = parser.add_subparsers(dest="command", required=True)
     report = sub.add_parser("report", help="recompute the summary from results.jsonl files (merges shards)")
-    report.add_argument("results", nargs="+", help="results.jsonl files or run directories")
+    report.add_argument("results", nargs="*", help="results.jsonl files or run directories")
+    report.add_argument("--harbor-jobs", metavar="JOBS_DIR",
+                        help="read Harbor's trials of tasks made by `swe-residual export harbor` as run records")
+    report.add_argument("--harbor-export", action="append", default=[], metavar="DIR",
+                        help="where the exported tasks are, when the trials' task paths do not lead there")
     report.add_argument("--out", help="directory for summary.json and summary.md")
     report.add_argument("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
                         help="exit 1 when an agent's Residual success is below PCT")
@@ -139,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     from swe_residual.residualize.cli import add_parsers as add_residualize_parsers
 
     add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`
+    from swe_residual.harbor_export import add_parser as add_export_parser
+    add_export_parser(sub)  # `export harbor`
     return parser
 
 

@@ -174,11 +174,11 @@ def _client() -> Any:
     return default_client()
 
 
-def image_labels(reference: str) -> tuple[str, dict[str, str]] | None:
-    """(image id, labels) of a local image, or None when it is absent."""
+def image_labels(reference: str, client: Any = None) -> tuple[str, dict[str, str]] | None:
+    """(image id, labels) of an image of `client`'s engine (default: the environment's), or None."""
     from swe_residual.environment.docker.engine import inspect_image
 
-    found = inspect_image(_client(), reference)
+    found = inspect_image(client or _client(), reference)
     if found is None:
         return None
     return found["Id"], (found.get("Config") or {}).get("Labels") or {}
@@ -191,30 +191,32 @@ def _cache_dir() -> Path:
 
 
 def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, image: str = BASE_IMAGE,
-                      report_current: bool = True) -> str:
+                      report_current: bool = True, client: Any = None) -> str:
     """Build (or reuse) `image` from Debian packages; return its image id.
 
     Reuses an existing image whose recipe label matches unless `rebuild`. One build per machine
-    at a time (file lock), so xdist workers and parallel runs wait for the first one. A build
+    at a time (file lock), so xdist workers and parallel runs wait for the first one. `client`
+    is the engine to build on (default: the environment's, DOCKER_HOST or the local socket). A build
     always reports its progress; finding the image current does only when `report_current`
     (the docker backend checks before every task image build: once said is enough).
     """
     digest = recipe_digest()
     with FileLock(str(_cache_dir() / "base-image.lock")):
-        found = image_labels(image)
+        client = client or _client()
+        found = image_labels(image, client)
         if found and not rebuild and found[1].get(RECIPE_LABEL) == digest:
             if report_current:
                 progress(f"base image {image} is up to date ({found[0][7:19]}, recipe {digest})")
             return found[0]
         previous = found[0] if found else None
         started = time.monotonic()
-        image_id = _build_base_image(image, digest, progress)
+        image_id = _build_base_image(image, digest, progress, client)
         if previous and previous != image_id:
             # The tag moved to the new image: drop the old one so it does not linger dangling
             # (fails harmlessly if some task image still builds on it).
             from swe_residual.environment.docker.engine import remove_images
 
-            remove_images(_client(), [previous])
+            remove_images(client, [previous])
         progress(f"built {image} ({image_id[7:19]}) in {time.monotonic() - started:.0f}s")
         return image_id
 
@@ -237,7 +239,7 @@ def _ensure_debootstrap(progress: Progress) -> str:
     return found
 
 
-def _build_base_image(image: str, digest: str, progress: Progress) -> str:
+def _build_base_image(image: str, digest: str, progress: Progress, client: Any) -> str:
     if os.geteuid() != 0:
         raise InfraError("building the base image needs root (debootstrap creates device nodes and chroots)", stage="build")
     debootstrap = _ensure_debootstrap(progress)
@@ -259,16 +261,16 @@ def _build_base_image(image: str, digest: str, progress: Progress) -> str:
         _trim_root(root)
         progress("importing the root file system into docker")
         changes = [*BASE_CHANGES, f"LABEL {RECIPE_LABEL}={digest}", "LABEL swe-residual.kind=base"]
-        _import_root(root, image, changes)
+        _import_root(root, image, changes, client)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    found = image_labels(image)
+    found = image_labels(image, client)
     if not found:
         raise InfraError(f"{image} is missing right after its import", stage="build")
     return found[0]
 
 
-def _import_root(root: Path, image: str, changes: list[str]) -> None:
+def _import_root(root: Path, image: str, changes: list[str], client: Any) -> None:
     """`tar` of the root file system streamed into the engine's image import."""
     from swe_residual.environment.docker.engine import engine_errors
 
@@ -279,7 +281,7 @@ def _import_root(root: Path, image: str, changes: list[str]) -> None:
     repository, _, tag = image.partition(":")
     try:
         with engine_errors(f"importing the root file system as {image}", stage="build"):
-            _client().api.import_image(src=tar.stdout, repository=repository, tag=tag or None,
+            client.api.import_image(src=tar.stdout, repository=repository, tag=tag or None,
                                        changes=changes, stream_src=True)
     finally:
         tar.stdout.close()

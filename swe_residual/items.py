@@ -1,4 +1,5 @@
-"""The items of a run: one per (agent, task, Clean Start) and per (agent, task, Residual State).
+"""The items of a run: one per (agent, task, Clean Start) and per (agent, task, Residual State,
+handoff view); with only the `blind` view (the default) that is one per Residual State.
 
 The list is a pure function of the dataset and the agent names, sorted, so every xdist
 worker collects exactly the same items. A malformed task or state becomes one error item
@@ -22,6 +23,7 @@ class ItemSpec:
     track: str
     error: DatasetError | None = None
     skip_reason: str | None = None
+    handoff: str = "blind"  # the view a Residual State item hands the agent (swe_residual/handoff.py)
 
     @property
     def start(self) -> str:
@@ -31,10 +33,11 @@ class ItemSpec:
     def id(self) -> str:
         if self.error is not None:
             return f"invalid/{self.task_id}" + (f"/{self.state_id}" if self.state_id else "")
-        return item_id(self.agent, self.task_id, self.state_id)
+        return item_id(self.agent, self.task_id, self.state_id, self.handoff)
 
 
-def build_items(dataset: Dataset, agents: list[str], skip_reason_for_track: dict[str, str] | None = None) -> list[ItemSpec]:
+def build_items(dataset: Dataset, agents: list[str], skip_reason_for_track: dict[str, str] | None = None,
+                views: tuple[str, ...] = ("blind",)) -> list[ItemSpec]:
     skips = skip_reason_for_track or {}
     items: list[ItemSpec] = []
     for task_name, error in dataset.task_errors:
@@ -48,5 +51,6 @@ def build_items(dataset: Dataset, agents: list[str], skip_reason_for_track: dict
             skip = skips.get(task.track)
             items.append(ItemSpec(agent, task.id, None, task.track, skip_reason=skip))
             for state in entry.states:
-                items.append(ItemSpec(agent, task.id, state.id, task.track, skip_reason=skip))
+                items.extend(ItemSpec(agent, task.id, state.id, task.track, skip_reason=skip, handoff=view)
+                             for view in views)
     return items

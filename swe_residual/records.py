@@ -24,21 +24,26 @@ REQUIRED_FIELDS = (
 OUTCOMES = ("success", "failure", "infra_error")
 
 
-#: The identity of one measured item: (agent, track, task, start, state).
-ItemKey = tuple[Any, Any, Any, Any, Any]
+#: The identity of one measured item: (agent, track, task, start, state), and the handoff
+#: view last for a non-blind one.
+ItemKey = tuple[Any, ...]
 
 
-def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any) -> ItemKey:
+def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any, handoff: Any = None) -> ItemKey:
     """The one key of "the same item", used wherever records are merged, deduplicated or
     resumed. The track is part of it: a repo-track and a machine-track run of a task with the
-    same name are two measurements, not a re-run of one."""
-    return (agent, track, task, start, state)
+    same name are two measurements, not a re-run of one. So is a non-blind handoff view (the
+    same state under `trace` and `blind` are two items); `blind` adds nothing, so the keys of
+    a run without views are what they always were."""
+    key = (agent, track, task, start, state)
+    return key if handoff in (None, "blind") else (*key, handoff)
 
 
 def record_key(record: Mapping[str, Any]) -> ItemKey:
     """:func:`item_key` of a run record (a missing field reads as None)."""
     return item_key(
-        record.get("agent"), record.get("track"), record.get("task"), record.get("start"), record.get("state")
+        record.get("agent"), record.get("track"), record.get("task"), record.get("start"), record.get("state"),
+        record.get("handoff"),
     )
 
 
@@ -51,8 +56,10 @@ def dedupe_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, An
     return list(latest.values())
 
 
-def item_id(agent: str, task: str, state: str | None) -> str:
-    return f"{agent}/{task}/" + ("clean" if state is None else f"residual:{state}")
+def item_id(agent: str, task: str, state: str | None, handoff: str | None = None) -> str:
+    """`agent/task/clean`, `agent/task/residual:state`, and `@view` after a non-blind view."""
+    view = "" if handoff in (None, "blind") else f"@{handoff}"
+    return f"{agent}/{task}/" + ("clean" if state is None else f"residual:{state}{view}")
 
 
 def agent_slug(agent: str) -> str:
@@ -65,11 +72,13 @@ def agent_slug(agent: str) -> str:
 
 def infra_error_record(
     run_id: str, agent: str, task: str, track: str, state: str | None, predecessor: str | None, error: str,
+    handoff: str | None = None,
 ) -> dict[str, Any]:
     """The record of an item whose run was lost outright (e.g. its worker process died)."""
     return {
         "schema": RECORD_SCHEMA, "run_id": run_id, "agent": agent, "task": task, "track": track,
         "start": "clean" if state is None else "residual", "state": state, "predecessor": predecessor,
+        **({} if handoff in (None, "blind") else {"handoff": handoff}),
         "outcome": "infra_error", "reward": None, "submitted": False, "termination": "infra_error",
         "tests": None, "initial_tests": None, "steps": None, "final_patch": None, "trajectory": None,
         "attempts": [{"attempt": 1, "outcome": "infra_error", "termination": "infra_error", "error": error}],

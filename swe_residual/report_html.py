@@ -23,6 +23,7 @@ from urllib.parse import quote
 from swe_residual.comparison import headline_line
 from swe_residual.metrics.headline import Record
 from swe_residual.records import agent_slug, read_records, record_key
+from swe_residual.report_handoff import handoff_section
 from swe_residual.report_charts import chart_clean_vs_residual, chart_conditional, missing_dependency
 from swe_residual.report_tables import (
     acceptance_table,
@@ -91,7 +92,8 @@ def diff_href(record: Record) -> str:
     """Where an item's final diff is written, relative to the report:
     ``diffs/<agent>/<task>/<state or clean>.diff`` (names made file-safe)."""
     state = record.get("state")
-    leaf = "clean" if state is None else f"residual-{_slug(state)}"
+    view = f"@{record['handoff']}" if record.get("handoff") else ""  # only a non-blind item has one
+    leaf = "clean" if state is None else f"residual-{_slug(f'{state}{view}')}"
     return f"diffs/{_slug(record.get('agent'))}/{_slug(record.get('task'))}/{leaf}.diff"
 
 
@@ -103,7 +105,7 @@ def _latest(records: Sequence[Record], record_dirs: Sequence[Path] | None) -> li
     return sorted(
         latest.values(),
         key=lambda p: (str(p[0].get("agent")), str(p[0].get("task")), p[0].get("state") is not None,
-                       str(p[0].get("state"))),
+                       str(p[0].get("state")), str(p[0].get("handoff") or "")),
     )
 
 
@@ -126,6 +128,7 @@ def _items_table(records: Sequence[Record], run_dir: Path, record_dirs: Sequence
         tests = r.get("tests")
         passed = "-" if not isinstance(tests, dict) else f"{sum(v == 'passed' for v in tests.values())}/{len(tests)}"
         start = "clean" if r.get("start") == "clean" else f"residual: {r.get('state')}"
+        start += f" @{r['handoff']}" if r.get("handoff") else ""
         patch = r.get("final_patch")
         if patch is None:
             diff = "-"
@@ -218,6 +221,7 @@ def render_html(
         '<p class="note">Normally submitted runs (declared done, valid verdict); task-level averages in %. '
         "Same failing and Kept over failed continuations; Steps = median over tasks of Residual/Clean steps.</p>",
         acceptance_table(summary),
+        *handoff_section(summary),
         heading(2, "by-predecessor", "Success by predecessor agent (who left the Residual State)", paper="Table 8"),
         '<p class="note">Each group: tasks with at least one state from the predecessor, only its states '
         "averaged, Clean Start matched on the same tasks.</p>",

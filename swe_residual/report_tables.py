@@ -198,7 +198,9 @@ def infra_section(summary: Mapping[str, Any]) -> str:
     ]
     excluded = infra.get("excluded") or []
     if excluded:
-        rows = [[x.get("agent"), x.get("task"), x.get("state") or "(clean)", x.get("error") or ""] for x in excluded]
+        rows = [[x.get("agent"), x.get("task"),
+                 (x.get("state") or "(clean)") + (f"@{x['handoff']}" if x.get("handoff") else ""), x.get("error") or ""]
+                for x in excluded]
         out.append(heading(3, "excluded-items", "Items excluded by an unresolved infrastructure error"))
         out.append(table(["Agent", "Task", "State", "Error"], rows, left=4))
     by_agent: Mapping[str, Any] = infra.get("by_agent") or {}

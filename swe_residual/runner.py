@@ -36,6 +36,8 @@ from swe_residual.diffparse import changed_files
 from swe_residual.collect import collect_notes, host_path
 from swe_residual.environment.base import Backend, StartSpec, VerifierOutput
 from swe_residual.errors import DatasetError, InfraError
+from swe_residual.handoff import BLIND, view_suffix
+from swe_residual.handoff_file import give_handoff
 from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.patches import capture_patch
 from swe_residual.records import RECORD_SCHEMA, agent_slug, item_id
@@ -62,6 +64,7 @@ class RunOptions:
     # pytest-timeout's): one arriving while the agent runs ends the attempt as a time limit.
     watchdog_exceptions: tuple[type[BaseException], ...] = ()
     agent_environment: AgentEnvironment | None = None  # `--agent-setup` and `--agent-mount`
+    handoff: str = BLIND  # what a Residual State's agent is told of its predecessor (swe_residual/handoff.py)
 
     def agent_config(self) -> dict[str, Any]:
         """What configured the agent, for the record; option values that look secret are hidden."""
@@ -150,6 +153,7 @@ class _Attempt:
     reverified: bool = False
     cost: float | None = None
     fidelity: str | None = None  # how a machine-track state was restored (docker backend)
+    engine: str | None = None  # the Docker engine's URL when a fleet of engines ran it
     verification: _Verification | None = None
     # Where the repository sat as the agent saw it: absolute paths in its commands resolve here.
     workdir: str | None = None
@@ -213,15 +217,17 @@ def _one_attempt(
 ) -> _Attempt:
     durations: dict[str, float] = {}
     started = time.monotonic()
-    spec = StartSpec(options.run_id, item_id(agent.name, task.id, state.id if state else None), number)
+    item = item_id(agent.name, task.id, state.id if state else None, options.handoff)
+    spec = StartSpec(options.run_id, item, number)
     # Kept beside the record; a backend falls back to a private directory if it cannot be written.
-    artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state)
+    artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff)
     environment = backend.start(task, state, spec)  # InfraError -> retried by the caller
     try:
         durations["setup_sec"] = time.monotonic() - started
         trajectory = Trajectory(agent=agent.name)
+        handoff = give_handoff(options.handoff, state, environment)  # None: blind, or a Clean Start
         session = AgentSession(
-            instruction=task.instruction,
+            instruction=task.instruction + (handoff.sentence if handoff is not None else ""),
             budget=options.budget(task),
             environment=environment,
             trajectory=trajectory,
@@ -248,6 +254,8 @@ def _one_attempt(
             frames = "".join(traceback.format_exception(exc, limit=-5))
             message = f"{type(exc).__name__}: {exc}\n{frames}"
         trajectory.final_message = message
+        if handoff is not None:  # gone before the patch, the collect steps and the verifier
+            handoff.take_back()
         # What the agent spent: charged to the session, or reported on its result.
         cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
         durations["agent_sec"] = time.monotonic() - agent_started
@@ -262,6 +270,7 @@ def _one_attempt(
         outcome, error = (score(verdict, termination), None) if verdict.valid else (INFRA_ERROR, f"verifier: {verdict.error}")
         return _Attempt(number, outcome, termination, verdict, final_patch, trajectory, message, error=error,
                         durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
+                        engine=getattr(environment, "engine", None),
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known)
     finally:
@@ -311,6 +320,7 @@ def run_item(
         "start": "clean" if state is None else "residual",
         "state": state.id if state else None,
         "predecessor": state.predecessor if state else None,
+        **({"handoff": options.handoff} if state is not None and options.handoff != BLIND else {}),
         "outcome": final.outcome,
         "reward": final.verdict.reward if final.verdict and final.verdict.valid else None,
         "submitted": final.termination == SUBMITTED,
@@ -331,11 +341,12 @@ def run_item(
         "cost": final.cost if final.cost_known else None,
         "tokens": final.tokens,
         "fidelity": final.fidelity,
+        "engine": final.engine,
         "message": final.message[-2000:] if final.message else None,
         "error": final.error,
         "verifier_notes": _verifier_notes(task, final),
-        **_verification_record(final.verification, item_artifacts_dir(options.run_dir, agent_name, task, state),
-                               options.run_dir),
+        **_verification_record(final.verification, item_artifacts_dir(options.run_dir, agent_name, task, state,
+                                                                      options.handoff), options.run_dir),
     }
     if final.trajectory is not None:
         # An agent that recorded no trajectory of its own (a `cmd:` agent without a steps
@@ -348,7 +359,7 @@ def run_item(
             record["opened_files"] = sorted(opened_files(steps, candidates, root=root))
             record["inspected"] = inspected(steps, predecessor_files, root=root) if state is not None else None
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
-            f"{state.id}.json" if state else "clean.json"
+            f"{state.id}{view_suffix(options.handoff)}.json" if state else "clean.json"
         )
         _redact_trajectory(final.trajectory, secrets)
         try:
@@ -372,9 +383,11 @@ def score(verdict: Verdict, termination: str) -> str:
     return SUCCESS if verdict.success and termination == SUBMITTED else FAILURE
 
 
-def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None) -> Path:
+def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
+                       handoff: str = BLIND) -> Path:
     """Where an item's collected artifacts are kept, beside its trajectory."""
-    return run_dir / "artifacts" / agent_slug(agent_name) / task.id / (state.id if state else "clean")
+    return run_dir / "artifacts" / agent_slug(agent_name) / task.id / (
+        f"{state.id}{view_suffix(handoff)}" if state else "clean")
 
 
 def _verifier_notes(task: Task, final: _Attempt) -> list[str]:

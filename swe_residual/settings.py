@@ -11,6 +11,7 @@ from typing import Callable, TypeVar
 from swe_residual.agent_environment import AgentEnvironment, AgentMount, parse_agent_mount, read_agent_setup
 from swe_residual.errors import ConfigError
 from swe_residual.gates import Gate
+from swe_residual.handoff import VIEWS, parse_view
 
 T = TypeVar("T")
 BACKENDS = ("auto", "local", "docker")
@@ -42,6 +43,10 @@ class RunSettings:
     agent_environment: AgentEnvironment = AgentEnvironment()
     # Where pytest runs: a `cmd:` agent's relative host paths start here.
     invocation_dir: Path | None = None
+    # Docker engines to run on (`--docker-host`); empty: the environment's (DOCKER_HOST or the local socket).
+    docker_hosts: tuple[str, ...] = ()
+    # The handoff views each Residual State is run under (`--handoff`; blind alone by default).
+    handoff: tuple[str, ...] = ("blind",)
 
     def item_timeout(self, agent_timeout_sec: float, verifier_timeout_sec: float) -> float:
         """The watchdog of one item: its agent budget, its verifier's timeout and the margin."""
@@ -134,6 +139,18 @@ def resolve_agent_environment(setup_cli: str | None, setup_ini: str, mounts_cli:
                               lambda text: parse_agent_mount(text.strip(), base),
                               cli_flag="--agent-mount", ini_name="residual_agent_mounts"))
     return AgentEnvironment(setup, tuple(mounts))
+
+
+def resolve_handoff(cli_values: list[str], ini_values: list[str]) -> tuple[str, ...]:
+    """`--handoff` (repeatable) or the ini's `residual_handoff`: the command line's views replace
+    the ini's. In the tables' order, each once; `blind` alone when neither names one."""
+    given = [value for value in cli_values if value.strip()]
+    chosen = {
+        resolve("handoff", value if given else None, None if given else value, "", parse_view,
+                cli_flag="--handoff", ini_name="residual_handoff")
+        for value in given or [value for value in ini_values if value.strip()]
+    }
+    return tuple(view for view in VIEWS if view in chosen) or ("blind",)
 
 
 def resolve_agent_options(cli_values: list[str], ini_values: list[str]) -> tuple[tuple[str, str], ...]:

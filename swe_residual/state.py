@@ -21,6 +21,8 @@ from swe_residual.toml_fields import FieldReader, read_toml
 
 TEST_STATUSES = ("passed", "failed", "skipped", "error")
 MAX_PATCH_BYTES = 64 * 1024 * 1024
+# What a predecessor said, kept beside state.toml when the source has it.
+TRAJECTORY_FILE, NOTES_FILE = "trajectory.jsonl", "notes.md"
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,11 @@ class ResidualState:
     # Machine track, `[machine] live_processes`: the state includes running processes, which a
     # filesystem snapshot cannot hold (None: not declared; the docker backend detects it).
     live_processes: bool | None = None
+    # What the predecessor said, when the state keeps it (both optional, fixed names beside
+    # state.toml): its normalized trajectory, one step per line, and its final message or
+    # summary. Only non-blind handoff views show them (swe_residual/handoff.py).
+    trajectory_path: Path | None = None
+    notes_path: Path | None = None
 
     def read_patch(self) -> str:
         if self.patch_path is None:
@@ -175,7 +182,18 @@ def load_state(task: Task, path: Path) -> ResidualState:
         prior_duration_sec=None if duration is None else float(duration),
         raw=reader.data,
         live_processes=live_processes,
+        trajectory_path=_optional_file(toml_path, path, TRAJECTORY_FILE),
+        notes_path=_optional_file(toml_path, path, NOTES_FILE),
     )
+
+
+def _optional_file(toml_path: Path, state_dir: Path, name: str) -> Path | None:
+    candidate = state_dir / name
+    if not candidate.is_file():
+        return None
+    # A symlink out of the state would hand a host file to the agent: refused at load.
+    _check_inside(toml_path, state_dir, candidate, name)
+    return candidate
 
 
 def _check_inside(toml_path: Path, state_dir: Path, target: Path, field_name: str) -> None:

@@ -15,8 +15,10 @@ from tabulate import tabulate
 
 from swe_residual.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
+from swe_residual.metrics.handoff import primary_records
 from swe_residual.metrics.headline import Record, headline, is_excluded, task_table
 from swe_residual.records import dedupe_records
+from swe_residual.summary_handoff import handoff_markdown, handoff_summary, handoff_terminal
 
 __all__ = [
     "ACCEPTANCE_TRACK", "DURATION_KEYS", "SCHEMA", "build_summary", "infra_summary", "render_markdown",
@@ -83,6 +85,7 @@ def infra_summary(records: Sequence[Record]) -> dict[str, Any]:
             "task": r.get("task"),
             "state": r.get("state"),
             "error": _last_error(r),
+            **({"handoff": r["handoff"]} if r.get("handoff") else {}),  # only a non-blind item has one
         }
         for r in records
         if is_excluded(r)
@@ -123,8 +126,11 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     solved; see :mod:`swe_residual.comparison`): opt-in so the section 5 layout stays exact.
     """
     recs = dedupe_records(records)
+    # With several handoff views the headline tables show one (blind, when it ran): a state run
+    # under two views would count twice. Every view is under "by_handoff", present only then.
+    shown = primary_records(recs)
     by_agent: dict[str, list[Record]] = {}
-    for r in recs:
+    for r in shown:
         by_agent.setdefault(str(r.get("agent")), []).append(r)
     agents: dict[str, Any] = {}
     for agent in sorted(by_agent):
@@ -138,7 +144,10 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
         }
     summary = {"schema": SCHEMA, "agents": agents, "infra": infra_summary(recs)}
     if compare:
-        summary["comparison"] = comparison(summary, recs)
+        summary["comparison"] = comparison(summary, shown)
+    views = handoff_summary(recs)
+    if views is not None:
+        summary["by_handoff"] = views
     return summary
 
 
@@ -239,6 +248,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     steps_ratio[header.index("Steps")] = ".2f"  # a ratio, not a percentage
     out += (_markdown_table(header, rows, text_columns=2, floatfmt=steps_ratio) or ["(no agents)"]) + [""]
 
+    out += handoff_markdown(summary)
+
     infra = summary.get("infra", {})
     out += ["## Infrastructure", ""]
     out += [
@@ -247,7 +258,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"- unresolved infra errors (excluded, not failures): {infra.get('unresolved', 0)}",
     ]
     rows = [
-        [e.get("agent"), e.get("task"), e.get("state") if e.get("state") is not None else "(clean)",
+        [e.get("agent"), e.get("task"),
+         "(clean)" if e.get("state") is None else f"{e['state']}" + (f"@{e['handoff']}" if e.get("handoff") else ""),
          str(e.get("error") or "")]
         for e in infra.get("excluded") or []
     ]  # fmt: skip
@@ -307,6 +319,7 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
                 rows.append([_clip(agent, 32), *cells])
             header = ["by predecessor: residual/clean", *(_clip(p, 17) for p in predecessors)]
             lines += _terminal_table(header, rows)
+    lines += handoff_terminal(summary, _clip)
     if summary.get("comparison"):  # the one comparison line that matters most
         lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
     infra = summary.get("infra", {})
@@ -316,6 +329,7 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
     )
     for e in infra.get("excluded") or []:
         state = e.get("state") if e.get("state") is not None else "clean"
+        state = f"{state}@{e['handoff']}" if e.get("handoff") else state
         error = str(e.get("error") or "").replace("\n", " ")
         lines.append(f"  excluded: {e.get('agent')} {e.get('task')} [{state}]: {error}")
     return [_clip(line, TERMINAL_WIDTH) for line in lines]

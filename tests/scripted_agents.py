@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from pathlib import Path
 
 from swe_residual.agents import AgentResult, AgentSession
@@ -137,6 +139,33 @@ class FinishesInheritedOnly:
             session.exec(DISCARD)
             session.exec(FIX_CLAMP)
         return AgentResult()
+
+
+# -- Handoff views (tests/test_handoff_*.py) --
+# The sentence a non-blind handoff view appends to the request, and what "names a failing test" is.
+HANDOFF_SENTENCE = re.compile(r"its handoff is in (\S+)\.\s*$")
+NAMES_FAILING = re.compile(r"\bFAILED\b|\b[1-9][0-9]* failed\b|failing as it saw them")
+
+
+class FollowsHandoff:
+    """Reads the handoff file the request names, if there is one. When it names a failing test,
+    the inherited work is thrown away (`git reset --hard && git clean -fd`) and clamp fixed; else
+    the inherited work is kept and submitted as it is. From a clean start it fixes clamp."""
+
+    name = "follows-handoff"
+
+    def run(self, session: AgentSession) -> AgentResult:
+        if not _inherits_work(session):
+            session.exec(FIX_CLAMP)
+            return AgentResult(message="Fixed clamp.")
+        named = HANDOFF_SENTENCE.search(session.instruction)
+        if named:
+            handoff = session.exec(f"cat {shlex.quote(named.group(1))}")
+            if handoff.exit_code == 0 and NAMES_FAILING.search(handoff.stdout):
+                session.exec("git reset --hard && git clean -fd")
+                session.exec(FIX_CLAMP)
+                return AgentResult(message="The handoff shows a failing test: started over and fixed clamp.")
+        return AgentResult(message="Kept the inherited work.")
 
 
 # -- Faults and hostile agents (tests/test_faults_*.py, tests/test_no_peeking.py, docs/faults.md) --

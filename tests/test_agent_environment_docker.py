@@ -10,17 +10,15 @@
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, TESTS_DIR
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import FIX_CLAMP
+from suitecheckout import make_checkout
 from taskfactory import TEST_SH, make_task
 
 from swe_residual.agent_environment import AgentEnvironment, AgentMount, AgentSetup
@@ -124,13 +122,10 @@ def test_failing_setup_is_an_infra_error_built_once(docker_task: Task, tmp_path:
 # -- through pytest, twice: the layer is built once and reused ---------------------------------
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> Iterator[pytest.Pytester]:
-    shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "residual_tests").mkdir()
-    shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", pytester.path / "residual_tests")
+    make_checkout(pytester.path, monkeypatch, cache_dir)
     name = f"agentsetup-{secrets.token_hex(3)}"
     make_task(pytester.path / "data", name, test_sh=PRISTINE_TEST_SH)
     (pytester.path / "install-fixcalc.sh").write_text(SETUP_SCRIPT)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]))
     yield pytester
     remove_cached_images(name)
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 import stat
 import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, TESTS_DIR
+from suitecheckout import make_checkout
 from scripted_agents import FIX_CLAMP
 from taskfactory import make_task
 
@@ -96,12 +94,8 @@ def test_bad_upload_and_name_clash_are_usage_errors(tmp_path: Path) -> None:
 # -- the local backend, through pytest as a user runs it ---------------------------------------
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Pytester:
-    shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "residual_tests").mkdir()
-    shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", pytester.path / "residual_tests")
+    make_checkout(pytester.path, monkeypatch, tmp_path / "cache")
     make_task(pytester.path / "data", "alpha")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]))
-    monkeypatch.setenv("SWE_RESIDUAL_CACHE", str(tmp_path / "cache"))
     return pytester
 
 

@@ -4,12 +4,11 @@ agent configuration resolved from the command line and the ini file (issue 6).""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, TESTS_DIR
+from suitecheckout import make_checkout
 from taskfactory import make_task
 
 from swe_residual.agents import resolve_agent
@@ -111,14 +110,10 @@ def test_bad_agent_options_name_their_source() -> None:
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Pytester:
-    shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "residual_tests").mkdir()
-    shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", pytester.path / "residual_tests")
+    make_checkout(pytester.path, monkeypatch, tmp_path / "cache")
     make_task(pytester.path / "data", "alpha", agent_timeout_sec=30)
     (pytester.path / "ini.json").write_text(json.dumps(["echo from-ini", SUBMIT]))
     (pytester.path / "cli.json").write_text(json.dumps(["echo from-cli", SUBMIT]))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]))
-    monkeypatch.setenv("SWE_RESIDUAL_CACHE", str(tmp_path / "cache"))
     return pytester
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, TESTS_DIR
+from suitecheckout import make_checkout
 from taskfactory import make_task
 
 from swe_residual.cli import main as cli_main
@@ -18,9 +17,7 @@ from swe_residual.summary import DURATION_KEYS
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """A checkout-like directory: the suite's conftest and test module, and a small dataset."""
-    shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "residual_tests").mkdir()
-    shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", pytester.path / "residual_tests")
+    make_checkout(pytester.path, monkeypatch, tmp_path / "cache")
     data = pytester.path / "data"
     make_task(data, "alpha")
     make_task(data, "beta", states={
@@ -28,8 +25,6 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: 
         "patcher-1": {"calc.py": "def add(a, b):\n    return a + b\n\ndef clamp(v, lo, hi):\n    return max(v, lo)\n"},
     })
     make_task(data, "gamma", states={})
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]))
-    monkeypatch.setenv("SWE_RESIDUAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("FLAKY_INFRA_DIR", str(tmp_path))
     return pytester
 

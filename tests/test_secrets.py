@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
+from suitecheckout import make_checkout
 from taskfactory import make_task
 
-from conftest import REPO_ROOT, TESTS_DIR
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset import load_dataset
 from swe_residual.environment.local import LocalBackend
@@ -76,12 +75,8 @@ def test_the_mini_swe_agent_model_layer_gets_keys_in_process(tmp_path: Path, mon
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Pytester:
-    shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "residual_tests").mkdir()
-    shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", pytester.path / "residual_tests")
+    make_checkout(pytester.path, monkeypatch, tmp_path / "cache")
     make_task(pytester.path / "data", "alpha")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]))
-    monkeypatch.setenv("SWE_RESIDUAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     monkeypatch.setenv("HF_TOKEN", FAKE_TOKEN)
     return pytester

@@ -4,12 +4,10 @@ swe_residual/terminations.py), through pytester in real subprocesses."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, TESTS_DIR
+from suitecheckout import make_checkout
 from taskfactory import make_task
 
 # An agent that fails at once, as a missing script would; short enough that no table clips it.
@@ -21,13 +19,9 @@ VERBOSE_LEGEND = "SWE-Residual: SOLVED, UNSOLVED (both are valid measurements; "
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Pytester:
     """The suite's conftest and test module, and 3 items per agent: alpha clean and state, gamma clean."""
-    shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
-    (pytester.path / "residual_tests").mkdir()
-    shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", pytester.path / "residual_tests")
+    make_checkout(pytester.path, monkeypatch, tmp_path / "cache")
     make_task(pytester.path / "data", "alpha")
     make_task(pytester.path / "data", "gamma", states={})
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]))
-    monkeypatch.setenv("SWE_RESIDUAL_CACHE", str(tmp_path / "cache"))
     return pytester
 
 

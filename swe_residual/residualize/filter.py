@@ -5,6 +5,10 @@ A run becomes a candidate only when it
                                                   environment, engine error: outcome infra_error);
   (a) was submitted but fails                     rules `not_submitted` (time/step/cost limit, the
                                                   agent's own error) and `not_failing` (it passed);
+  and can be rebuilt                              rule `no_final_state`: the run left nothing that
+                                                  rebuilds its final state (an imported run without
+                                                  its patch artifact; `residualize.final_state`
+                                                  says why). Generated runs always have it;
   (b) changed something                           rule `unchanged`: nothing but incidental
                                                   artifacts (build outputs, caches, logs; glob
                                                   patterns) differs from the clean state. The
@@ -14,6 +18,11 @@ A run becomes a candidate only when it
                                                   patch or same commands) as an earlier run of the
                                                   same task, kept once.
 Rules apply in that order; each exclusion is recorded with its rule in `filter.json`.
+`no_final_state` is listed (and counted) for work directories of `swe-residual import`, or
+wherever it excluded a run.
+
+An imported prediction has no verdict yet (outcome null): it is not excluded for that; Stage
+IV's verifier decides whether it still fails.
 
 On the machine track "changed" means the run sent at least one interaction to the machine
 (commands are replayed as a whole, so there is no file list to filter).
@@ -28,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.diffparse import changed_files
-from swe_residual.residualize.workdir import RunRef, Workdir
+from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir
 from swe_residual.state import load_commands
 
 DEFAULT_ARTIFACT_PATTERNS = ("*.log", "__pycache__/", ".cache/", "*.pyc", "node_modules/", "build/", "dist/")
-RULES = ("infra_failure", "not_submitted", "not_failing", "unchanged", "duplicate")
+NO_FINAL_STATE = "no_final_state"
+RULES = ("infra_failure", "not_submitted", "not_failing", NO_FINAL_STATE, "unchanged", "duplicate")
 
 
 def is_artifact(path: str, patterns: Sequence[str]) -> bool:
@@ -65,6 +75,9 @@ def _rule(record: dict[str, Any]) -> tuple[str, str] | None:
         return "not_submitted", f"termination {record.get('termination')}"
     if record.get("outcome") == "success":
         return "not_failing", f"the verifier passes (reward {record.get('reward')})"
+    final_state = (record.get("residualize") or {}).get("final_state") or {}
+    if final_state.get("recoverable") is False:
+        return NO_FINAL_STATE, str(final_state.get("detail") or "the final state cannot be recovered")
     return None
 
 
@@ -79,6 +92,8 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
         verdict = _rule(record)
         track = record.get("track", "repo")
         payload = work.payload(ref)
+        if verdict is None and not any((work.run_dir(ref) / name).is_file() for name in (PATCH, COMMANDS)):
+            verdict = (NO_FINAL_STATE, f"neither {PATCH} nor {COMMANDS} in {ref.relative}")
         if verdict is None:
             if track == "repo":
                 changed = substantive_changes(payload.decode("utf-8", errors="surrogateescape"), artifact_patterns)
@@ -101,8 +116,11 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
             candidates.append(entry)
         else:
             excluded.append({**entry, "rule": verdict[0], "detail": verdict[1]})
-    counts = {rule: sum(e["rule"] == rule for e in excluded) for rule in RULES}
-    result = {"artifact_patterns": list(artifact_patterns), "rules": list(RULES),
+    imported = "import" in work.read_json("generate.json", stage="generate")
+    rules = [rule for rule in RULES if rule != NO_FINAL_STATE or imported
+             or any(e["rule"] == NO_FINAL_STATE for e in excluded)]
+    counts = {rule: sum(e["rule"] == rule for e in excluded) for rule in rules}
+    result = {"artifact_patterns": list(artifact_patterns), "rules": rules,
               "n_runs": len(candidates) + len(excluded), "candidates": candidates,
               "excluded": excluded, "counts": counts}
     work.write_json("filter.json", result)

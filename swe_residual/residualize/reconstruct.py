@@ -18,12 +18,16 @@ output dataset as `residual/<state-id>/state.toml` + `changes.patch` / `commands
 provenance (predecessor, source run, stage decisions, reviewers) and `[validation]` (the
 per-test statuses measured here). Each task's files are copied beside them. The output is a
 pure function of the work directory, so a rerun writes the same bytes and no duplicates.
+
+Table 5 starts at human review; the runs Stage II excluded before it (`filter.json`) are
+reported beside it, per rule (`stage_ii` in table5.json), so a run an import could not
+rebuild (`no_final_state`) is accounted for too.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,7 @@ from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.image_recipes import IMAGES_FILE
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import RULES
+from swe_residual.residualize.handoff_sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir, write_bytes
 from swe_residual.state import ResidualState, load_state
@@ -131,7 +136,8 @@ def _validation_table(verdict: Verdict) -> dict[str, Any]:
     return table
 
 
-def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any]) -> str:
+def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
+               rules: Sequence[str] = RULES) -> str:
     ref = outcome.ref
     assert outcome.verdict is not None
     review = outcome.review
@@ -156,7 +162,7 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any])
         "candidate": ref.candidate,
         "source_run": ref.relative,
         "attempt": ref.attempt,
-        "stage_ii": {"decision": "candidate", "rules_passed": list(RULES)},
+        "stage_ii": {"decision": "candidate", "rules_passed": list(rules)},
         "stage_iii": {
             "decision": "retained",
             "reviewers": list(review.get("reviewers", [])),
@@ -165,6 +171,9 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any])
         },
         "stage_iv": {"decision": INCLUDED, "fidelity": outcome.fidelity},
     }
+    imported = (record.get("residualize") or {}).get("import")
+    if imported:  # an imported run: its source, the import command and the source's date
+        data["provenance"]["import"] = dict(imported)
     data["validation"] = _validation_table(outcome.verdict)
     return tomlwrite.dumps(data)
 
@@ -201,7 +210,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     out = Path(out)
     if out.resolve() == source.resolve():
         raise ConfigError(f"--out {out}: the output dataset must not be the source dataset {source}")
-    work.read_json("filter.json", stage="filter")  # Stage II must have run: a clear error if not
+    filtered = work.read_json("filter.json", stage="filter")  # Stage II must have run: a clear error if not
     retained = stage_iii_retained(workdir)
     dataset = load_dataset(source)
     tasks = {entry.task.id: entry.task for entry in dataset.entries}
@@ -238,19 +247,22 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
             key = (outcome.ref.task, outcome.ref.predecessor)
             numbers[key] = numbers.get(key, 0) + 1
             outcome.state_id = f"{outcome.ref.predecessor}-{numbers[key]}"
-    _write_dataset(work, out, tasks, config, outcomes)
+    rules = filtered.get("rules", list(RULES))
+    _write_dataset(work, out, tasks, config, outcomes, rules)
     table = table5(outcomes)
-    result = {"table5": table, "rows": [label for _, label in TABLE5_ROWS], "out": str(out),
+    before_review = stage_ii_table(filtered)
+    result = {"table5": table, "rows": [label for _, label in TABLE5_ROWS], "stage_ii": before_review,
+              "out": str(out),
               "candidates": [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
                               "fidelity": o.fidelity, "state": o.state_id} for o in outcomes]}
     work.write_json("table5.json", result)
-    for line in render_table5(table):
+    for line in [*render_table5(table), *render_stage_ii(before_review)]:
         progress(line)
     return result
 
 
 def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dict[str, Any],
-                   outcomes: list[Outcome]) -> None:
+                   outcomes: list[Outcome], rules: Sequence[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for task_id in config.get("tasks", []):
         _copy_task(tasks[task_id], out / task_id)
@@ -262,8 +274,10 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dic
         directory.mkdir(parents=True, exist_ok=True)
         payload_name = PATCH if outcome.track == "repo" else COMMANDS
         write_bytes(directory / payload_name, work.payload(ref))
-        text = state_toml(outcome, work.record(ref), config)
+        text = state_toml(outcome, work.record(ref), config, rules)
         write_bytes(directory / "state.toml", text.encode("utf-8"))
+        for name, data in predecessor_files(work.run_dir(ref), work.record(ref)).items():
+            write_bytes(directory / name, data)  # what it said: for the non-blind handoff views
 
 
 def table5(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
@@ -284,4 +298,28 @@ def render_table5(table: dict[str, dict[str, int]]) -> list[str]:
              " " * width + "".join(f"  {column:>8}" for column in columns)]
     for row, label in TABLE5_ROWS:
         lines.append(f"{label:<{width}}" + "".join(f"  {table[column][row]:>8}" for column in columns))
+    return lines
+
+
+def stage_ii_table(filtered: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Stage II's exclusions per rule, per track and in total (the runs that never reached review)."""
+    rules = filtered.get("rules", list(RULES))
+    excluded = filtered.get("excluded", [])
+    runs = [*filtered.get("candidates", []), *excluded]
+    tracks = sorted({str(entry.get("track", "repo")) for entry in runs}) or ["repo"]
+    table: dict[str, dict[str, int]] = {}
+    for column in [*tracks, "total"]:
+        chosen = [e for e in excluded if column == "total" or e.get("track", "repo") == column]
+        table[column] = {rule: sum(e.get("rule") == rule for e in chosen) for rule in rules}
+    return table
+
+
+def render_stage_ii(table: dict[str, dict[str, int]]) -> list[str]:
+    columns = list(table)
+    rules = list(table[columns[0]]) if columns else []
+    width = max((len(rule) for rule in rules), default=0)
+    lines = ["Excluded by Stage II, before review (filter.json)",
+             " " * width + "".join(f"  {column:>8}" for column in columns)]
+    for rule in rules:
+        lines.append(f"{rule:<{width}}" + "".join(f"  {table[column][rule]:>8}" for column in columns))
     return lines

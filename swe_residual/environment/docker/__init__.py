@@ -13,6 +13,7 @@ Modules, one concern each:
   environment   DockerEnvironment: exec, read_file, write_file, copy_in, copy_out
   verification  the hidden verifier (shared or separate container)
   backend       DockerBackend, the orchestrator
+  fleet         DockerFleet: several engines (--docker-host), workers spread, a lost engine left
 """
 
 from __future__ import annotations

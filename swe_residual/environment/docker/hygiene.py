@@ -27,6 +27,7 @@ from swe_residual.environment.docker.engine import (
     remove_containers,
     remove_images,
 )
+from swe_residual.errors import InfraError
 
 LABEL = "swe-residual"
 TEMP_REPO = "swe-residual-tmp"
@@ -140,21 +141,24 @@ def register(backend: Owner) -> None:
 
 def _cleanup_engines() -> None:
     # A fresh client per engine: the hook may interrupt a request of the backend's own client.
+    # One engine that is gone (or hangs) must not cost the others their cleanup.
     urls = {backend.engine_url for backend in list(_BACKENDS)} or {None}
-    for url in urls:
-        client = connect(url, timeout_sec=CLEANUP_TIMEOUT_SEC)
+    for url in sorted(urls, key=str):
+        try:
+            client = connect(url, timeout_sec=CLEANUP_TIMEOUT_SEC)
+        except (InfraError, *ENGINE_EXCEPTIONS):
+            continue  # the engine is gone: nothing of ours can be running on it either
         try:
             cleanup_process(client)
+        except (InfraError, *ENGINE_EXCEPTIONS):
+            continue
         finally:
             client.close()
 
 
 def _on_exit() -> None:
     if any(not backend.closed for backend in list(_BACKENDS)):
-        try:
-            _cleanup_engines()
-        except ENGINE_EXCEPTIONS:
-            pass  # the engine is gone: nothing of ours can be running on it either
+        _cleanup_engines()
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

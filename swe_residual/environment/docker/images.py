@@ -73,7 +73,7 @@ def base_image_ids(client: docker.DockerClient, dockerfile: Path, progress: Prog
         if base.split(":")[0] == BASE_IMAGE.split(":")[0]:
             if base != BASE_IMAGE:
                 raise DatasetError(dockerfile, f"unknown swe-residual base image {base!r} (only {BASE_IMAGE})")
-            ids.append(ensure_base_image(progress=progress, report_current=False))
+            ids.append(ensure_base_image(progress=progress, report_current=False, client=client))
             continue
         found = inspect_image(client, base)
         if found is None:

@@ -1,0 +1,80 @@
+"""Harbor job directories as Harbor 0.25 writes them (TrialResult, TrialConfig, ATIF
+trajectory, artifact manifest), for the tests that read Harbor's results
+(test_import_runs.py, test_harbor_results.py)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+def _stamp(minute: int) -> str:
+    return f"2026-03-0{1 + minute // 60}T10:{minute % 60:02d}:00.250000Z"
+
+
+def _atif(command: str, output: str) -> dict[str, Any]:
+    return {
+        "schema_version": "ATIF-v1.6", "session_id": "s-1",
+        "agent": {"name": "claude-code", "version": "2.0.1", "model_name": "anthropic/claude-sonnet-4-5"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Make clamp clamp."},
+            {"step_id": 2, "source": "agent", "message": "Looking at the code.",
+             "tool_calls": [{"tool_call_id": "c1", "function_name": "Read",
+                             "arguments": {"file_path": "/app/calc.py"}}],
+             "observation": {"results": [{"source_call_id": "c1", "content": "def clamp(value, low, high):"}]},
+             "metrics": {"prompt_tokens": 1200, "completion_tokens": 40}},
+            {"step_id": 3, "source": "agent", "message": "Fixing it.",
+             "tool_calls": [{"tool_call_id": "c2", "function_name": "Bash", "arguments": {"command": command}}],
+             "observation": {"results": [{"source_call_id": "c2", "content": [{"type": "text", "text": output}]}]}},
+            {"step_id": 4, "source": "agent", "message": "Done: clamp is fixed."},
+        ],
+    }
+
+
+def write_trial(job: Path, name: str, task: Path, *, task_name: str, agent: str, provider: str, model: str,
+                minute: int, rewards: dict[str, float] | None, exception: str | None = None,
+                patch: str | None = None, patch_source: str = "/logs/artifacts/model.patch",
+                trajectory: dict[str, Any] | None = None, junit: str | None = None) -> Path:
+    """One trial directory as Harbor writes it (TrialPaths), result.json a TrialResult."""
+    trial = job / name
+    for part in ("agent", "verifier", "artifacts"):
+        (trial / part).mkdir(parents=True)
+    config = {"task": {"path": str(task)}, "trial_name": name, "trials_dir": str(job), "timeout_multiplier": 1.0,
+              "agent": {"name": agent, "model_name": f"{provider}/{model}"}, "environment": {"type": "docker"},
+              "verifier": {}, "artifacts": []}
+    (trial / "config.json").write_text(json.dumps(config, indent=4))
+    start, end = _stamp(minute), _stamp(minute + 9)
+    result: dict[str, Any] = {
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, name)), "task_name": task_name, "trial_name": name,
+        "trial_uri": trial.as_uri(), "task_id": {"path": str(task)}, "source": None, "task_checksum": "0" * 64,
+        "config": config,
+        "agent_info": {"name": agent, "version": "1.0.0", "model_info": {"name": model, "provider": provider}},
+        "agent_result": {"n_input_tokens": 5000, "n_cache_tokens": 0, "n_output_tokens": 700, "cost_usd": 0.04},
+        "verifier_result": {"rewards": rewards} if rewards is not None else None,
+        "verifier_environment_mode": "shared",
+        "exception_info": None if exception is None else {
+            "exception_type": exception, "exception_message": f"{exception} raised",
+            "exception_traceback": "Traceback ...", "occurred_at": _stamp(minute + 8)},
+        "started_at": start, "finished_at": end,
+        "environment_setup": {"started_at": start, "finished_at": _stamp(minute + 1)},
+        "agent_setup": {"started_at": _stamp(minute + 1), "finished_at": _stamp(minute + 2)},
+        "agent_execution": {"started_at": _stamp(minute + 2), "finished_at": _stamp(minute + 7)},
+        "verifier": {"started_at": _stamp(minute + 7), "finished_at": end},
+    }
+    (trial / "result.json").write_text(json.dumps(result, indent=4))
+    if rewards is not None:
+        (trial / "verifier" / "reward.txt").write_text(f"{rewards['reward']}\n")
+    if junit is not None:
+        (trial / "verifier" / "junit.xml").write_text(junit)
+    if trajectory is not None:
+        (trial / "agent" / "trajectory.json").write_text(json.dumps(trajectory, indent=2))
+    manifest = [{"source": "/logs/artifacts", "destination": "artifacts/logs/artifacts", "type": "directory",
+                 "status": "ok" if patch is not None else "empty", "service": None, "exclude": list[str]()}]
+    (trial / "artifacts" / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    if patch is not None:
+        target = trial / "artifacts" / patch_source.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(patch)
+    return trial
