@@ -285,9 +285,12 @@ class ResidualReporter:
                 )
         return None
 
-    def pytest_report_header(self, config: pytest.Config) -> str:
+    def pytest_report_header(self, config: pytest.Config) -> str | None:
         # Registered on the controller only, so once per run under xdist; pytest shows the
-        # header unless -q (or --no-header), which keeps quiet runs lean.
+        # header unless -q (or --no-header), which keeps quiet runs lean. Only for a run that
+        # evaluates agents: other tests in the same rootdir (the project's own) have no S or u.
+        if not settings_of(config).agents:
+            return None
         return legend(verbose=config.get_verbosity() > 0)
 
     @pytest.hookimpl(tryfirst=True)
