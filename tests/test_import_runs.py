@@ -200,6 +200,11 @@ def test_harbor_state_provenance(imported: dict[str, Any]) -> None:
                                                       "no_final_state", "unchanged", "duplicate"]
     assert data["prior_attempt"] == {"submitted": True, "termination": "submitted", "steps": 3, "duration_sec": 300.0}
     assert data["validation"]["tests"]["test_calc.test_clamp_high"] == "failed"
+    # What the predecessor said comes with the state, for the non-blind handoff views: its ATIF
+    # trajectory as the normalized one, and its final message as notes.
+    steps = [json.loads(line) for line in (state / "trajectory.jsonl").read_text().splitlines()]
+    assert any("calc.py" in (step.get("command") or step.get("path") or "") for step in steps)
+    assert (state / "notes.md").read_text().strip() == "Done: clamp is fixed."
     gauge = imported["harbor_out"] / "gauge" / "residual" / "terminus_2__openai_gpt_5-1" / "state.toml"
     assert tomllib.loads(gauge.read_text())["provenance"]["import"]["patch"].endswith("/workspace.patch")
 
