@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from swe_residual.agent_environment import AgentSetup
 from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker.engine import engine_errors
 from swe_residual.environment.docker.environment import SCRATCH_DIR
 from swe_residual.environment.docker.images import SETUP_REPO, slug
 from swe_residual.errors import InfraError
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
     from swe_residual.environment.docker.backend import DockerBackend, PreparedImage
 
 SETUP_NETWORK = "bridge"  # the engine's default network
-SETUP_DIR = f"{SCRATCH_DIR}/agent-setup"  # on the scratch tmpfs: never committed
+SETUP_DIR = f"{SCRATCH_DIR}/agent-setup"  # on the scratch tmpfs: never in the commit, nothing to remove
 
 
 def setup_tag(task: Task, prepared: PreparedImage, setup: AgentSetup) -> str:
@@ -58,15 +57,12 @@ def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImag
                     f"{setup.script} changed the repository of {task.id} at {task.config.workdir} "
                     f"({status.output.strip()[:300]}): install the agent's tools outside it", stage="agent-setup",
                 )
-        builder.exec(f"rm -rf {shlex.quote(SETUP_DIR)}", timeout_sec=60)
         labels = {"kind": "agent-setup", "task": task.id, "script-sha": setup.digest, "base-commit": prepared.head or ""}
         candidate = backend.commit(builder.container_id, labels)
     try:
         # The layer keeps the builder's idle command as its own: the suite always starts
         # containers with an explicit entrypoint, so it is never run.
-        repository, _, name = tag.partition(":")
-        with engine_errors(f"tagging {tag}"):
-            backend.client.api.tag(candidate, repository, name)
+        backend.keep_as(candidate, tag)
     finally:
         backend.remove_temp_image(candidate)
     backend.progress(f"agent set-up: {task.id} ready as {tag} in {time.monotonic() - started:.1f}s")

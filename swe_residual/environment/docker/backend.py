@@ -24,6 +24,7 @@ from swe_residual.environment.docker.engine import (
     PROBE_TIMEOUT_SEC,
     available,
     connect,
+    engine_errors,
     infra_error,
     inspect_image,
     remove_containers,
@@ -226,6 +227,13 @@ class DockerBackend:
         with self._lock:
             self._temp_images.add(tag)
         return tag
+
+    def keep_as(self, temporary: str, tag: str) -> None:
+        """Keep a temporary commit under its cache tag `tag` (the temporary name goes with
+        `remove_temp_image`): one way for state snapshots and agent set-up layers alike."""
+        repository, _, name = tag.partition(":")
+        with engine_errors(f"tagging {tag}"):
+            self.client.api.tag(temporary, repository, name)
 
     def remove_temp_image(self, tag: str) -> None:
         states.remove_temp_image(self.client, tag)

@@ -122,9 +122,7 @@ def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, 
                 trial = backend.start_container(candidate, task, spec, "none", prepared.head, kind="validate")
             with trial:
                 backend.validate_state(backend, trial, task, state)
-        repository, _, name = tag.partition(":")
-        with engine_errors(f"tagging {tag}"):
-            backend.client.api.tag(candidate, repository, name)
+        backend.keep_as(candidate, tag)
     finally:
         backend.remove_temp_image(candidate)
     backend.progress(f"snapshotted state {task.id}/{state.id} in {time.monotonic() - started:.1f}s")
