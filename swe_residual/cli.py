@@ -81,7 +81,14 @@ def _harbor_results(args: argparse.Namespace) -> Path:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from swe_residual.dataset_check import PROBLEM, check_patches, not_a_dataset, verify_task
+    from swe_residual.dataset_check import (
+        PROBLEM,
+        check_patches,
+        grading_warnings,
+        not_a_dataset,
+        task_settings,
+        verify_task,
+    )
 
     root = Path(args.dataset)
     dataset = load_dataset(root)  # a missing directory: DatasetError, exit 2
@@ -110,7 +117,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if missing:
                 problems += 1
             print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
-            for warning in task.config.warnings:  # as `harbor lint` reports them: not errors
+            for line in task_settings(task):
+                print(f"  {line}")
+            for warning in [*task.config.warnings, *grading_warnings(task)]:  # as `harbor lint` reports them: not errors
                 print(f"  warning: {warning}")
             findings = check_patches(task, entry.states)
             if backend is not None:

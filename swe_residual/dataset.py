@@ -12,6 +12,7 @@ from pathlib import Path
 from swe_residual.errors import DatasetError
 from swe_residual.state import ResidualState, load_state
 from swe_residual.task import Task, load_task
+from swe_residual.tracks import TrackOverrides, read_overrides
 
 
 @dataclass
@@ -49,12 +50,19 @@ def load_dataset(root: Path | str) -> Dataset:
     if not root.is_dir():
         raise DatasetError(root, "dataset directory does not exist")
     dataset = Dataset(root=root)
-    candidates = [root] if _is_task_dir(root) else sorted(
+    single = _is_task_dir(root)
+    candidates = [root] if single else sorted(
         child for child in root.iterdir() if _is_task_dir(child) and not child.name.startswith(".")
     )
+    # One task given alone still takes its dataset's track settings.
+    try:
+        overrides = read_overrides(root.parent if single else root)
+    except DatasetError as exc:
+        dataset.task_errors.append((exc.path.name, exc))
+        overrides = TrackOverrides()
     for task_dir in candidates:
         try:
-            task = load_task(task_dir)
+            task = load_task(task_dir, overrides)
         except DatasetError as exc:
             dataset.task_errors.append((task_dir.name, exc))
             continue

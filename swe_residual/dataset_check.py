@@ -166,9 +166,47 @@ def status_differences(recorded: dict[str, str], measured: dict[str, str]) -> li
     return differences
 
 
+def task_settings(task: Task) -> list[str]:
+    """What `validate` says of how the task runs: its track and working directory, and why."""
+    workdir = f"workdir {task.config.workdir}" if task.config.workdir else "workdir"
+    return [f"track {task.track}: {task.config.track_reason}", f"{workdir}: {task.workdir_reason}"]
+
+
+def grading_warnings(task: Task) -> list[str]:
+    """Set-ups that grade none of the agent's work (not errors: Harbor runs them as written)."""
+    config = task.config
+    if config.verifier_environment_mode == "separate" and not config.verifier_collect and not config.artifacts:
+        return ["a separate verifier with no [[verifier.collect]] step and no artifacts receives none of the "
+                "agent's work (Harbor's rule): every start is graded as the clean image"]
+    return []
+
+
+def oracle_start(backend: Any, task: Task, state: ResidualState | None, run_id: str) -> Finding:
+    """The oracle from the Clean Start (state None) or from `state`, graded as a run grades it:
+    whether a reference solution can finish the task from there ("oracle-solvable")."""
+    from swe_residual.agents.builtin import OracleAgent
+    from swe_residual.runner import RunOptions, run_item
+
+    subject = task.id if state is None else f"{task.id}/{state.id}"
+    start = "the Clean Start" if state is None else "this state"
+    with tempfile.TemporaryDirectory(prefix="swe-residual-validate-") as scratch:
+        options = RunOptions(run_id=run_id, run_dir=Path(scratch), infra_retries=0)
+        try:
+            record = run_item(task, state, OracleAgent, backend, options)
+        except (DatasetError, InfraError, OSError) as exc:
+            return Finding(subject, PROBLEM, f"oracle: could not run from {start}: {exc}")
+    if record.get("outcome") == "success":
+        return Finding(subject, OK, f"oracle-solvable: yes (reward {record.get('reward')})")
+    why = str(record.get("error") or record.get("message") or "").replace("\n", " ")[-300:]
+    return Finding(subject, PROBLEM, f"oracle-solvable: no ({record.get('outcome')}, reward "
+                                     f"{record.get('reward')}): {why}")
+
+
 def verify_task(backend: Any, task: Task, states: list[ResidualState], run_id: str) -> list[Finding]:
     """The verifier on the base (it must fail: a solved Clean Start measures nothing) and on
-    each state (it must fail, with the per-test statuses its state.toml records)."""
+    each state (it must fail, with the per-test statuses its state.toml records); then the
+    oracle from the Clean Start and from each state (it must pass: a start no reference
+    solution can finish is an error, not a silent 0%)."""
     reason = getattr(backend, "unsupported_reason", lambda task: None)(task)
     if reason:
         return [Finding(task.id, SKIPPED, f"verify: {reason}")]
@@ -187,6 +225,9 @@ def verify_task(backend: Any, task: Task, states: list[ResidualState], run_id: s
             findings.append(Finding(task.id, OK, f"verify base: fails as it should (reward {_reward(base)})"))
     for state in states:
         findings.append(_verify_state(backend, task, state, run_id))
+    findings.append(oracle_start(backend, task, None, run_id))
+    for state in states:
+        findings.append(oracle_start(backend, task, state, run_id))
     return findings
 
 

@@ -65,13 +65,14 @@ def repo_layer(task: Task, state: ResidualState) -> tuple[str, bytes | None]:
     if not patch.strip():
         # The suite applies nothing for an empty patch either (patches.apply_patch).
         return banner + "# The state's patch is empty: the start is the base commit itself.\n", None
-    workdir = shlex.quote(task.config.workdir)
+    # No [metadata] workdir: RUN starts in the image's WORKDIR already, as the suite's exec does.
+    enter = f"cd {shlex.quote(task.config.workdir)} && " if task.config.workdir else ""
     text = (
         banner
         + "# What the predecessor left, applied as the suite applies it: strictly (no fuzz), binary-safe,\n"
         + "# new files created and deleted files removed, NOT committed: HEAD stays the base commit.\n"
         + f"COPY {PATCH_NAME} {PATCH_IN_IMAGE}\n"
-        + f"RUN cd {workdir} && git -c safe.directory='*' apply --whitespace=nowarn --binary {PATCH_IN_IMAGE} \\\n"
+        + f"RUN {enter}git -c safe.directory='*' apply --whitespace=nowarn --binary {PATCH_IN_IMAGE} \\\n"
         + f"    && rm -f {PATCH_IN_IMAGE}\n"
     )
     return text, patch
@@ -105,7 +106,8 @@ def machine_layer(task: Task, state: ResidualState) -> str:
     reason = live_process_reason(state, commands)
     if reason is not None:
         raise NotExportable(reason)
-    workdir = task.config.workdir
+    # No [metadata] workdir: "." is the image's WORKDIR, where every RUN starts.
+    workdir = task.config.workdir or "."
     prefix = ["env", *(f"{key}={value}" for key, value in task.config.environment_env.items())]
     lines = [
         layer_banner(task, state).rstrip("\n"),

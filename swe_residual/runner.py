@@ -43,7 +43,7 @@ from swe_residual.patches import capture_patch
 from swe_residual.records import RECORD_SCHEMA, agent_slug, item_id
 from swe_residual.redaction import REDACTED, SECRET_OPTION_KEY, redact, secret_values
 from swe_residual.state import ResidualState
-from swe_residual.task import Task
+from swe_residual.task import DEFAULT_WORKDIR, Task
 from swe_residual.trajectory import Trajectory
 from swe_residual.verifier import Verdict, evaluate
 
@@ -233,6 +233,7 @@ def _one_attempt(
             trajectory=trajectory,
             reference_solution=reference_solution if getattr(agent, "uses_reference_solution", False) else None,
             solution_dir=task.solution_dir if getattr(agent, "uses_reference_solution", False) else None,
+            solution_env=dict(task.config.solution_env) if getattr(agent, "uses_reference_solution", False) else {},
         )
         fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()
@@ -355,7 +356,7 @@ def run_item(
             steps = [step.as_dict() for step in final.trajectory.steps]
             predecessor_files = changed_files(inherited_patch) if inherited_patch else set()
             candidates = set(reference_files or []) | predecessor_files
-            root = final.workdir or task.config.workdir
+            root = final.workdir or task.config.workdir or DEFAULT_WORKDIR
             record["opened_files"] = sorted(opened_files(steps, candidates, root=root))
             record["inspected"] = inspected(steps, predecessor_files, root=root) if state is not None else None
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (

@@ -17,6 +17,7 @@ from swe_residual.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.handoff import primary_records
 from swe_residual.metrics.headline import Record, headline, is_excluded, task_table
+from swe_residual.oracle_check import oracle_lines, oracle_markdown, oracle_summary
 from swe_residual.records import dedupe_records
 from swe_residual.summary_handoff import handoff_markdown, handoff_summary, handoff_terminal
 
@@ -148,6 +149,9 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     views = handoff_summary(recs)
     if views is not None:
         summary["by_handoff"] = views
+    oracle = oracle_summary(shown)
+    if oracle is not None:
+        summary["oracle"] = oracle
     return summary
 
 
@@ -249,6 +253,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     out += (_markdown_table(header, rows, text_columns=2, floatfmt=steps_ratio) or ["(no agents)"]) + [""]
 
     out += handoff_markdown(summary)
+    out += oracle_markdown(summary)
 
     infra = summary.get("infra", {})
     out += ["## Infrastructure", ""]
@@ -322,6 +327,7 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
     lines += handoff_terminal(summary, _clip)
     if summary.get("comparison"):  # the one comparison line that matters most
         lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
+    lines += oracle_lines(summary)
     infra = summary.get("infra", {})
     lines.append(
         f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "

@@ -9,8 +9,9 @@ model does not define are ignored, as Harbor ignores them, and listed in
 `TaskConfig.warnings` (what `harbor lint` reports as unknown-config-field). Fields the suite
 does not use are kept (`TaskConfig.raw`) so nothing a task carries is lost.
 The suite's own keys live in `[metadata]`, which Harbor leaves free-form:
-`track` ("repo" | "machine"), `repo_dir` (the repository source for the local backend),
-`workdir` (where the repository sits in the environment, default /app), `base_commit_hash`.
+`track` ("repo" | "machine"; without it the rule of swe_residual/tracks.py places the task),
+`repo_dir` (the repository source for the local backend), `workdir` (where the agent, solve.sh
+and test.sh run; without it, the image's WORKDIR, as Harbor runs them), `base_commit_hash`.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from swe_residual.task_schema import (
     unknown_fields,
 )
 from swe_residual.toml_fields import FieldReader, read_toml
+from swe_residual.tracks import TRACKS, TrackOverrides, resolve_track
 
-TRACKS = ("repo", "machine")
 ENVIRONMENT_MODES = ("shared", "separate")
 MAIN_SERVICE = "main"
 COMPOSE_FILES = ("environment/docker-compose.yaml", "tests/docker-compose.yaml")
@@ -41,6 +42,8 @@ DEFAULT_COLLECT_TIMEOUT_SEC = 60.0
 DEFAULT_SCHEMA_VERSION = "1.4"
 # Harbor leaves [agent] timeout_sec unset by default; the suite's budget needs a number.
 DEFAULT_AGENT_TIMEOUT_SEC = 600.0
+# Where the repository sits where there is no image to ask (the local backend's path map).
+DEFAULT_WORKDIR = "/app"
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ class TaskConfig:
     metadata: dict[str, Any]
     artifacts: tuple[ArtifactSpec, ...]
     track: str
-    workdir: str
+    # [metadata] workdir; None: the image's WORKDIR (resolved by the backend from the image).
+    workdir: str | None
     repo_dir: str | None
     base_commit: str | None
     docker_image: str | None
@@ -108,10 +112,13 @@ class TaskConfig:
     verifier_env: dict[str, str]
     verifier_collect: tuple[CollectStep, ...]
     verifier_environment: VerifierEnvironment | None = None
+    solution_env: dict[str, str] = field(default_factory=dict)  # [solution.env], for the oracle's solve.sh
     # Fields Harbor does not know (it ignores them; `harbor lint` reports them), as
     # "<file>: unknown field '<dotted.field>' ...". Never an error.
     warnings: tuple[str, ...] = ()
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    # Why the task is on its track (which rule of swe_residual/tracks.py placed it).
+    track_reason: str = "task.toml [metadata] track"
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,12 @@ class Task:
     @property
     def track(self) -> str:
         return self.config.track
+
+    @property
+    def workdir_reason(self) -> str:
+        if self.config.workdir is not None:
+            return "task.toml [metadata] workdir"
+        return "the image's WORKDIR (no [metadata] workdir), as Harbor runs it"
 
     @property
     def tests_dir(self) -> Path:
@@ -293,18 +306,19 @@ def _artifacts(reader: FieldReader) -> tuple[ArtifactSpec, ...]:
     return tuple(specs)
 
 
-def _absolute(reader: FieldReader, dotted: str, default: str) -> str:
+def _absolute(reader: FieldReader, dotted: str, default: str | None) -> str | None:
     value = reader.get(dotted, str, default)
-    if not value.startswith("/"):
+    if value is not None and not value.startswith("/"):
         raise DatasetError(reader.path, f"must be an absolute path, got {value!r}", field=dotted)
     return value
 
 
-def parse_task_config(path: Path) -> TaskConfig:
+def parse_task_config(path: Path, overrides: TrackOverrides | None = None) -> TaskConfig:
     data = read_toml(path)
     reader = FieldReader(path, data)
     metadata = reader.table("metadata")
-    track = reader.get("metadata.track", str, "repo")
+    declared_track = reader.get("metadata.track", str, None)
+    track = declared_track or "repo"
     if track not in TRACKS:
         raise DatasetError(path, f"unknown track {track!r} (one of {', '.join(TRACKS)})", field="metadata.track")
     if reader.get("steps", list, None) is not None:
@@ -328,6 +342,8 @@ def parse_task_config(path: Path) -> TaskConfig:
     keywords = reader.get("task.keywords", list, [])
     if not all(isinstance(v, str) for v in keywords):
         raise DatasetError(path, "must be a list of strings", field="task.keywords")
+    base_commit = reader.get("metadata.base_commit_hash", str, None)
+    track, track_reason = resolve_track(path.parent, declared_track, base_commit, mode, overrides)
     environment = _environment_table(reader, "environment")
     verifier_environment = None
     if has_verifier_environment:
@@ -356,9 +372,9 @@ def parse_task_config(path: Path) -> TaskConfig:
         metadata=metadata,
         artifacts=_artifacts(reader),
         track=track,
-        workdir=_absolute(reader, "metadata.workdir", "/app"),
+        workdir=_absolute(reader, "metadata.workdir", None),
         repo_dir=reader.get("metadata.repo_dir", str, None),
-        base_commit=reader.get("metadata.base_commit_hash", str, None),
+        base_commit=base_commit,
         docker_image=environment["docker_image"],
         build_timeout_sec=environment["build_timeout_sec"],
         cpus=environment["cpus"],
@@ -375,8 +391,10 @@ def parse_task_config(path: Path) -> TaskConfig:
         verifier_env=reader.string_map("verifier.env"),
         verifier_collect=_collect_steps(reader),
         verifier_environment=verifier_environment,
+        solution_env=reader.string_map("solution.env"),
         warnings=tuple(warnings),
         raw=data,
+        track_reason=track_reason,
     )
 
 
@@ -390,12 +408,13 @@ def _reject_compose(path: Path) -> None:
             )
 
 
-def load_task(path: Path) -> Task:
-    """Read one task directory; raise DatasetError naming the file and field."""
+def load_task(path: Path, overrides: TrackOverrides | None = None) -> Task:
+    """Read one task directory; raise DatasetError naming the file and field. `overrides`:
+    the dataset's track settings (swe_residual/tracks.py)."""
     path = Path(path)
     if not path.is_dir():
         raise DatasetError(path, "task directory is missing")
-    config = parse_task_config(path / "task.toml")
+    config = parse_task_config(path / "task.toml", overrides)
     _reject_compose(path)
     instruction_path = path / "instruction.md"
     try:

@@ -3,7 +3,8 @@
 `test.sh` writes `reward.json` (flat numbers, `reward` primary) or `reward.txt`, and per-test
 results as CTRF JSON or JUnit XML. No reward file, or a reward of -1, is a verifier error
 (infra), never a task failure. The task's reward is the verdict (DESIGN §7): its own
-`test.sh` decides what a pass is, so the reports never overrule it. They are kept as per-test
+`test.sh` decides what a pass is, so the reports never overrule it. Per-test results come from
+one report (`report_source`): never several merged. They are kept as per-test
 statuses (an acceptance test missing from every report is listed as failed), and a reward
 of 1 while an acceptance test did not pass in them (skipped, errored, failed or missing) is
 flagged in the verdict's notes (the record's `verifier_notes`) for a human to look at.
@@ -117,24 +118,49 @@ def read_rewards(files: dict[str, bytes]) -> tuple[dict[str, float], str | None]
     return {"reward": float(value), **extra}, None
 
 
+CTRF_REPORT = "ctrf.json"
+# DeepSWE's grader names each test of its CTRF report by its bucket: `[f2p] tests.test_x` for a
+# fail-to-pass test of tests/config.json, `[p2p] ...` for a pass-to-pass one.
+ACCEPTANCE_BUCKETS = ("f2p", "p2p")
+
+
+def report_source(files: dict[str, bytes]) -> list[str]:
+    """The one report the per-test results come from, as Harbor reads them: `ctrf.json` at
+    the top of /logs/verifier when present, else the JUnit XML files at its top. Nothing in a
+    subdirectory counts (DeepSWE's `test.sh` moves its framework reports, `base.xml` being the
+    run on the base commit, to `reports/`), so no test is ever counted from two reports."""
+    if CTRF_REPORT in files:
+        return [CTRF_REPORT]
+    return sorted(name for name in files if "/" not in name and name.endswith(".xml"))
+
+
 def read_test_reports(files: dict[str, bytes]) -> tuple[dict[str, str], list[str]]:
-    """Merge every JUnit XML and CTRF file the verifier wrote; return (statuses, problems)."""
+    """Per-test statuses from the verifier's one report (`report_source`); (statuses, problems).
+    Ids are the report's own: CTRF `name` (prefixed by its `suite` when it has one), JUnit
+    `classname.name`. Several top-level JUnit files are one report in parts (one per suite)."""
     statuses: dict[str, str] = {}
     problems: list[str] = []
-    for name, data in sorted(files.items()):
+    for name in report_source(files):
         try:
-            if name.endswith(".xml"):
-                found = parse_junit(data)
-            elif name.endswith(".json") and name not in ("reward.json",) and b'"results"' in data:
-                found = parse_ctrf(data)
-            else:
-                continue
+            found = parse_ctrf(files[name]) if name == CTRF_REPORT else parse_junit(files[name])
         except (ElementTree.ParseError, ValueError, AttributeError) as exc:
             problems.append(f"{name}: {exc}")
             continue
         for test_id, status in found.items():
             statuses[test_id] = _worst(statuses.get(test_id), status)
     return statuses, problems
+
+
+def reported_id(test_id: str, tests: dict[str, str]) -> str | None:
+    """The report's id for an acceptance test of tests/config.json: the id itself, or the id
+    under its DeepSWE bucket label; None when the report does not name it."""
+    if test_id in tests:
+        return test_id
+    for bucket in ACCEPTANCE_BUCKETS:
+        labelled = f"[{bucket}] {test_id}"
+        if labelled in tests:
+            return labelled
+    return None
 
 
 def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Verdict:
@@ -151,7 +177,7 @@ def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Ver
     notes = list(problems)
     reward = rewards["reward"]
     if reward >= 1.0:
-        expected = acceptance if acceptance is not None else list(tests)
+        expected = [reported_id(t, tests) or t for t in acceptance] if acceptance is not None else list(tests)
         not_passing = [t for t in expected if tests.get(t) != PASSED] if tests or acceptance else []
         if not_passing:
             # The task's verifier rewards a pass and the reports disagree: flagged, not
@@ -160,6 +186,6 @@ def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Ver
                          f"(the task's reward stands): {not_passing[:3]}")
     if acceptance is not None:
         for test_id in acceptance:
-            if test_id not in tests:  # missing from every report: counts as failed
+            if reported_id(test_id, tests) is None:  # missing from the report: counts as failed
                 tests[test_id] = FAILED
     return Verdict(valid=True, reward=reward, tests=tests, notes=tuple(notes), rewards=rewards)

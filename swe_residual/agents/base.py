@@ -60,6 +60,7 @@ class AgentSession:
     trajectory: Trajectory
     reference_solution: str | None = None  # only for agents that declare `uses_reference_solution`
     solution_dir: Path | None = None  # the task's solution/ (same condition), e.g. for solve.sh
+    solution_env: dict[str, str] = field(default_factory=dict)  # the task's [solution.env] (same condition)
     started: float = field(default_factory=time.monotonic)
     cost: float = 0.0
     # Whether the trajectory shows what the agent did. An in-process agent acts only through

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, AgentResult, AgentSession, BudgetExhausted
@@ -21,9 +22,19 @@ class NoopAgent:
 
 
 class OracleAgent:
-    """Discards inherited work, then runs the reference solution as Harbor's oracle does:
-    `solution/solve.sh` (DeepSWE's commits its change), or `solution/solution.patch` where the
-    task has no solve.sh. Every start must be solvable this way, under any grading rule."""
+    """Runs the reference solution as Harbor's oracle does: `solution/` uploaded to
+    `/solution`, `solve.sh` run in the task's working directory (the image's WORKDIR unless the
+    task names one) with `DEBIAN_FRONTEND=noninteractive` and the task's `[solution.env]`; a
+    task without solve.sh gets `solution/solution.patch` applied. Every start must be solvable
+    this way, under any grading rule.
+
+    The suite's own choice, not Harbor's: on a repository (repo track) inherited work is
+    discarded first (`git reset --hard`, `git clean`), so the oracle proves the task solvable
+    from the base; on the machine track it runs on top of the state, which solve.sh itself
+    must bring to the solution. What would make a 0 silent is said in the run's message (the
+    summary lists every start the oracle did not solve): a solve.sh that printed an error it
+    went on past, or a repository it left unchanged.
+    """
 
     name = "oracle"
     uses_reference_solution = True
@@ -45,22 +56,49 @@ class OracleAgent:
 
     @staticmethod
     def _run_solve_sh(session: AgentSession) -> AgentResult:
-        """Run solution/solve.sh inside the environment.
-
-        The solution's files go to the scratch directory (never part of a state) and solve.sh runs
-        there with SOLUTION_DIR and APP_DIR set. A machine cannot be reset like a repository, so
-        solve.sh itself must bring any inherited machine state to the solution.
-        """
         solution = session.solution_dir
         assert solution is not None
-        target = f"{session.environment.scratch_dir}/solution"
+        environment = session.environment
+        target = environment.solution_dir
         for path in sorted(p for p in solution.rglob("*") if p.is_file()):
-            session.environment.write_file(f"{target}/{path.relative_to(solution).as_posix()}", path.read_bytes())
-        result = session.exec(f"bash {shlex.quote(target)}/solve.sh",
-                              env={"SOLUTION_DIR": target, "APP_DIR": session.environment.workdir})
+            environment.write_file(f"{target}/{path.relative_to(solution).as_posix()}", path.read_bytes())
+        script = shlex.quote(f"{target}/solve.sh")
+        env = {**session.solution_env, "DEBIAN_FRONTEND": "noninteractive",
+               # The suite's own names, for solve.sh files written for it (Harbor sets neither).
+               "SOLUTION_DIR": target, "APP_DIR": environment.workdir}
+        result = session.exec(f"chmod +x {script} && {script}", env=env)
         if result.exit_code != 0:
             return AgentResult(AGENT_ERROR, message=f"solve.sh exited with {result.exit_code}: {result.output[-300:]}")
-        return AgentResult(SUBMITTED, message="Ran the reference solve.sh.")
+        warnings = solve_warnings(result.output)
+        if environment.base_commit is not None and _unchanged(session):
+            warnings.append("solve.sh left the repository unchanged (nothing to grade)")
+        message = "Ran the reference solve.sh."
+        if warnings:
+            message += " Warning: " + "; ".join(warnings)
+        return AgentResult(SUBMITTED, message=message)
+
+
+# What a solve.sh prints when a step failed and the script went on (no `set -e`): git's and
+# patch's own error prefixes. DeepSWE's solve.sh applies its patch with `git apply` and exits 0
+# whatever happened.
+_SOLVE_ERROR = re.compile(r"^(?:error|fatal|patch: \*\*\*\*)[: ].*$", re.MULTILINE)
+
+
+def solve_warnings(output: str) -> list[str]:
+    """The error lines a solve.sh printed (at most three), as warnings."""
+    lines = [match.group(0).strip() for match in _SOLVE_ERROR.finditer(output)]
+    if not lines:
+        return []
+    more = f" (+{len(lines) - 3} more)" if len(lines) > 3 else ""
+    return [f"solve.sh printed errors it went on past: {' | '.join(lines[:3])}{more}"]
+
+
+def _unchanged(session: AgentSession) -> bool:
+    """Whether the repository is still exactly the base commit: no commit, no change."""
+    base = session.environment.base_commit
+    check = session.exec(f"test \"$(git rev-parse HEAD)\" = {shlex.quote(str(base))} "
+                         "&& test -z \"$(git status --porcelain --untracked-files=all)\"", timeout_sec=120)
+    return check.exit_code == 0
 
 
 # The exit status by which a `cmd:` agent says its model service failed (rate limit, lost

@@ -92,6 +92,7 @@ class Environment(Protocol):
 
     workdir: str  # the repository (or working directory) as the agent sees it
     scratch_dir: str  # a directory outside `workdir` for the harness's own files
+    solution_dir: str  # where the oracle puts the task's solution/ (Harbor: /solution)
     base_commit: str | None  # HEAD of the clean repository, for the final diff
 
     def exec(

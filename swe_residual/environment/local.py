@@ -34,7 +34,7 @@ from swe_residual.environment.base import BASE_COMMIT_ENV, ExecResult, StartSpec
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.patches import apply_patch
 from swe_residual.state import ResidualState
-from swe_residual.task import Task
+from swe_residual.task import DEFAULT_WORKDIR, Task
 from swe_residual.verifier_environment import SHARED, plan_verifier_environment
 
 MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
@@ -100,6 +100,8 @@ class LocalEnvironment:
         self.root = root
         self.workdir = str(root / "repo")
         self.scratch_dir = str(root / "scratch")
+        # A host workspace has no /solution of its own: solve.sh finds it as $SOLUTION_DIR.
+        self.solution_dir = str(root / "scratch" / "solution")
         self.base_commit = base_commit
         Path(self.scratch_dir).mkdir(parents=True, exist_ok=True)
         self._home = root / "home"
@@ -309,7 +311,7 @@ class LocalBackend:
                 shutil.rmtree(artifacts_dir, ignore_errors=True)
 
     def _collect_and_verify(self, environment: LocalEnvironment, task: Task, artifacts_dir: Path) -> VerifierOutput:
-        agent_paths = _PathMap(task.config.workdir, Path(environment.workdir), environment.root / "fs")
+        agent_paths = _PathMap(task.config.workdir or DEFAULT_WORKDIR, Path(environment.workdir), environment.root / "fs")
         collected, error = run_collect_steps(environment, task, agent_paths.variables())
         environment.kill_processes()  # a collect step may not leave anything running either
         sources = [artifact.source for artifact in task.config.artifacts]
@@ -332,7 +334,7 @@ class LocalBackend:
             # A pristine copy of the base repository: nothing of the agent's workspace but the
             # artifacts reaches a separate verifier.
             base, _ = self._base_repo(task)
-            paths = _PathMap(task.config.workdir, verifier_root / "app", verifier_root / "fs")
+            paths = _PathMap(task.config.workdir or DEFAULT_WORKDIR, verifier_root / "app", verifier_root / "fs")
             shutil.copytree(base, paths.repo, symlinks=True)
             for source in present:
                 _copy_any(host_path(artifacts_dir, source), paths.local(source))

@@ -45,7 +45,7 @@ def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImag
                                  kind="agent-setup") as builder:
         builder.copy_in({"setup.sh": setup.content}, SETUP_DIR)
         result = builder.exec(f"bash {shlex.quote(SETUP_DIR)}/setup.sh", timeout_sec=task.config.build_timeout_sec,
-                              env={"APP_DIR": task.config.workdir})
+                              env={"APP_DIR": builder.workdir})
         if result.exit_code != 0:
             what = "timed out" if result.timed_out else f"exited with {result.exit_code}"
             raise InfraError(f"{setup.script} {what} in the image of {task.id}: {result.output.strip()[-800:]}",
@@ -54,7 +54,7 @@ def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImag
             status = builder.exec("git status --porcelain --untracked-files=all", timeout_sec=120)
             if status.exit_code != 0 or status.stdout.strip():
                 raise InfraError(
-                    f"{setup.script} changed the repository of {task.id} at {task.config.workdir} "
+                    f"{setup.script} changed the repository of {task.id} at {builder.workdir} "
                     f"({status.output.strip()[:300]}): install the agent's tools outside it", stage="agent-setup",
                 )
         labels = {"kind": "agent-setup", "task": task.id, "script-sha": setup.digest, "base-commit": prepared.head or ""}

@@ -63,6 +63,7 @@ class PreparedImage:
     reference: str  # tag or docker_image as written
     image_id: str
     head: str | None  # git HEAD at the workdir (the base commit), None without a repository
+    workdir: str = "/"  # where commands run: [metadata] workdir, else the image's WORKDIR
 
 
 class DockerBackend:
@@ -103,6 +104,7 @@ class DockerBackend:
         # Separate verifiers' images, resolved once per (task, source, content) by verification.py.
         self.verifier_images: dict[tuple[str, ...], tuple[str, str | None]] = {}
         self._states: dict[str, tuple[str, str | None]] = {}
+        self._image_workdirs: dict[str, str] = {}
         self._agent_images: dict[str, PreparedImage] = {}
         self._setup_failures: dict[str, InfraError] = {}  # a broken script fails once per process
         self._lock = threading.Lock()
@@ -159,13 +161,27 @@ class DockerBackend:
                                                    repo=images.TASK_REPO, name=task.id,
                                                    timeout_sec=task.config.build_timeout_sec)
         labels = hygiene.container_labels("head", task.id, self.run_id, self.token)
-        head = images.image_head(self.client, task, image_id, self.cache_dir, labels)
+        workdir = self.workdir_for(task, image_id)
+        head = images.image_head(self.client, task, image_id, workdir, self.cache_dir, labels)
         expected = task.config.base_commit
         if expected and head != expected:
             raise DatasetError(task.path / "task.toml", f"the environment builds commit {head}, not {expected}",
                                field="metadata.base_commit_hash")
-        self._prepared[key] = PreparedImage(reference, image_id, head)
+        self._prepared[key] = PreparedImage(reference, image_id, head, workdir)
         return self._prepared[key]
+
+    def workdir_for(self, task: Task, image: str) -> str:
+        """Where the agent, solve.sh and test.sh run in containers of `image`: the task's
+        `[metadata] workdir`, else the image's own WORKDIR (`/` when it sets none), as Harbor
+        runs them (its exec takes the image's working directory)."""
+        if task.config.workdir is not None:
+            return task.config.workdir
+        if image not in self._image_workdirs:
+            found = inspect_image(self.client, image)
+            if found is None:
+                raise InfraError(f"the image {image[:40]} vanished before its container started")
+            self._image_workdirs[image] = (found.get("Config") or {}).get("WorkingDir") or "/"
+        return self._image_workdirs[image]
 
     def agent_image(self, task: Task) -> PreparedImage:
         """What the agent's starts are made of: the task image, plus the agent's set-up layer
@@ -191,7 +207,7 @@ class DockerBackend:
                 found = inspect_image(self.client, tag)
         if found is None:
             raise InfraError(f"the agent set-up layer {tag} vanished after its build")
-        self._agent_images[tag] = PreparedImage(tag, found["Id"], prepared.head)
+        self._agent_images[tag] = PreparedImage(tag, found["Id"], prepared.head, prepared.workdir)
         return self._agent_images[tag]
 
     # -- states --------------------------------------------------------------------------------
@@ -242,7 +258,7 @@ class DockerBackend:
 
     # -- starts --------------------------------------------------------------------------------
     def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> DockerEnvironment:
-        conflict = mount_conflict(self.agent_environment.mounts, task.config.workdir)
+        conflict = mount_conflict(self.agent_environment.mounts, self.agent_image(task).workdir)
         if conflict:
             raise ConfigError(conflict)
         if state is None:
@@ -269,6 +285,7 @@ class DockerBackend:
         if self.closed:
             raise InfraError("the docker backend is closed")
         config = task.config
+        workdir = self.workdir_for(task, image)
         name = f"swe-residual-{images.slug(spec.item_id, 80)}-{secrets.token_hex(4)}"
         labels = {**hygiene.container_labels(kind, spec.item_id, spec.run_id, self.token),
                   f"{LABEL}.attempt": str(spec.attempt)}
@@ -289,7 +306,7 @@ class DockerBackend:
         try:
             # An explicit entrypoint: the container idles and everything runs through exec.
             created = self.client.api.create_container(
-                image, command=["infinity"], entrypoint=["sleep"], name=name, working_dir=config.workdir,
+                image, command=["infinity"], entrypoint=["sleep"], name=name, working_dir=workdir,
                 labels=labels, environment=environment, host_config=host_config,
             )
         except ENGINE_EXCEPTIONS as exc:
@@ -303,7 +320,7 @@ class DockerBackend:
         except ENGINE_EXCEPTIONS as exc:
             self.forget(container_id)  # a created-but-not-started container
             raise infra_error(exc, f"could not start a container of {image[:40]}") from exc
-        return DockerEnvironment(self, container_id, name=name, image=image, workdir=config.workdir,
+        return DockerEnvironment(self, container_id, name=name, image=image, workdir=workdir,
                                  base_commit=head, spec=spec)
 
     def forget(self, container_id: str) -> None:

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from swe_residual.environment.docker.backend import DockerBackend
 
 SCRATCH_DIR = "/tmp/swe-residual"
+# Where Harbor's oracle uploads the task's solution/ (DeepSWE's solve.sh applies
+# /solution/solution.patch from there).
+SOLUTION_DIR = "/solution"
 # Mounts the engine's archive API cannot see into: these paths go through an exec instead.
 KERNEL_MOUNTS = ("/proc", "/sys", "/dev")
 MAX_SYMLINK_HOPS = 16
@@ -55,6 +58,7 @@ class DockerEnvironment:
         self.image = image
         self.workdir = workdir
         self.scratch_dir = SCRATCH_DIR
+        self.solution_dir = SOLUTION_DIR
         self.base_commit = base_commit
         self.spec = spec
         self.tmpfs = tmpfs

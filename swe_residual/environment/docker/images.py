@@ -151,10 +151,10 @@ def _remove_unused(client: docker.DockerClient, short_ids: list[str]) -> None:
 
 
 def image_head(
-    client: docker.DockerClient, task: Task, image_id: str, cache_dir: Path, labels: dict[str, str],
+    client: docker.DockerClient, task: Task, image_id: str, workdir: str, cache_dir: Path, labels: dict[str, str],
 ) -> str | None:
-    """git HEAD at the workdir of an image, cached on disk by image id."""
-    workdir = task.config.workdir
+    """git HEAD at `workdir` of an image (the task's working directory in it), cached on disk
+    by image id."""
     record = cache_dir / "heads" / f"{image_id.split(':')[-1]}-{slug(workdir, 60)}.txt"
     if record.is_file():
         return record.read_text().strip() or None
