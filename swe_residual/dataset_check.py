@@ -23,6 +23,7 @@ from typing import Any
 from swe_residual.dataset import _is_task_dir  # the rule load_dataset uses, so both see the same tasks
 from swe_residual.environment.base import StartSpec
 from swe_residual.errors import DatasetError, InfraError
+from swe_residual.oracle_check import oracle_solvable
 from swe_residual.state import ResidualState
 from swe_residual.task import Task
 from swe_residual.verifier import Verdict, evaluate
@@ -182,24 +183,14 @@ def grading_warnings(task: Task) -> list[str]:
 
 
 def oracle_start(backend: Any, task: Task, state: ResidualState | None, run_id: str) -> Finding:
-    """The oracle from the Clean Start (state None) or from `state`, graded as a run grades it:
-    whether a reference solution can finish the task from there ("oracle-solvable")."""
-    from swe_residual.agents.builtin import OracleAgent
-    from swe_residual.runner import RunOptions, run_item
-
+    """The oracle from the Clean Start (state None) or from `state`: whether a reference
+    solution can finish the task from there ("oracle-solvable")."""
     subject = task.id if state is None else f"{task.id}/{state.id}"
-    start = "the Clean Start" if state is None else "this state"
-    with tempfile.TemporaryDirectory(prefix="swe-residual-validate-") as scratch:
-        options = RunOptions(run_id=run_id, run_dir=Path(scratch), infra_retries=0)
-        try:
-            record = run_item(task, state, OracleAgent, backend, options)
-        except (DatasetError, InfraError, OSError) as exc:
-            return Finding(subject, PROBLEM, f"oracle: could not run from {start}: {exc}")
-    if record.get("outcome") == "success":
-        return Finding(subject, OK, f"oracle-solvable: yes (reward {record.get('reward')})")
-    why = str(record.get("error") or record.get("message") or "").replace("\n", " ")[-300:]
-    return Finding(subject, PROBLEM, f"oracle-solvable: no ({record.get('outcome')}, reward "
-                                     f"{record.get('reward')}): {why}")
+    try:
+        solved, detail = oracle_solvable(backend, task, state, run_id)
+    except (DatasetError, InfraError, OSError) as exc:
+        return Finding(subject, PROBLEM, f"oracle: could not run: {exc}")
+    return Finding(subject, OK if solved else PROBLEM, f"oracle-solvable: {'yes' if solved else 'no'} ({detail})")
 
 
 def verify_task(backend: Any, task: Task, states: list[ResidualState], run_id: str) -> list[Finding]:

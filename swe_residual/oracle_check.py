@@ -3,13 +3,21 @@
 The oracle runs the task's reference solution, so each start it fails is a fault of the task,
 the state or the suite (a solve.sh that cannot find its patch, a state that destroyed what the
 task recovers from), not a score. `summary.json` holds them under `"oracle"` when the oracle
-ran; the terminal and summary.md print one line each.
+ran; the terminal and summary.md print one line each. `oracle_solvable` is the same check
+before a dataset runs (`validate --verify`, Stage IV of `residualize build`).
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swe_residual.environment.base import Backend
+    from swe_residual.state import ResidualState
+    from swe_residual.task import Task
 
 ORACLE = "oracle"
 MESSAGE_CHARS = 300
@@ -63,3 +71,19 @@ def oracle_markdown(summary: Mapping[str, Any]) -> list[str]:
     if not lines:
         return []
     return ["## Reference solution", "", lines[0], ""] + [f"- {line.strip()}" for line in lines[1:]] + [""]
+
+
+def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, run_id: str) -> tuple[bool, str]:
+    """(whether the oracle solves the start, why not / its reward): one run of the oracle from
+    the Clean Start (state None) or from `state`, graded as a run grades it. Raises what
+    `run_item` raises for a task or state that cannot be used."""
+    from swe_residual.agents.builtin import OracleAgent
+    from swe_residual.runner import RunOptions, run_item
+
+    with tempfile.TemporaryDirectory(prefix="swe-residual-oracle-") as scratch:
+        record = run_item(task, state, OracleAgent, backend, RunOptions(run_id=run_id, run_dir=Path(scratch),
+                                                                        infra_retries=0))
+    if record.get("outcome") == "success":
+        return True, f"reward {record.get('reward')}"
+    why = str(record.get("error") or record.get("message") or "").replace("\n", " ")[-MESSAGE_CHARS:]
+    return False, f"{record.get('outcome')}, reward {record.get('reward')}: {why}"

@@ -165,3 +165,43 @@ def test_validate_verify_runs_the_oracle_from_every_start(dataset_dir: Path) -> 
     assert "ok: publish-page-tb2: oracle-solvable: yes" in done.stdout, done.stdout + done.stderr
     assert "ok: publish-page-tb2/edited: oracle-solvable: yes" in done.stdout
     assert done.returncode == 0, done.stdout
+
+
+def _destroyed_copy(dataset_dir: Path, tmp_path: Path) -> Path:
+    """The Terminal-Bench-shaped task with a state whose predecessor destroyed what the task
+    needs (page.txt turned into a directory): no reference solution can finish it."""
+    import shutil
+
+    task_dir = tmp_path / "data" / "publish-page-tb2"
+    shutil.copytree(dataset_dir / "publish-page-tb2", task_dir)
+    state = task_dir / "residual" / "destroyed"
+    state.mkdir()
+    (state / "state.toml").write_text('predecessor = "wrecker"\nsource_run = "conformance"\n')
+    (state / "commands.jsonl").write_text('{"command": "rm -f page.txt && mkdir page.txt"}\n')
+    return task_dir
+
+
+def test_stage_iv_excludes_a_state_no_reference_solution_can_finish(dataset_dir: Path, backend: DockerBackend,
+                                                                     tmp_path: Path) -> None:
+    from swe_residual.residualize import reconstruct
+    from swe_residual.residualize.workdir import RunRef
+
+    task_dir = _destroyed_copy(dataset_dir, tmp_path)
+    entry = load_dataset(task_dir).entry("publish-page-tb2")
+    states = {s.id: s for s in entry.states}
+    ref = RunRef("publish-page-tb2", "wrecker", 1)
+    destroyed = reconstruct.validate_candidate(backend, entry.task, states["destroyed"], ref)
+    assert destroyed.category == reconstruct.NOT_SOLVABLE and destroyed.oracle_solvable is False
+    assert "oracle-solvable: no" in destroyed.detail
+    kept = reconstruct.validate_candidate(backend, entry.task, states["edited"], RunRef("publish-page-tb2", "editor", 1))
+    assert kept.category == reconstruct.INCLUDED and kept.oracle_solvable is True
+    assert reconstruct.table5([destroyed, kept])["total"]["not_oracle_solvable"] == 1
+
+
+def test_validate_verify_flags_a_state_the_oracle_cannot_finish(dataset_dir: Path, tmp_path: Path) -> None:
+    task_dir = _destroyed_copy(dataset_dir, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "swe_residual.cli", "validate", str(task_dir), "--verify",
+                           "--backend=docker"], capture_output=True, text=True)
+    assert "error: publish-page-tb2/destroyed: oracle-solvable: no" in done.stdout, done.stdout + done.stderr
+    assert "ok: publish-page-tb2/edited: oracle-solvable: yes" in done.stdout
+    assert done.returncode == 1

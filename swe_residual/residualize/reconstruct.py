@@ -11,7 +11,11 @@ without a commit; machine track, the commands replayed in a fresh container and 
   2. an agent can act in it            a trivial command through the environment must run and
                                        answer, else "Environment unusable";
   3. the verifier gives a valid verdict, and it is still a failure
-                                       else "No valid verifier result, or no longer failing".
+                                       else "No valid verifier result, or no longer failing";
+  4. the oracle solves it              the reference solution run from the state (as the
+                                       oracle agent runs it) must pass, else "No reference
+                                       solution can finish it" (a predecessor that destroyed
+                                       what the task recovers from): "oracle-solvable: yes/no".
 
 Included states are numbered `<predecessor>-<n>` per task in candidate order and written to the
 output dataset as `residual/<state-id>/state.toml` + `changes.patch` / `commands.jsonl`, with
@@ -37,6 +41,7 @@ from swe_residual.dataset import load_dataset
 from swe_residual.environment.base import StartSpec
 from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.image_recipes import IMAGES_FILE
+from swe_residual.oracle_check import oracle_solvable
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import RULES
 from swe_residual.residualize.handoff_sources import predecessor_files
@@ -46,13 +51,15 @@ from swe_residual.state import ResidualState, load_state
 from swe_residual.task import Task
 from swe_residual.verifier import PASSED, Verdict, evaluate
 
-PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, INCLUDED = (
-    "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing", "included")
+PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, NOT_SOLVABLE, INCLUDED = (
+    "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing",
+    "not_oracle_solvable", "included")
 TABLE5_ROWS = (
     (PASSED_REVIEW, "Passed human review"),
     (REPLAY_FAILED, "Patch application or command replay failed"),
     (UNUSABLE, "Environment unusable for rollouts"),
     (NO_VERDICT, "No valid verifier result, or no longer failing"),
+    (NOT_SOLVABLE, "No reference solution can finish it"),
     (INCLUDED, "Included"),
 )
 USABLE_MARK = "swe-residual-usable"
@@ -70,6 +77,7 @@ class Outcome:
     live_processes: bool | None = None
     state_id: str | None = None
     review: dict[str, Any] = field(default_factory=dict)
+    oracle_solvable: bool | None = None  # None: not checked (an earlier step excluded the state)
 
 
 def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
@@ -120,9 +128,22 @@ def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunR
             outcome.category, outcome.detail = NO_VERDICT, f"no valid verdict: {verdict.error}"
         elif verdict.success:
             outcome.category, outcome.detail = NO_VERDICT, "no longer failing: the verifier passes"
-        return outcome
     finally:
         environment.close()
+    if outcome.category == INCLUDED:
+        _check_solvable(backend, task, state, outcome)
+    return outcome
+
+
+def _check_solvable(backend: Any, task: Task, state: ResidualState, outcome: Outcome) -> None:
+    """Step 4: the oracle from a fresh instance of the state."""
+    try:
+        solved, detail = oracle_solvable(backend, task, state, "residualize-build")
+    except (DatasetError, InfraError, OSError) as exc:
+        solved, detail = False, f"the oracle could not run: {exc}"
+    outcome.oracle_solvable = solved
+    if not solved:
+        outcome.category, outcome.detail = NOT_SOLVABLE, f"oracle-solvable: no ({detail})"
 
 
 def _validation_table(verdict: Verdict) -> dict[str, Any]:
@@ -169,7 +190,7 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
             "accept_all": review.get("accept_all") or "",
             "packet": review.get("packet", ""),
         },
-        "stage_iv": {"decision": INCLUDED, "fidelity": outcome.fidelity},
+        "stage_iv": {"decision": INCLUDED, "fidelity": outcome.fidelity, "oracle_solvable": True},
     }
     imported = (record.get("residualize") or {}).get("import")
     if imported:  # an imported run: its source, the import command and the source's date
@@ -237,7 +258,9 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
             outcomes.append(outcome)
             progress(f"Stage IV {ref.task}/{ref.candidate}: {outcome.category}"
                      + (f" ({outcome.detail[:200]})" if outcome.detail else "")
-                     + (f", fidelity {outcome.fidelity}" if outcome.fidelity else ""))
+                     + (f", fidelity {outcome.fidelity}" if outcome.fidelity else "")
+                     + ("" if outcome.oracle_solvable is None
+                        else f", oracle-solvable: {'yes' if outcome.oracle_solvable else 'no'}"))
     finally:
         if own_backend:
             backend.close()
@@ -254,7 +277,8 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     result = {"table5": table, "rows": [label for _, label in TABLE5_ROWS], "stage_ii": before_review,
               "out": str(out),
               "candidates": [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
-                              "fidelity": o.fidelity, "state": o.state_id} for o in outcomes]}
+                              "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable}
+                             for o in outcomes]}
     work.write_json("table5.json", result)
     for line in [*render_table5(table), *render_stage_ii(before_review)]:
         progress(line)
