@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from swe_residual.comparison import headline_line
 from swe_residual.metrics.headline import Record
+from swe_residual.oracle_check import oracle_lines
 from swe_residual.records import agent_slug, read_records, record_key
 from swe_residual.report_handoff import handoff_section
 from swe_residual.report_charts import chart_clean_vs_residual, chart_conditional, missing_dependency
@@ -177,6 +178,16 @@ def _figures(summary: Mapping[str, Any], all_scopes: Sequence[str], agents: Sequ
 # --------------------------------------------------------------------------- the page
 
 
+def _oracle_section(summary: Mapping[str, Any]) -> list[str]:
+    """The starts the reference solution did not solve (nothing when it solved them all)."""
+    lines = oracle_lines(summary)
+    if not lines:
+        return []
+    items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines[1:])
+    return [heading(2, "oracle", "Starts the reference solution did not solve"),
+            f'<p class="note">{_e(lines[0])}</p>', f"<ul>{items}</ul>"]
+
+
 def render_html(
     summary: Mapping[str, Any],
     records: Sequence[Record],
@@ -226,6 +237,7 @@ def render_html(
         '<p class="note">Each group: tasks with at least one state from the predecessor, only its states '
         "averaged, Clean Start matched on the same tasks.</p>",
         predecessor_table(summary),
+        *_oracle_section(summary),
         heading(2, "infrastructure", "Infrastructure: retries, exclusions and time per item"),
         infra_section(summary),
         heading(2, "items", "Items: outcome, trajectory and final diff of every run"),

@@ -23,7 +23,8 @@ from swe_residual.dataset import load_dataset
 from swe_residual.environment.docker import DockerBackend
 from swe_residual.environment.docker.engine import default_client, remove_images
 from swe_residual.runner import RunOptions, run_item
-from swe_residual.summary import build_summary, render_terminal
+from swe_residual.report_html import render_html
+from swe_residual.summary import build_summary, render_markdown, render_terminal
 
 pytestmark = [*requires_docker, pytest.mark.slow]
 
@@ -147,6 +148,8 @@ def test_an_oracle_that_cannot_solve_is_listed_not_silent(tmp_path: Path, backen
     lines = render_terminal(summary)
     assert any(line.startswith("oracle did not solve 1 of 1 starts") for line in lines)
     assert any("calc-broken [clean]" in line for line in lines)
+    assert "oracle did not solve 1 of 1 starts" in render_markdown(summary)
+    assert "Starts the reference solution did not solve" in render_html(summary, [record], tmp_path)
 
 
 def test_validate_names_track_and_workdir_and_why(dataset_dir: Path) -> None:
