@@ -22,6 +22,8 @@ from swe_residual.agents.builtin import NoopAgent, OracleAgent
 from swe_residual.dataset import load_dataset
 from swe_residual.environment.docker import DockerBackend
 from swe_residual.environment.docker.engine import default_client, remove_images
+from swe_residual.environment.docker.images import remove_cached_images
+from swe_residual.environment.docker.verification import VERIFIER_REPO
 from swe_residual.runner import RunOptions, run_item
 from swe_residual.report_html import render_html
 from swe_residual.summary import build_summary, render_markdown, render_terminal
@@ -45,6 +47,7 @@ def dataset_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         yield root
     finally:
+        _remove_session_images(client, "calc-deepswe")
         remove_images(client, [image])
 
 
@@ -55,6 +58,15 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerBackend]
         yield backend
     finally:
         backend.close()
+
+
+def _remove_session_images(client, task_id: str) -> None:
+    """What the suite cached for a task whose images are this session's own (they build FROM
+    the session's named image): its snapshots and its verifier images, before that image."""
+    remove_cached_images(task_id, client)
+    tags = [tag for found in client.api.images(filters={"reference": VERIFIER_REPO}) for tag in found["RepoTags"] or []
+            if tag.startswith(f"{VERIFIER_REPO}:{task_id}-")]
+    remove_images(client, tags)
 
 
 def _run(dataset_dir: Path, backend: DockerBackend, tmp_path: Path, task_id: str, state_id: str | None,
@@ -138,6 +150,7 @@ def test_an_oracle_that_cannot_solve_is_listed_not_silent(tmp_path: Path, backen
     try:
         record = _run(tmp_path / "data", backend, tmp_path / "run", "calc-broken", None, OracleAgent)
     finally:
+        _remove_session_images(client, "calc-broken")
         remove_images(client, [image])
     assert record["outcome"] == "failure"
     assert "solve.sh printed errors it went on past" in record["message"]

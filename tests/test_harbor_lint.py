@@ -58,3 +58,18 @@ def test_harbor_lint_fails_a_docker_network_spelling(harbor: Path, tmp_path: Pat
     done = subprocess.run([str(harbor), "lint", str(task)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "[invalid-task-config] environment.network_mode" in done.stdout
+
+
+def test_conformance_tasks_lint_as_the_published_tasks_they_reproduce(harbor: Path, tmp_path: Path) -> None:
+    """The project's DeepSWE- and Terminal-Bench-shaped tasks (tests/conformance.py) are tasks
+    Harbor reads as it reads the published ones: the DeepSWE shape passes; the Terminal-Bench
+    shape gets the one finding every published Terminal-Bench 2 task gets (a shared verifier)."""
+    from conformance import write_deepswe_task, write_tb2_task
+
+    deepswe = write_deepswe_task(tmp_path, "swe-residual-test/lint:1")
+    tb2 = write_tb2_task(tmp_path)
+    done = subprocess.run([str(harbor), "lint", str(deepswe)], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.strip()) == (0, ""), done.stdout + done.stderr
+    done = subprocess.run([str(harbor), "lint", str(tb2)], capture_output=True, text=True, timeout=300)
+    findings = [line.split(" ", 1)[1].split("]")[0] + "]" for line in done.stdout.strip().splitlines()]
+    assert (done.returncode, findings) == (1, ["[shared-verifier]"]), done.stdout + done.stderr
