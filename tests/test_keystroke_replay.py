@@ -4,16 +4,16 @@ replayed once per run, not once per item."""
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+
+from taskfactory import make_machine_task
 
 from swe_residual.environment.base import StartSpec
 from swe_residual.environment.docker import DockerBackend, remove_cached_images
@@ -37,43 +37,6 @@ KEYSTROKES = [
 ]
 
 
-def _machine_task(root: Path, task_id: str, commands: list[dict], *, tmux: bool) -> Path:
-    task = root / task_id
-    (task / "environment").mkdir(parents=True)
-    install = "RUN apt-get update -qq && apt-get install -y -qq tmux >/dev/null\n" if tmux else ""
-    (task / "environment" / "Dockerfile").write_text(
-        f"ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${{BASE_IMAGE}}\n{install}RUN mkdir -p /app\nWORKDIR /app\n")
-    (task / "task.toml").write_text(textwrap.dedent(f"""\
-        schema_version = "1.3"
-        [task]
-        name = "test/{task_id}"
-        [metadata]
-        track = "machine"
-        workdir = "/app"
-        [verifier]
-        environment_mode = "shared"
-        timeout_sec = 60.0
-        [agent]
-        timeout_sec = 60.0
-        [environment]
-        network_mode = "no-network"
-        cpus = 1
-        memory_mb = 512
-        """))
-    (task / "instruction.md").write_text("Keep the ticker running.\n")
-    (task / "tests").mkdir()
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\nmkdir -p /logs/verifier; echo 0 > /logs/verifier/reward.txt\n")
-    (task / "tests" / "test.sh").chmod(0o755)
-    (task / "solution").mkdir()
-    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
-    state = task / "residual" / "terminus-1"
-    state.mkdir(parents=True)
-    (state / "state.toml").write_text('schema = 1\ntrack = "machine"\npredecessor = "terminus"\n'
-                                      'source_run = "test"\ncommands = "commands.jsonl"\n')
-    (state / "commands.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in commands))
-    return task
-
-
 @pytest.fixture(scope="module")
 def base_image() -> str:
     return ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
@@ -87,7 +50,7 @@ def task_id(base_image: str) -> Iterator[str]:
 
 
 def test_keystrokes_replay_through_tmux_with_a_foreground_server_left_running(tmp_path: Path, task_id: str) -> None:
-    task = load_task(_machine_task(tmp_path, task_id, KEYSTROKES, tmux=True))
+    task = load_task(make_machine_task(tmp_path, task_id, KEYSTROKES, tmux=True))
     state = load_state(task, task.path / "residual" / "terminus-1")
     with DockerBackend(cache_dir=tmp_path / "cache", progress=lambda _: None, run_id="keys") as backend:
         environment = backend.start(task, state, StartSpec("keys", f"{task_id}/terminus-1", 1))
@@ -111,7 +74,7 @@ def test_keystrokes_replay_through_tmux_with_a_foreground_server_left_running(tm
 
 def test_keystrokes_were_refused_before(tmp_path: Path) -> None:
     """The keystroke form is new: a `command` entry still loads, a line with neither does not."""
-    task = load_task(_machine_task(tmp_path, "keys-format", [{"command": "true"}], tmux=False))
+    task = load_task(make_machine_task(tmp_path, "keys-format", [{"command": "true"}], tmux=False))
     load_state(task, task.path / "residual" / "terminus-1")
     (task.path / "residual" / "terminus-1" / "commands.jsonl").write_text('{"keystrokes": "ls\\n", "command": "ls"}\n')
     with pytest.raises(DatasetError, match="exactly one of"):
@@ -124,7 +87,7 @@ def test_keystrokes_were_refused_before(tmp_path: Path) -> None:
 def test_a_failed_replay_is_attempted_once_per_run(tmp_path: Path, task_id: str) -> None:
     """No tmux in the image and no network to install it: one clear error, and the state is
     replayed once for the run, however many items (and workers of the run) start it."""
-    task = load_task(_machine_task(tmp_path, task_id, KEYSTROKES[:1], tmux=False))
+    task = load_task(make_machine_task(tmp_path, task_id, KEYSTROKES[:1], tmux=False))
     state = load_state(task, task.path / "residual" / "terminus-1")
     lines: list[str] = []
     cache = tmp_path / "cache"
