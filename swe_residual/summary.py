@@ -18,6 +18,7 @@ from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.handoff import primary_records
 from swe_residual.metrics.headline import Record, headline, is_excluded, task_table
 from swe_residual.records import dedupe_records
+from swe_residual.summary_fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
 from swe_residual.summary_handoff import handoff_markdown, handoff_summary, handoff_terminal
 
 __all__ = [
@@ -148,6 +149,9 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     views = handoff_summary(recs)
     if views is not None:
         summary["by_handoff"] = views
+    fidelity = fidelity_summary(recs)
+    if fidelity is not None:  # only with machine-track states: the section 5 layout stays as it was
+        summary["fidelity"] = fidelity
     return summary
 
 
@@ -265,6 +269,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     if rows:
         out += [""] + _markdown_table(["Agent", "Task", "State", "Error"], rows, text_columns=4)
+    out += fidelity_markdown(summary)
     return "\n".join(out) + "\n"
 
 
@@ -322,6 +327,7 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
     lines += handoff_terminal(summary, _clip)
     if summary.get("comparison"):  # the one comparison line that matters most
         lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
+    lines += fidelity_terminal(summary, _clip)
     infra = summary.get("infra", {})
     lines.append(
         f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "
