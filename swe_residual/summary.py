@@ -150,8 +150,8 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     if views is not None:
         summary["by_handoff"] = views
     fidelity = fidelity_summary(recs)
-    if fidelity is not None:  # only with machine-track states: the section 5 layout stays as it was
-        summary["fidelity"] = fidelity
+    if fidelity is not None:  # under infra, only with machine-track states: section 5's keys stay as they are
+        summary["infra"]["fidelity"] = fidelity
     return summary
 
 

@@ -6,7 +6,7 @@ processes, a terminal session among them, run again in every instance) or a CRIU
 (`criu`, not implemented). Every record carries its `fidelity`; this says it per state, so a
 reader of the summary knows what the machine-track numbers were measured on.
 
-`summary["fidelity"]`, present only when the run has machine-track items on a Residual State:
+`summary["infra"]["fidelity"]`, present only when the run has machine-track items on a Residual State:
 
     {"counts": {"replay": 1, "snapshot": 2}, "states": [{"task", "state", "fidelity"}, ...]}
 
@@ -49,7 +49,7 @@ def _counts_text(block: Mapping[str, Any]) -> str:
 
 
 def fidelity_terminal(summary: Mapping[str, Any], clip: Callable[[str, int], str]) -> list[str]:
-    block = summary.get("fidelity")
+    block = summary.get("infra", {}).get("fidelity")
     if not block:
         return []
     lines = [f"machine-track states restored by: {_counts_text(block)}"]
@@ -60,7 +60,7 @@ def fidelity_terminal(summary: Mapping[str, Any], clip: Callable[[str, int], str
 
 
 def fidelity_markdown(summary: Mapping[str, Any]) -> list[str]:
-    block = summary.get("fidelity")
+    block = summary.get("infra", {}).get("fidelity")
     if not block:
         return []
     out = ["", "## Machine-track fidelity", "", f"States restored by: {_counts_text(block)}.", "",
@@ -73,7 +73,7 @@ def fidelity_markdown(summary: Mapping[str, Any]) -> list[str]:
 def fidelity_html(summary: Mapping[str, Any]) -> list[str]:
     from swe_residual.report_tables import heading, table
 
-    block = summary.get("fidelity")
+    block = summary.get("infra", {}).get("fidelity")
     if not block:
         return []
     rows = [[e["task"], e["state"], str(e["fidelity"] or "-"), MEANING.get(e["fidelity"], "")] for e in block["states"]]

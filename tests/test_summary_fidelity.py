@@ -25,12 +25,12 @@ def _records() -> list[dict]:
 
 def test_fidelity_in_the_summary_and_the_report(tmp_path: Path) -> None:
     summary = build_summary(_records())
-    assert summary["fidelity"] == {
+    assert summary["infra"]["fidelity"] == {
         "counts": {"none": 1, "replay": 1, "snapshot": 1},
         "states": [{"task": "disk", "state": "pred-1", "fidelity": "snapshot"},
                    {"task": "disk", "state": "pred-2", "fidelity": None},
                    {"task": "web", "state": "pred-1", "fidelity": "replay"}]}
-    assert set(summary) == {"schema", "agents", "infra", "fidelity"}  # the existing keys stay as they were
+    assert set(summary) == {"schema", "agents", "infra"}  # the existing keys stay as they were
     json.dumps(summary)
     lines = render_terminal(summary)
     assert "machine-track states restored by: 1 none, 1 replay, 1 snapshot" in lines
@@ -43,5 +43,5 @@ def test_fidelity_in_the_summary_and_the_report(tmp_path: Path) -> None:
 
 def test_no_fidelity_block_without_machine_states() -> None:
     summary = build_summary([make_record("calc", "pred-1", "failure"), make_record("calc", None, "success")])
-    assert "fidelity" not in summary
+    assert "fidelity" not in summary["infra"]
     assert not any("restored by" in line for line in render_terminal(summary))
