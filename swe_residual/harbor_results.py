@@ -13,7 +13,8 @@ and the agent's own errors are the agent's; sandbox, model-provider and Harbor f
 infrastructure); a verifier failure or a missing reward is an infrastructure failure (no valid
 verdict); success needs a submission and reward 1. The final patch is the collected patch
 artifact where the task collects one. A trial of a task without the metadata is not a start of
-the suite: it is listed as a problem, never guessed. Several trials of one start by one agent
+the suite: it is listed as a problem, never guessed; so is a trial whose exported directory's
+content is not what it ran (Harbor's task checksum, importing/harbor_match.py). Several trials of one start by one agent
 (Harbor's attempts) make one item: the first with a valid verdict.
 """
 

@@ -6,7 +6,8 @@ optionally validated by a hook in a throwaway container, and committed into
 container of that snapshot: rollouts never share a file system and never re-apply.
 
 A machine-track state is rebuilt by replaying its `commands.jsonl` in a fresh container and
-committing the result. A commit holds files, installed software and configuration, not running
+committing the result (one-command entries run on their own; keystroke entries are typed into
+a tmux session that stays running, terminal.py). A commit holds files, installed software and configuration, not running
 processes, so the snapshot records whether the replay left processes running (or the state
 declares `[machine] live_processes`). Such a state cannot be restored from its snapshot alone:
 without engine checkpoints (CRIU, see `checkpoint_support()`), every instance is a fresh
