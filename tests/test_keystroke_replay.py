@@ -84,10 +84,20 @@ def test_keystrokes_were_refused_before(tmp_path: Path) -> None:
         load_state(task, task.path / "residual" / "terminus-1")
 
 
-def test_a_failed_replay_is_attempted_once_per_run(tmp_path: Path, task_id: str) -> None:
-    """No tmux in the image and no network to install it: one clear error, and the state is
-    replayed once for the run, however many items (and workers of the run) start it."""
-    task = load_task(make_machine_task(tmp_path, task_id, KEYSTROKES[:1], tmux=False))
+FAILING_REPLAYS = {
+    # keystrokes on an image without tmux, and no network to install it: one clear error
+    "no-tmux": ([KEYSTROKES[0]], "needs tmux in the container", "add tmux to the task's image"),
+    # a command past its deadline (not recorded as timed out)
+    "deadline": ([{"command": "sleep 30", "timeout_sec": 0.5}], "did not finish within 0.5s", "while replaying"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILING_REPLAYS))
+def test_a_failed_replay_is_attempted_once_per_run(tmp_path: Path, task_id: str, case: str) -> None:
+    """A state whose replay fails is replayed once for the run, however many items (and
+    workers of the run) start it; the error is the same for each."""
+    commands, expected, also = FAILING_REPLAYS[case]
+    task = load_task(make_machine_task(tmp_path, task_id, commands, tmux=False))
     state = load_state(task, task.path / "residual" / "terminus-1")
     lines: list[str] = []
     cache = tmp_path / "cache"
@@ -97,18 +107,18 @@ def test_a_failed_replay_is_attempted_once_per_run(tmp_path: Path, task_id: str)
             with pytest.raises(DatasetError) as caught:
                 backend.start(task, state, StartSpec("once", f"{task_id}/terminus-1", attempt))
             errors.append(str(caught.value))
-    assert "needs tmux in the container" in errors[0] and "add tmux to the task's image" in errors[0]
+    assert expected in errors[0] and also in errors[0]
     assert errors == [errors[0]] * 3
     assert sum(line.startswith("snapshotting state") for line in lines) == 1
     # Another backend of the same run (an xdist worker of it) reads the failure, never replays.
     again: list[str] = []
     with DockerBackend(cache_dir=cache, progress=again.append, run_id="once", sweep_at_start=False) as other:
-        with pytest.raises(DatasetError, match="needs tmux"):
+        with pytest.raises(DatasetError, match=expected):
             other.start(task, state, StartSpec("once", f"{task_id}/terminus-1", 4))
     assert not any(line.startswith("snapshotting state") for line in again)
     # A different run tries again.
     fresh: list[str] = []
     with DockerBackend(cache_dir=cache, progress=fresh.append, run_id="twice", sweep_at_start=False) as third:
-        with pytest.raises(DatasetError, match="needs tmux"):
+        with pytest.raises(DatasetError, match=expected):
             third.start(task, state, StartSpec("twice", f"{task_id}/terminus-1", 1))
     assert sum(line.startswith("snapshotting state") for line in fresh) == 1

@@ -212,3 +212,13 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
             assert environment.read_file("tick") != first  # the foreground loop runs on
         finally:
             environment.close()
+
+
+def test_a_keystroke_state_is_not_exported_as_an_image(tmp_path: Path) -> None:
+    """An image holds no terminal session: `export harbor` skips the state with the reason."""
+    dataset = tmp_path / "dataset"
+    make_machine_task(dataset, "ticker", SENT, tmux=True)
+    summary = export_dataset(dataset, tmp_path / "export")
+    assert summary["exported"] == {"clean": 1, "residual": 0}
+    assert [s["state"] for s in summary["skipped"]] == ["terminus-1"]
+    assert "keystrokes typed into a terminal session" in summary["skipped"][0]["reason"]
