@@ -64,6 +64,18 @@ def test_keystrokes_of_a_terminus_trial(tmp_path: Path) -> None:
     assert read_keystrokes(trial).interactions[-1] == {"keystrokes": "top\n", "duration_sec": 60.0}  # type: ignore[union-attr]
 
 
+def test_a_terminus_run_that_typed_nothing_has_no_interaction(tmp_path: Path) -> None:
+    agent = tmp_path / "trial" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "trajectory.json").write_text(json.dumps(terminus_atif([])))
+    read = read_keystrokes(tmp_path / "trial")
+    assert read is not None and read.interactions == []
+    other = terminus_atif([])
+    other["agent"]["name"] = "claude-code"  # another agent's trajectory says nothing of keystrokes
+    (agent / "trajectory.json").write_text(json.dumps(other))
+    assert read_keystrokes(tmp_path / "trial") is None
+
+
 def test_a_summarised_run_continues_without_its_copied_context(tmp_path: Path) -> None:
     agent = tmp_path / "trial" / "agent"
     agent.mkdir(parents=True)

@@ -132,9 +132,13 @@ def read_keystrokes(trial_dir: Path) -> Keystrokes | None:
         found, spoke = _from_steps(data.get("steps"))
         interactions += found
         said = said or spoke
+    names = " + ".join(f"agent/{name}" for name, _ in chain)
     if said and interactions:
-        names = " + ".join(f"agent/{name}" for name, _ in chain)
         return Keystrokes(interactions, names)
+    agent = chain[0][1].get("agent") if chain else None
+    if isinstance(agent, dict) and str(agent.get("name", "")).startswith("terminus") and not _episodes(agent_dir):
+        # A Terminus trajectory that typed nothing: no interaction at all (Stage II: unchanged).
+        return Keystrokes([], names)
     episodes = _episodes(agent_dir)
     from_episodes: list[dict[str, Any]] = []
     parsed_any = False
