@@ -79,7 +79,8 @@ def test_keystrokes_were_refused_before(tmp_path: Path) -> None:
     (task.path / "residual" / "terminus-1" / "commands.jsonl").write_text('{"keystrokes": "ls\\n", "command": "ls"}\n')
     with pytest.raises(DatasetError, match="exactly one of"):
         load_state(task, task.path / "residual" / "terminus-1")
-    (task.path / "residual" / "terminus-1" / "commands.jsonl").write_text('{"keystrokes": "ls\\n", "duration_sec": -1}\n')
+    commands = task.path / "residual" / "terminus-1" / "commands.jsonl"
+    commands.write_text('{"keystrokes": "ls\\n", "duration_sec": -1}\n')
     with pytest.raises(DatasetError, match="duration_sec"):
         load_state(task, task.path / "residual" / "terminus-1")
 

@@ -61,7 +61,8 @@ def test_keystrokes_of_a_terminus_trial(tmp_path: Path) -> None:
     # Terminus's XML answers; a wait over a minute is capped as Terminus-2 caps it.
     (trial / "agent" / "episode-2" / "response.txt").write_text(
         '<response><commands><keystrokes duration="90">top\n</keystrokes></commands></response>')
-    assert read_keystrokes(trial).interactions[-1] == {"keystrokes": "top\n", "duration_sec": 60.0}  # type: ignore[union-attr]
+    read = read_keystrokes(trial)
+    assert read is not None and read.interactions[-1] == {"keystrokes": "top\n", "duration_sec": 60.0}
 
 
 def test_a_terminus_run_that_typed_nothing_has_no_interaction(tmp_path: Path) -> None:
@@ -104,8 +105,9 @@ def exported(tmp_path: Path) -> dict[str, Path]:
 
 
 def _run_trial(job: Path, name: str, task: Path, **extra: object) -> Path:
-    return write_trial(job, name, task, task_name=f"test/{task.name}", agent="claude-code", provider="anthropic",
-                       model="claude-sonnet-4-5", minute=0, rewards={"reward": 0.0}, patch="", **extra)  # type: ignore[arg-type]
+    return write_trial(job, name, task, task_name=f"test/{task.name}", agent="claude-code",  # type: ignore[arg-type]
+                       provider="anthropic", model="claude-sonnet-4-5", minute=0, rewards={"reward": 0.0}, patch="",
+                       **extra)
 
 
 def test_trials_are_matched_by_path_and_checksum(exported: dict[str, Path], tmp_path: Path) -> None:

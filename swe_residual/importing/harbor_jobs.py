@@ -7,8 +7,10 @@ the verifier's rewards, its trajectory from `agent/trajectory.json` (ATIF), and 
 state from the collected patch artifact (DeepSWE: `/logs/artifacts/model.patch`) on the repo
 track, and on the machine track from the keystrokes a Terminus-2 trial sent (importing/terminus.py:
 `commands.jsonl` in the keystroke form, replayed through tmux). A trial without either is
-imported with no final state and excluded by Stage II (`no_final_state`). Trials of tasks not in DATASET are counted and skipped; trials that cannot
-be read are reported with their directory.
+imported with no final state and excluded by Stage II (`no_final_state`). A trial is matched
+to its task by Harbor's task path and checksum (`trial_task`); a mismatch is reported, never
+imported. Trials of tasks not in DATASET are counted and skipped; trials that cannot be read
+are reported with their directory.
 """
 
 from __future__ import annotations
@@ -284,7 +286,8 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
     refs = write_stage_one(out, dataset_path, runs, names, spec_prefix=SPEC_PREFIX, import_info=import_info,
                            progress=progress)
     return ImportSummary(refs, {name: identity for identity, name in names.items()}, dict(unknown),
-                         sum(not run.recoverable for run in runs), [f"{path}: {reason}" for path, _, reason in problems])
+                         sum(not run.recoverable for run in runs),
+                         [f"{path}: {reason}" for path, _, reason in problems])
 
 
 def _command(args: argparse.Namespace) -> int:
