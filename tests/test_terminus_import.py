@@ -43,6 +43,12 @@ def _terminus_trial(job: Path, name: str, task: Path, **extra: object) -> Path:
                         trajectory=terminus_atif(EPISODES), **TERMINUS, **extra)  # type: ignore[arg-type]
     write_episodes(trial, EPISODES)
     (trial / "agent" / "terminus_2.pane").write_text("$ echo 'one\n> touch /app/swallowed\n")
+    # Terminal-Bench's verifier writes CTRF beside the reward (tests/test.sh runs pytest --ctrf).
+    (trial / "verifier" / "ctrf.json").write_text(json.dumps({"results": {
+        "tool": {"name": "pytest"}, "summary": {"tests": 2, "passed": 1, "failed": 1},
+        "tests": [{"name": "test_outputs.py::test_quoted", "status": "passed"},
+                  {"name": "test_outputs.py::test_ticker_stopped", "status": "failed"}]}}))
+    (trial / "verifier" / "test-stdout.txt").write_text("1 failed, 1 passed\n")
     return trial
 
 
@@ -205,6 +211,11 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
     run = work / "runs" / machine_task_id / "terminus_2__openai_gpt_5" / "1"
     assert [json.loads(line) for line in (run / "commands.jsonl").read_text().splitlines()] == SENT
     record = json.loads((run / "record.json").read_text())
+    # The trial's verdict, reward dict and per-test statuses, as Harbor's verifier left them.
+    assert (record["outcome"], record["termination"], record["rewards"]) == ("failure", "submitted", {"reward": 0.0})
+    assert record["tests"] == {"test_outputs.py::test_quoted": "passed",
+                               "test_outputs.py::test_ticker_stopped": "failed"}
+    assert record["agent_config"]["agent"] == "terminus-2" and record["steps"] == 8
     assert record["residualize"]["payload"] == "commands.jsonl" and record["residualize"]["interactions"] == 7
     assert record["residualize"]["final_state"] == {"recoverable": True, "detail": "agent/trajectory.json"}
     assert cli_main(["residualize", "filter", str(work)]) == 0
