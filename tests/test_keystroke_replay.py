@@ -24,6 +24,7 @@ from swe_residual.task import load_task
 
 pytestmark = requires_docker
 
+TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
 # What a Terminus-2 run typed: an unclosed quote that swallows the next line, a command
 # interrupted with Ctrl-C, and a server left running in the foreground.
 KEYSTROKES = [
@@ -33,7 +34,7 @@ KEYSTROKES = [
     {"keystrokes": "sleep 300\n", "duration_sec": 0.5},
     {"keystrokes": "C-c", "duration_sec": 0.3},
     {"keystrokes": "echo $? > /app/interrupted\n", "duration_sec": 0.3},
-    {"keystrokes": "while true; do date +%s%N > /app/tick; sleep 0.1; done\n", "duration_sec": 0.5},
+    {"keystrokes": TICKER, "duration_sec": 0.5},
 ]
 
 
@@ -63,9 +64,10 @@ def test_keystrokes_replay_through_tmux_with_a_foreground_server_left_running(tm
             # C-c is a keystroke: it interrupted `sleep 300` (status 130) and the shell went on.
             assert environment.read_file("interrupted").strip() == b"130"
             # The foreground loop keeps running after the replay, in the agent's instance.
-            first = environment.read_file("tick")
+            # (the loop replaces the file ten times a second, each time whole)
+            first = environment.exec("cat /app/tick").stdout
             time.sleep(0.6)
-            assert environment.read_file("tick") != first
+            assert first.strip() and environment.exec("cat /app/tick").stdout != first
             # ... in the pane of the replayed session, which the agent's instance keeps.
             assert environment.exec("tmux has-session -t swe-residual").exit_code == 0
         finally:

@@ -26,13 +26,14 @@ from swe_residual.importing.harbor_checksum import task_checksum
 from swe_residual.importing.harbor_jobs import import_harbor_jobs
 from swe_residual.importing.terminus import read_keystrokes
 
+TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
 # Three model turns of a Terminus-2 run: an unclosed quote that swallows the next line, a
 # command interrupted by Ctrl-C, and a server left in the foreground.
 EPISODES = [
     [{"keystrokes": "echo 'one\n", "duration": 0.3}, {"keystrokes": "touch /app/swallowed\n", "duration": 0.3}],
     [{"keystrokes": "' > /app/quoted.txt\n", "duration": 0.3}, {"keystrokes": "sleep 300\n", "duration": 0.5},
      {"keystrokes": "C-c", "duration": 0.3}, {"keystrokes": "echo $? > /app/interrupted\n", "duration": 0.3}],
-    [{"keystrokes": "while true; do date +%s%N > /app/tick; sleep 0.1; done\n", "duration": 0.5}],
+    [{"keystrokes": TICKER, "duration": 0.5}],
 ]
 SENT = [{"keystrokes": c["keystrokes"], "duration_sec": c["duration"]} for episode in EPISODES for c in episode]
 TERMINUS = {"agent": "terminus-2", "provider": "openai", "model": "gpt-5"}
@@ -232,9 +233,10 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
             assert environment.read_file("quoted.txt") == b"one\ntouch /app/swallowed\n\n"
             assert environment.exec("test -e /app/swallowed").exit_code == 1
             assert environment.read_file("interrupted").strip() == b"130"
-            first = environment.read_file("tick")
+            # (the loop replaces the file ten times a second, each time whole)
+            first = environment.exec("cat /app/tick").stdout
             time.sleep(0.6)
-            assert environment.read_file("tick") != first  # the foreground loop runs on
+            assert first.strip() and environment.exec("cat /app/tick").stdout != first  # the foreground loop runs on
         finally:
             environment.close()
 
