@@ -26,7 +26,7 @@ from pathlib import Path
 
 from swe_residual.diffparse import parse_diff
 from swe_residual.handoff_runs import find_test_runs, shell_lines
-from swe_residual.state import ResidualState
+from swe_residual.state import ResidualState, interaction_text
 from swe_residual.trajectory import Step, steps_from_jsonl
 
 BLIND, TRACE, NOTES, STRUCTURED = "blind", "trace", "notes", "structured"
@@ -174,7 +174,7 @@ def _files_changed(state: ResidualState) -> list[str]:
     commands = state.read_commands()
     touched: dict[str, str] = {}
     for entry in commands:
-        for path, how in command_targets(entry["command"], entry.get("cwd")).items():
+        for path, how in command_targets(interaction_text(entry), entry.get("cwd")).items():
             touched[path] = how
     lines = [f"- `{path}` ({touched[path]})" for path in sorted(touched)] or ["None named by its commands."]
     return lines + ["", f"Read from the text of its {len(commands)} command(s), so a file a program "

@@ -25,7 +25,7 @@ import shlex
 from typing import Any
 
 from swe_residual.errors import DatasetError
-from swe_residual.state import ResidualState
+from swe_residual.state import ResidualState, is_keystrokes
 from swe_residual.task import Task
 
 # The patch's name in the exported environment/ (the build context) and in the image, which
@@ -103,6 +103,9 @@ def machine_layer(task: Task, state: ResidualState) -> str:
         commands = state.read_commands()
     except DatasetError as exc:
         raise NotExportable(str(exc)) from exc
+    if any(is_keystrokes(entry) for entry in commands):
+        raise NotExportable("its interactions are keystrokes typed into a terminal session (tmux): the session, and "
+                            "whatever runs in it, cannot be part of an image")
     reason = live_process_reason(state, commands)
     if reason is not None:
         raise NotExportable(reason)

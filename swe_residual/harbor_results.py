@@ -13,7 +13,8 @@ and the agent's own errors are the agent's; sandbox, model-provider and Harbor f
 infrastructure); a verifier failure or a missing reward is an infrastructure failure (no valid
 verdict); success needs a submission and reward 1. The final patch is the collected patch
 artifact where the task collects one. A trial of a task without the metadata is not a start of
-the suite: it is listed as a problem, never guessed. Several trials of one start by one agent
+the suite: it is listed as a problem, never guessed; so is a trial whose exported directory's
+content is not what it ran (Harbor's task checksum, importing/harbor_match.py). Several trials of one start by one agent
 (Harbor's attempts) make one item: the first with a valid verdict.
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swe_residual.diffparse import changed_files
@@ -32,6 +33,7 @@ from swe_residual.importing.harbor_jobs import (
     DEFAULT_PATCH, identity_of, outcome_of, termination_of, trial_durations, trial_tests,
 )
 from swe_residual.importing.harbor_layout import HarborTrial, read_jobs
+from swe_residual.importing.harbor_match import Checksums, local_task_dir, pick
 from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.records import RECORD_SCHEMA, agent_slug, record_key
 
@@ -94,16 +96,27 @@ def exported_start(directory: Path) -> ExportedStart | None:
     )
 
 
-def _locate(trial: HarborTrial, export_dirs: Iterable[Path]) -> ExportedStart | None:
-    """The exported task a trial ran: its recorded local path, else by name in an export dir."""
-    candidates = [Path(trial.task_path)] if trial.task_path else []
-    candidates += [root / trial.task_name for root in export_dirs]
-    for candidate in candidates:
-        if candidate.is_dir():
-            found = exported_start(candidate)
-            if found is not None:
-                return found
-    return None
+def _locate(trial: HarborTrial, export_dirs: Iterable[Path],
+            checksums: Checksums) -> tuple[ExportedStart | None, str | None]:
+    """(the exported start the trial ran, None), or (None, why not) when a directory of its name
+    is there but is not what it ran; (None, None) when no exported task has its path or name.
+
+    By Harbor's task path and checksum (importing/harbor_match.py): the recorded directory,
+    else the export directories' task of the trial's name; a candidate is the trial's only when
+    its content has the checksum result.json recorded."""
+    local = local_task_dir(trial)
+    names = {trial.task_name.rsplit("/", 1)[-1]}
+    if trial.task_path:
+        names.add(PurePosixPath(trial.task_path).name)
+    candidates = ([local] if local is not None else []) + [
+        root / name for root in export_dirs for name in sorted(names) if (root / name / "task.toml").is_file()]
+    starts = [(directory, start) for directory in candidates if (start := exported_start(directory)) is not None]
+    if not starts:
+        return None, None
+    chosen, why = pick(trial, [(directory, False) for directory, _ in starts], checksums)
+    if chosen is None:
+        return None, why
+    return next(start for directory, start in starts if directory == chosen), None
 
 
 def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir: Path) -> dict[str, Any]:
@@ -159,8 +172,12 @@ def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), 
     jobs = read_jobs(jobs_dir)
     result = HarborRecords(problems=[f"{problem.relative}: {problem.reason}" for problem in jobs.problems])
     exports = [Path(directory) for directory in export_dirs]
+    checksums = Checksums()
     for trial in sorted(jobs.trials, key=lambda t: t.relative):
-        source = _locate(trial, exports)
+        source, mismatch = _locate(trial, exports, checksums)
+        if mismatch is not None:
+            result.problems.append(f"{trial.relative}: not read: {mismatch}")
+            continue
         if source is None:
             result.problems.append(f"{trial.relative}: task {trial.task_name!r} is not a task exported by "
                                    "`swe-residual export harbor` (no [metadata] swe_residual_source_task); "

@@ -25,6 +25,7 @@ from swe_residual.metrics.headline import Record
 from swe_residual.oracle_check import oracle_lines
 from swe_residual.records import agent_slug, read_records, record_key
 from swe_residual.report_handoff import handoff_section
+from swe_residual.summary_fidelity import fidelity_html
 from swe_residual.report_charts import chart_clean_vs_residual, chart_conditional, missing_dependency
 from swe_residual.report_tables import (
     acceptance_table,
@@ -240,6 +241,7 @@ def render_html(
         *_oracle_section(summary),
         heading(2, "infrastructure", "Infrastructure: retries, exclusions and time per item"),
         infra_section(summary),
+        *fidelity_html(summary),
         heading(2, "items", "Items: outcome, trajectory and final diff of every run"),
         '<p class="note">One row per item (the last record of a key wins, as in the summary). Links open the '
         "normalized trajectory and the final diff against the base commit.</p>",

@@ -60,6 +60,24 @@ class ResidualState:
         return check_replayable(self.commands_path)
 
 
+# An interaction is one of two forms (docs/residualization.md, "commands.jsonl"):
+#   {"command": "...", "cwd"?, "timeout_sec"?, "timed_out"?}   one command, run to its end (`bash -c`)
+#   {"keystrokes": "...", "duration_sec"?}                    keys typed into a terminal session
+#                                                             (tmux), then a wait, as Terminus-2 drove it
+KEYSTROKES = "keystrokes"
+# Terminus-2's default wait after a command when the model names none (its parser's default).
+DEFAULT_KEYSTROKE_WAIT_SEC = 1.0
+
+
+def is_keystrokes(entry: dict[str, Any]) -> bool:
+    return KEYSTROKES in entry
+
+
+def interaction_text(entry: dict[str, Any]) -> str:
+    """What the interaction typed or ran, as text (for reading it, never for running it)."""
+    return str(entry[KEYSTROKES] if is_keystrokes(entry) else entry["command"])
+
+
 def load_commands(path: Path) -> list[dict[str, Any]]:
     commands = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -69,8 +87,15 @@ def load_commands(path: Path) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(path, f"line {number} is not JSON: {exc}") from exc
-        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-            raise DatasetError(path, f"line {number} needs a string `command`", field="command")
+        if not isinstance(entry, dict):
+            raise DatasetError(path, f"line {number} needs a string `command` or `keystrokes`", field="command")
+        has_command, has_keys = "command" in entry, KEYSTROKES in entry
+        if has_command == has_keys:
+            raise DatasetError(path, f"line {number} needs exactly one of a string `command` or `keystrokes`",
+                               field="command")
+        key = "command" if has_command else KEYSTROKES
+        if not isinstance(entry[key], str):
+            raise DatasetError(path, f"line {number} needs a string `{key}`", field=key)
         commands.append(entry)
     return commands
 
@@ -111,13 +136,18 @@ def check_replayable(path: Path) -> list[dict[str, Any]]:
     """`load_commands`, plus the checks a replay needs: field types, nothing reaching the host."""
     commands = load_commands(path)
     for number, entry in enumerate(commands, start=1):
+        if is_keystrokes(entry):
+            wait = entry.get("duration_sec")
+            if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
+                raise DatasetError(path, f"line {number}: `duration_sec` must be 0 or a positive number, got {wait!r}",
+                                   field="duration_sec")
         cwd, timeout = entry.get("cwd"), entry.get("timeout_sec")
         if cwd is not None and not isinstance(cwd, str):  # relative: to the workdir, in the container
             raise DatasetError(path, f"line {number}: `cwd` must be a string, got {cwd!r}", field="cwd")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise DatasetError(path, f"line {number}: `timeout_sec` must be a positive number, got {timeout!r}",
                                field="timeout_sec")
-        reason = host_reach(entry["command"])
+        reason = host_reach(interaction_text(entry))
         if reason is not None:
             raise DatasetError(path, f"line {number} {reason}: a state's commands never leave its container",
                                field="command")

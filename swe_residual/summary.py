@@ -19,6 +19,7 @@ from swe_residual.metrics.handoff import primary_records
 from swe_residual.metrics.headline import Record, headline, is_excluded, task_table
 from swe_residual.oracle_check import oracle_lines, oracle_markdown, oracle_summary
 from swe_residual.records import dedupe_records
+from swe_residual.summary_fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
 from swe_residual.summary_handoff import handoff_markdown, handoff_summary, handoff_terminal
 
 __all__ = [
@@ -152,6 +153,9 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     oracle = oracle_summary(shown)
     if oracle is not None:
         summary["oracle"] = oracle
+    fidelity = fidelity_summary(recs)
+    if fidelity is not None:  # under infra, only with machine-track states: section 5's keys stay as they are
+        summary["infra"]["fidelity"] = fidelity
     return summary
 
 
@@ -270,6 +274,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     if rows:
         out += [""] + _markdown_table(["Agent", "Task", "State", "Error"], rows, text_columns=4)
+    out += fidelity_markdown(summary)
     return "\n".join(out) + "\n"
 
 
@@ -328,6 +333,7 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
     if summary.get("comparison"):  # the one comparison line that matters most
         lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
     lines += oracle_lines(summary)
+    lines += fidelity_terminal(summary, _clip)
     infra = summary.get("infra", {})
     lines.append(
         f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "

@@ -9,6 +9,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from swe_residual.importing.harbor_checksum import task_checksum
+
 
 def _stamp(minute: int) -> str:
     return f"2026-03-0{1 + minute // 60}T10:{minute % 60:02d}:00.250000Z"
@@ -36,8 +38,12 @@ def _atif(command: str, output: str) -> dict[str, Any]:
 def write_trial(job: Path, name: str, task: Path, *, task_name: str, agent: str, provider: str, model: str,
                 minute: int, rewards: dict[str, float] | None, exception: str | None = None,
                 patch: str | None = None, patch_source: str = "/logs/artifacts/model.patch",
-                trajectory: dict[str, Any] | None = None, junit: str | None = None) -> Path:
-    """One trial directory as Harbor writes it (TrialPaths), result.json a TrialResult."""
+                trajectory: dict[str, Any] | None = None, junit: str | None = None,
+                checksum: str | None = None) -> Path:
+    """One trial directory as Harbor writes it (TrialPaths), result.json a TrialResult whose
+    `task_checksum` is the task directory's as Harbor computes it (or `checksum`)."""
+    if checksum is None:
+        checksum = task_checksum(task) if (task / "task.toml").is_file() else "0" * 64
     trial = job / name
     for part in ("agent", "verifier", "artifacts"):
         (trial / part).mkdir(parents=True)
@@ -48,7 +54,7 @@ def write_trial(job: Path, name: str, task: Path, *, task_name: str, agent: str,
     start, end = _stamp(minute), _stamp(minute + 9)
     result: dict[str, Any] = {
         "id": str(uuid.uuid5(uuid.NAMESPACE_URL, name)), "task_name": task_name, "trial_name": name,
-        "trial_uri": trial.as_uri(), "task_id": {"path": str(task)}, "source": None, "task_checksum": "0" * 64,
+        "trial_uri": trial.as_uri(), "task_id": {"path": str(task)}, "source": None, "task_checksum": checksum,
         "config": config,
         "agent_info": {"name": agent, "version": "1.0.0", "model_info": {"name": model, "provider": provider}},
         "agent_result": {"n_input_tokens": 5000, "n_cache_tokens": 0, "n_output_tokens": 700, "cost_usd": 0.04},
@@ -78,3 +84,39 @@ def write_trial(job: Path, name: str, task: Path, *, task_name: str, agent: str,
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(patch)
     return trial
+
+
+def terminus_atif(episodes: list[list[dict[str, Any]]], model: str = "openai/gpt-5") -> dict[str, Any]:
+    """Terminus-2's ATIF trajectory: one agent step per episode, its commands as `bash_command`
+    tool calls (`keystrokes`, `duration`), the screen after them as the observation."""
+    steps: list[dict[str, Any]] = [{"step_id": 1, "source": "user", "message": "Keep the ticker running."}]
+    for episode, commands in enumerate(episodes):
+        calls = [{"tool_call_id": f"call_{episode}_{i + 1}", "function_name": "bash_command",
+                  "arguments": {"keystrokes": c["keystrokes"], "duration": c["duration"]}}
+                 for i, c in enumerate(commands)]
+        steps.append({"step_id": len(steps) + 1, "source": "agent", "model_name": model,
+                      "message": f"Analysis: episode {episode}\nPlan: type the commands", "tool_calls": calls,
+                      "observation": {"results": [{"source_call_id": f"call_{episode}_1" if len(calls) == 1 else None,
+                                                   "content": "New Terminal Output:\n$ "}]},
+                      "metrics": {"prompt_tokens": 900, "completion_tokens": 60}})
+    steps.append({"step_id": len(steps) + 1, "source": "agent", "model_name": model, "message": "Done.",
+                  "tool_calls": [{"tool_call_id": f"call_{len(episodes)}_task_complete",
+                                  "function_name": "mark_task_complete", "arguments": {}}],
+                  "observation": {"results": [{"content": "Current Terminal Screen:\n$ "}]}})
+    return {"schema_version": "ATIF-v1.6", "session_id": "terminus-session",
+            "agent": {"name": "terminus-2", "version": "2.0.0", "model_name": model, "extra": {"parser": "json"}},
+            "steps": steps, "final_metrics": {"total_prompt_tokens": 900 * len(episodes),
+                                              "total_completion_tokens": 60 * len(episodes), "total_cached_tokens": 0}}
+
+
+def write_episodes(trial: Path, episodes: list[list[dict[str, Any]]]) -> None:
+    """agent/episode-N/{prompt.txt,response.txt,debug.json}: each model turn's prompt and its answer
+    in Terminus's JSON form (what older Harbor versions keep instead of tool calls)."""
+    for episode, commands in enumerate(episodes):
+        directory = trial / "agent" / f"episode-{episode}"
+        directory.mkdir(parents=True)
+        (directory / "prompt.txt").write_text("New Terminal Output:\n$ \n")
+        (directory / "response.txt").write_text(json.dumps(
+            {"analysis": f"episode {episode}", "plan": "type the commands", "commands": commands,
+             "task_complete": False}, indent=2))
+        (directory / "debug.json").write_text(json.dumps({"model": "openai/gpt-5", "episode": episode}))

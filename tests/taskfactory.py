@@ -233,3 +233,47 @@ def make_task(
         )
     shutil.rmtree(root / ".work", ignore_errors=True)
     return task
+
+
+def make_machine_task(root: Path, task_id: str, commands: list[dict] | None, *, tmux: bool) -> Path:
+    """A machine-track task (FROM the base image, tmux installed when `tmux`) whose verifier
+    always fails; with `commands`, one state `terminus-1` of those interactions."""
+    task = root / task_id
+    (task / "environment").mkdir(parents=True)
+    install = "RUN apt-get update -qq && apt-get install -y -qq tmux >/dev/null\n" if tmux else ""
+    (task / "environment" / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${{BASE_IMAGE}}\n{install}RUN mkdir -p /app\nWORKDIR /app\n")
+    (task / "task.toml").write_text(textwrap.dedent(f"""\
+        schema_version = "1.3"
+        [task]
+        name = "test/{task_id}"
+        [metadata]
+        track = "machine"
+        workdir = "/app"
+        [verifier]
+        environment_mode = "shared"
+        timeout_sec = 60.0
+        [agent]
+        timeout_sec = 60.0
+        [environment]
+        network_mode = "no-network"
+        cpus = 1
+        memory_mb = 512
+        """))
+    (task / "instruction.md").write_text("Keep the ticker running.\n")
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nmkdir -p /logs/verifier; echo 0 > /logs/verifier/reward.txt\n"
+        "echo '<testsuites><testsuite name=\"t\"><testcase classname=\"t\" name=\"test_never\">"
+        "<failure/></testcase></testsuite></testsuites>' > /logs/verifier/junit.xml\n")
+    (task / "tests" / "test.sh").chmod(0o755)
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    if commands is None:
+        return task
+    state = task / "residual" / "terminus-1"
+    state.mkdir(parents=True)
+    (state / "state.toml").write_text('schema = 1\ntrack = "machine"\npredecessor = "terminus"\n'
+                                      'source_run = "test"\ncommands = "commands.jsonl"\n')
+    (state / "commands.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in commands))
+    return task

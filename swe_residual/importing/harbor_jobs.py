@@ -4,15 +4,19 @@ Each trial of a task in DATASET becomes one predecessor run (`importing.runs` wr
 Stage I's layout): the predecessor is the trial's agent and model, its termination and
 whether it submitted come from the trial's exception type (`termination_of`), its verdict from
 the verifier's rewards, its trajectory from `agent/trajectory.json` (ATIF), and its final
-state from the collected patch artifact (DeepSWE: `/logs/artifacts/model.patch`). A trial
-without that artifact is imported with no final state and excluded by Stage II
-(`no_final_state`). Trials of tasks not in DATASET are counted and skipped; trials that cannot
-be read are reported with their directory.
+state from the collected patch artifact (DeepSWE: `/logs/artifacts/model.patch`) on the repo
+track, and on the machine track from the keystrokes a Terminus-2 trial sent (importing/terminus.py:
+`commands.jsonl` in the keystroke form, replayed through tmux). A trial without either is
+imported with no final state and excluded by Stage II (`no_final_state`). A trial is matched
+to its task by Harbor's task path and checksum (`trial_task`); a mismatch is reported, never
+imported. Trials of tasks not in DATASET are counted and skipped; trials that cannot be read
+are reported with their directory.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from collections import Counter
@@ -25,8 +29,10 @@ from swe_residual.dataset import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.importing.atif import read_atif
 from swe_residual.importing.harbor_layout import HarborTrial, format_time, read_jobs
+from swe_residual.importing.harbor_match import Checksums, export_source, local_task_dir, pick
 from swe_residual.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
+from swe_residual.importing.terminus import read_keystrokes
 from swe_residual.task import Task
 from swe_residual.verifier import read_test_reports
 
@@ -162,10 +168,17 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
                                   "command": command}
     if moment is not None:
         provenance["date"] = format_time(moment)
-    patch, unrecoverable = None, None
+    patch, commands, unrecoverable = None, None, None
     if task.track != "repo":
-        unrecoverable = (f"{task.track} track: a Harbor trial keeps no replayable record of the "
-                         "agent's interactions with the machine")
+        # A Terminus-2 trial recorded every keystroke it sent: replayable through tmux.
+        keys = read_keystrokes(trial.path)
+        if keys is None:
+            unrecoverable = (f"{task.track} track: {trial.relative} recorded no keystrokes (Terminus-2's "
+                             "bash_command calls in agent/trajectory.json, or agent/episode-N/response.txt), "
+                             "so nothing replays the agent's interactions with the machine")
+        else:
+            commands = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in keys.interactions).encode()
+            provenance["commands"] = keys.source
     else:
         for wanted, destination in _patch_sources(task):
             found = trial.artifact(wanted, destination)
@@ -181,7 +194,34 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
              "exception_type": trial.exception_type, "rewards": trial.rewards,
              "started_at": format_time(trial.started_at) if trial.started_at else None,
              "finished_at": format_time(trial.finished_at) if trial.finished_at else None}
-    return ImportedRun(task, identity, record, patch, unrecoverable, provenance, trajectory, facts)
+    return ImportedRun(task, identity, record, patch, unrecoverable, provenance, trajectory, facts, commands)
+
+
+def trial_task(trial: HarborTrial, index: TaskIndex, by_dir: dict[Path, Task],
+               checksums: Checksums) -> tuple[Task | None, str | None]:
+    """(the dataset task the trial ran, None) or (None, why it is not matched); (None, None)
+    when it ran a task the dataset does not have.
+
+    By Harbor's task path and checksum (harbor_match.py): the recorded directory when it is
+    here (a dataset task, or a Clean Start that `export harbor` wrote), else the dataset's task
+    of the trial's name, whose content must be what the trial ran. A trial of an exported
+    Residual State is not a Clean Start run of its task, and is reported as such.
+    """
+    local = local_task_dir(trial)
+    if local is not None:
+        source = export_source(local)
+        if source is not None and source[1] is not None:
+            return None, (f"it ran the exported Residual State {source[0]}/{source[1]} ({local}), not a Clean Start: "
+                          "read it with `swe-residual report --harbor-jobs`")
+        task = index.find(source[0]) if source is not None else by_dir.get(local.resolve())
+        if task is not None:
+            _, why = pick(trial, [(local, source is None)], checksums)
+            return (task, None) if not why else (None, why)
+    task = index.find(trial.task_name, trial.task_path)
+    if task is None:
+        return None, None
+    _, why = pick(trial, [(task.path, True)], checksums)
+    return (task, None) if not why else (None, why)
 
 
 def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,
@@ -208,14 +248,20 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
     for problem in jobs.problems:
         warn(f"trial not imported: {problem.path}: {problem.reason}")
     index = TaskIndex(dataset)
+    by_dir = {entry.task.path.resolve(): entry.task for entry in dataset.entries}
+    checksums = Checksums()
     unknown: Counter[str] = Counter()
     matched: list[tuple[HarborTrial, Task, str]] = []
     for trial in jobs.trials:
-        task = index.find(trial.task_name, trial.task_path)
-        if task is None:
+        task, problem = trial_task(trial, index, by_dir, checksums)
+        if problem is not None:
+            problems.append((trial.path, trial.relative, f"not imported: {problem}"))
+            warn(f"trial not imported: {trial.path}: {problem}")
+        elif task is None:
             unknown[trial.task_name] += 1
         else:
             matched.append((trial, task, identity_of(trial, name_from)))
+    reported = len(problems)
     if unknown:
         warn(f"{sum(unknown.values())} trial(s) of {len(unknown)} task(s) not in {dataset_path} skipped: "
              + ", ".join(sorted(unknown)))
@@ -227,7 +273,7 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
                                    item[0].started_at.timestamp() if item[0].started_at else float("inf"),
                                    item[0].relative))
     runs = [_run(trial, task, identity, str(jobs_dir), command, problems) for trial, task, identity in matched]
-    for path, _, reason in problems[len(jobs.problems):]:
+    for path, _, reason in problems[reported:]:
         warn(f"{path}: {reason}")
     dates = sorted(run.provenance["date"] for run in runs if "date" in run.provenance)
     import_info = {
@@ -240,7 +286,8 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
     refs = write_stage_one(out, dataset_path, runs, names, spec_prefix=SPEC_PREFIX, import_info=import_info,
                            progress=progress)
     return ImportSummary(refs, {name: identity for identity, name in names.items()}, dict(unknown),
-                         sum(run.patch is None for run in runs), [f"{path}: {reason}" for path, _, reason in problems])
+                         sum(not run.recoverable for run in runs),
+                         [f"{path}: {reason}" for path, _, reason in problems])
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -51,6 +51,7 @@ class HarborTrial:
     trial_name: str
     task_name: str
     task_path: str | None  # the task's path (local or git) or package name, from the trial config
+    task_checksum: str | None  # Harbor's checksum of the task directory it ran (harbor_checksum.py)
     agent_name: str | None
     agent_version: str | None
     model_name: str | None  # "provider/name" when Harbor recorded a provider
@@ -248,6 +249,7 @@ def read_trial(path: Path, relative: str) -> HarborTrial | TrialProblem:
         trial_name=_text(result, "trial_name") or _text(config, "trial_name") or path.name,
         task_name=task_name or PurePosixPath(str(task_path)).name,
         task_path=task_path,
+        task_checksum=_text(result, "task_checksum"),
         agent_name=_text(agent_info, "name") or _text(agent_config, "name") or _text(agent_config, "import_path"),
         agent_version=_text(agent_info, "version"),
         model_name=_model(agent_info, agent_config),

@@ -26,7 +26,7 @@ from typing import Any
 from swe_residual.dataset import Dataset
 from swe_residual.errors import ConfigError
 from swe_residual.records import RECORD_SCHEMA, agent_slug
-from swe_residual.residualize.workdir import PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
+from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
 from swe_residual.task import Task
 from swe_residual.trajectory import Trajectory
 
@@ -42,10 +42,15 @@ class ImportedRun:
     identity: str  # the predecessor as the source names it (agent and model, model_name_or_path)
     record: dict[str, Any]  # the run record's fields, as the runner writes them
     patch: bytes | None  # the final state (repo track); None when it cannot be recovered
-    unrecoverable: str | None  # why, when `patch` is None
+    unrecoverable: str | None  # why, when there is neither `patch` nor `commands`
     provenance: dict[str, Any]  # flat: where it came from (file, trial or line, command, date)
     trajectory: Trajectory | None = None
     source_facts: dict[str, Any] = field(default_factory=dict)  # what the source said, for review
+    commands: bytes | None = None  # machine track: the interactions, as commands.jsonl
+
+    @property
+    def recoverable(self) -> bool:
+        return self.patch is not None or self.commands is not None
 
 
 @dataclass
@@ -169,7 +174,7 @@ def write_stage_one(out: Path | str, dataset_path: Path | str, runs: Sequence[Im
         "not_scripted": {},
         "import": import_info,
     })
-    unrecoverable = sum(run.patch is None for run in runs)
+    unrecoverable = sum(not run.recoverable for run in runs)
     note = f"; {unrecoverable} without a recoverable final state (Stage II: no_final_state)" if unrecoverable else ""
     progress(f"imported {len(refs)} run(s) of {len(tasks)} task(s) by {len(used)} predecessor(s) into {out}{note}")
     return refs
@@ -184,19 +189,25 @@ def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
         run.trajectory.write(run_dir / relative)
         record["trajectory"] = relative.as_posix()
         record["steps"] = len(run.trajectory.steps)
+    payload: str | None = None
     if run.patch is not None:
         write_bytes(run_dir / PATCH, run.patch)
         # The record's copy is for reading; changes.patch keeps the exact bytes.
         record["final_patch"] = run.patch.decode("utf-8", errors="replace")
         final_state = {"recoverable": True, "detail": str(run.provenance.get("patch") or PATCH)}
+        payload = PATCH
+    elif run.commands is not None:
+        write_bytes(run_dir / COMMANDS, run.commands)
+        final_state = {"recoverable": True, "detail": str(run.provenance.get("commands") or COMMANDS)}
+        payload = COMMANDS
     else:
         final_state = {"recoverable": False, "detail": run.unrecoverable or "no final state in the source"}
     record["residualize"] = {
         **ref.as_dict(),
         "agent_spec": spec,
         "timeout_sec": None,
-        "payload": PATCH if run.patch is not None else None,
-        "interactions": None,
+        "payload": payload,
+        "interactions": run.commands.count(b"\n") if run.commands is not None else None,
         "final_state": final_state,
         "import": run.provenance,
         "source": run.source_facts,

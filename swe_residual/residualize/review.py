@@ -35,6 +35,7 @@ from swe_residual.dataset import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.workdir import RunRef, Workdir
+from swe_residual.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
 
 CRITERIA = ("task_directed", "consistent")
 REVIEWERS = ("reviewer_1", "reviewer_2")
@@ -86,6 +87,13 @@ def _summarize(command: str, trajectory_path: Path | None, request: str) -> str:
     return done.stdout.strip() or "(the summarizer printed nothing)"
 
 
+def _interaction_line(number: int, entry: dict[str, Any]) -> str:
+    if is_keystrokes(entry):  # typed into the terminal session: shown exactly, control keys and all
+        wait = entry.get("duration_sec", DEFAULT_KEYSTROKE_WAIT_SEC)
+        return f"[{number}] keys {json.dumps(entry[KEYSTROKES], ensure_ascii=False)}, then wait {wait}s"
+    return f"[{number}]{' (cwd ' + entry['cwd'] + ')' if entry.get('cwd') else ''} $ {entry['command']}"
+
+
 def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | None) -> str:
     record = work.record(ref)
     run_dir = work.run_dir(ref)
@@ -113,8 +121,7 @@ def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | No
     payload = work.payload(ref).decode("utf-8", errors="replace")
     if record.get("track") == "machine":
         commands = [json.loads(line) for line in payload.splitlines() if line.strip()]
-        listing = "\n".join(f"[{i}]{' (cwd ' + c['cwd'] + ')' if c.get('cwd') else ''} $ {c['command']}"
-                            for i, c in enumerate(commands, start=1))
+        listing = "\n".join(_interaction_line(i, c) for i, c in enumerate(commands, start=1))
         parts += ["\n## Changes from the clean state (commands replayed on a fresh machine)\n\n",
                   _fence(listing or "(none)", "console")]
     else:

@@ -5,6 +5,8 @@ Modules, one concern each:
   hygiene       labels, sweep of dead owners' containers and images, signal and exit cleanup
   images        task images built from a Dockerfile under a content-hashed tag (build_image)
   states        state snapshots (commit), machine-track replay, fidelity, checkpoint support
+  terminal      a tmux session driven by keystrokes, as Terminus-2 drove it (keystroke replay)
+  failures      states whose apply or replay failed, remembered for the rest of the run
   agent_setup   the agent's set-up layer (--agent-setup), once per task image and script
   inventory     the suite's cached images: listing and pruning (`swe-residual images`)
   ancestry      the parent/child graph of images, for the space a prune frees

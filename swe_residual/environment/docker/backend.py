@@ -31,6 +31,7 @@ from swe_residual.environment.docker.engine import (
     remove_images,
 )
 from swe_residual.environment.docker.environment import SCRATCH_DIR, DockerEnvironment
+from swe_residual.environment.docker.failures import StateFailures
 from swe_residual.environment.docker.hygiene import LABEL
 from swe_residual.environment.docker.named_images import named_image_id
 from swe_residual.environment.local import default_cache_dir, tree_digest
@@ -107,6 +108,7 @@ class DockerBackend:
         self._image_workdirs: dict[str, str] = {}
         self._agent_images: dict[str, PreparedImage] = {}
         self._setup_failures: dict[str, InfraError] = {}  # a broken script fails once per process
+        self._state_failures = StateFailures(self.cache_dir / "failed-states", run_id)
         self._lock = threading.Lock()
         hygiene.register(self)
         if sweep_at_start:
@@ -216,14 +218,29 @@ class DockerBackend:
         return states.state_tag(self.agent_image(task), task, state)
 
     def state_image(self, task: Task, state: ResidualState) -> tuple[str, str | None]:
-        """(image reference, base commit) of a state's snapshot, applied and validated once."""
+        """(image reference, base commit) of a state's snapshot, applied and validated once.
+
+        A state whose apply or replay fails is not built again in this run: the failure is
+        remembered (in this process, and for the run id in the cache, so every xdist worker of
+        the run reads it) and raised again for every other item of the state.
+        """
         prepared = self.agent_image(task)
         tag = self.state_tag(task, state)
         if tag in self._states:
             return self._states[tag]
+        failure = self._state_failures.read(tag)
+        if failure is not None:
+            raise failure
         with FileLock(str(self.cache_dir / f"{images.slug(tag, 200)}.lock")):
+            failure = self._state_failures.read(tag)  # another worker of this run got there first
+            if failure is not None:
+                raise failure
             if inspect_image(self.client, tag) is None:
-                states.build_state_image(self, task, state, prepared, tag)
+                try:
+                    states.build_state_image(self, task, state, prepared, tag)
+                except DatasetError as exc:
+                    self._state_failures.remember(tag, exc)
+                    raise
         self._states[tag] = (tag, prepared.head)
         return self._states[tag]
 
@@ -270,7 +287,11 @@ class DockerBackend:
         if fidelity == states.FIDELITY_REPLAY:
             # Live processes are not in the snapshot: replay into this instance (validated once).
             assert state is not None
-            return states.replayed_instance(self, task, state, spec, self.agent_image(task))
+            try:
+                return states.replayed_instance(self, task, state, spec, self.agent_image(task))
+            except DatasetError as exc:
+                self._state_failures.remember(image, exc)  # the next item of the state fails at once
+                raise
         environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
         environment.fidelity = fidelity
         return environment

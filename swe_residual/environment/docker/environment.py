@@ -219,7 +219,7 @@ class DockerEnvironment:
     def _untar(self, chunks, max_file_bytes: int | None, full: str, *, strip_top: bool) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
         try:
             return untar_files(chunks, max_file_bytes, strip_top=strip_top)
-        except (tarfile.TarError, ENGINE_EXCEPTIONS) as exc:
+        except (tarfile.TarError, *ENGINE_EXCEPTIONS) as exc:  # one flat tuple: Python matches no nested one
             raise InfraError(f"unreadable archive of {full}: {exc}") from exc
 
     def _put_archive(self, directory: str, archive: bytes, *, what: str) -> None:

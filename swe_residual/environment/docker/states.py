@@ -6,7 +6,8 @@ optionally validated by a hook in a throwaway container, and committed into
 container of that snapshot: rollouts never share a file system and never re-apply.
 
 A machine-track state is rebuilt by replaying its `commands.jsonl` in a fresh container and
-committing the result. A commit holds files, installed software and configuration, not running
+committing the result (one-command entries run on their own; keystroke entries are typed into
+a tmux session that stays running, terminal.py). A commit holds files, installed software and configuration, not running
 processes, so the snapshot records whether the replay left processes running (or the state
 declares `[machine] live_processes`). Such a state cannot be restored from its snapshot alone:
 without engine checkpoints (CRIU, see `checkpoint_support()`), every instance is a fresh
@@ -39,7 +40,8 @@ from swe_residual.environment.docker.hygiene import LABEL, TEMP_REPO, owner_labe
 from swe_residual.environment.docker.images import STATE_REPO, slug
 from swe_residual.errors import DatasetError
 from swe_residual.patches import apply_patch
-from swe_residual.state import ResidualState
+from swe_residual.environment.docker.terminal import TerminalSession
+from swe_residual.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, ResidualState, is_keystrokes
 from swe_residual.task import Task
 
 if TYPE_CHECKING:
@@ -158,9 +160,17 @@ def replayed_instance(backend: DockerBackend, task: Task, state: ResidualState, 
 
 
 def replay(environment: DockerEnvironment, state: ResidualState) -> None:
-    """Machine track: the predecessor's terminal interactions, in order, in a fresh machine."""
+    """Machine track: the predecessor's terminal interactions, in order, in a fresh machine.
+
+    A `command` entry runs to its end (or deadline) on its own; `keystrokes` entries are typed
+    into one tmux session, started at the first of them and left running (terminal.py).
+    """
     assert state.commands_path is not None
+    terminal = TerminalSession(environment, state.commands_path)
     for number, entry in enumerate(state.read_commands(), start=1):
+        if is_keystrokes(entry):
+            terminal.send(entry[KEYSTROKES], float(entry.get("duration_sec", DEFAULT_KEYSTROKE_WAIT_SEC)))
+            continue
         timeout = entry.get("timeout_sec", 600)
         result = environment.exec(entry["command"], timeout_sec=float(timeout), cwd=entry.get("cwd"))
         # `timed_out: true` was recorded: the predecessor's command was killed at its deadline too.

@@ -1,0 +1,127 @@
+"""Keystroke interactions (`{"keystrokes", "duration_sec"}` in commands.jsonl) replayed through a
+tmux session on the real engine, as Terminus-2 typed them; and a state whose replay fails is
+replayed once per run, not once per item."""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+
+from taskfactory import make_machine_task
+
+from swe_residual.environment.base import StartSpec
+from swe_residual.environment.docker import DockerBackend, remove_cached_images
+from swe_residual.errors import DatasetError
+from swe_residual.images import ensure_base_image
+from swe_residual.state import load_state
+from swe_residual.task import load_task
+
+pytestmark = requires_docker
+
+TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
+# What a Terminus-2 run typed: an unclosed quote that swallows the next line, a command
+# interrupted with Ctrl-C, and a server left running in the foreground.
+KEYSTROKES = [
+    {"keystrokes": "echo 'one\n", "duration_sec": 0.3},
+    {"keystrokes": "touch /app/swallowed\n", "duration_sec": 0.3},
+    {"keystrokes": "' > /app/quoted.txt\n", "duration_sec": 0.3},
+    {"keystrokes": "sleep 300\n", "duration_sec": 0.5},
+    {"keystrokes": "C-c", "duration_sec": 0.3},
+    {"keystrokes": "echo $? > /app/interrupted\n", "duration_sec": 0.3},
+    {"keystrokes": TICKER, "duration_sec": 0.5},
+]
+
+
+@pytest.fixture(scope="module")
+def base_image() -> str:
+    return ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
+
+
+@pytest.fixture
+def task_id(base_image: str) -> Iterator[str]:
+    name = f"keys-{secrets.token_hex(3)}"
+    yield name
+    remove_cached_images(name)
+
+
+def test_keystrokes_replay_through_tmux_with_a_foreground_server_left_running(tmp_path: Path, task_id: str) -> None:
+    task = load_task(make_machine_task(tmp_path, task_id, KEYSTROKES, tmux=True))
+    state = load_state(task, task.path / "residual" / "terminus-1")
+    with DockerBackend(cache_dir=tmp_path / "cache", progress=lambda _: None, run_id="keys") as backend:
+        environment = backend.start(task, state, StartSpec("keys", f"{task_id}/terminus-1", 1))
+        try:
+            # The tmux session and the ticker in its foreground are live: instances are replayed.
+            assert environment.fidelity == "replay"
+            # The unclosed quote swallowed the next line: it became text, it never ran.
+            assert environment.read_file("quoted.txt") == b"one\ntouch /app/swallowed\n\n"
+            assert environment.exec("test -e /app/swallowed").exit_code == 1
+            # C-c is a keystroke: it interrupted `sleep 300` (status 130) and the shell went on.
+            assert environment.read_file("interrupted").strip() == b"130"
+            # The foreground loop keeps running after the replay, in the agent's instance.
+            # (the loop replaces the file ten times a second, each time whole)
+            first = environment.exec("cat /app/tick").stdout
+            time.sleep(0.6)
+            assert first.strip() and environment.exec("cat /app/tick").stdout != first
+            # ... in the pane of the replayed session, which the agent's instance keeps.
+            assert environment.exec("tmux has-session -t swe-residual").exit_code == 0
+        finally:
+            environment.close()
+
+
+def test_keystrokes_were_refused_before(tmp_path: Path) -> None:
+    """The keystroke form is new: a `command` entry still loads, a line with neither does not."""
+    task = load_task(make_machine_task(tmp_path, "keys-format", [{"command": "true"}], tmux=False))
+    load_state(task, task.path / "residual" / "terminus-1")
+    (task.path / "residual" / "terminus-1" / "commands.jsonl").write_text('{"keystrokes": "ls\\n", "command": "ls"}\n')
+    with pytest.raises(DatasetError, match="exactly one of"):
+        load_state(task, task.path / "residual" / "terminus-1")
+    commands = task.path / "residual" / "terminus-1" / "commands.jsonl"
+    commands.write_text('{"keystrokes": "ls\\n", "duration_sec": -1}\n')
+    with pytest.raises(DatasetError, match="duration_sec"):
+        load_state(task, task.path / "residual" / "terminus-1")
+
+
+FAILING_REPLAYS = {
+    # keystrokes on an image without tmux, and no network to install it: one clear error
+    "no-tmux": ([KEYSTROKES[0]], "needs tmux in the container", "add tmux to the task's image"),
+    # a command past its deadline (not recorded as timed out)
+    "deadline": ([{"command": "sleep 30", "timeout_sec": 0.5}], "did not finish within 0.5s", "while replaying"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILING_REPLAYS))
+def test_a_failed_replay_is_attempted_once_per_run(tmp_path: Path, task_id: str, case: str) -> None:
+    """A state whose replay fails is replayed once for the run, however many items (and
+    workers of the run) start it; the error is the same for each."""
+    commands, expected, also = FAILING_REPLAYS[case]
+    task = load_task(make_machine_task(tmp_path, task_id, commands, tmux=False))
+    state = load_state(task, task.path / "residual" / "terminus-1")
+    lines: list[str] = []
+    cache = tmp_path / "cache"
+    with DockerBackend(cache_dir=cache, progress=lines.append, run_id="once") as backend:
+        errors = []
+        for attempt in (1, 2, 3):
+            with pytest.raises(DatasetError) as caught:
+                backend.start(task, state, StartSpec("once", f"{task_id}/terminus-1", attempt))
+            errors.append(str(caught.value))
+    assert expected in errors[0] and also in errors[0]
+    assert errors == [errors[0]] * 3
+    assert sum(line.startswith("snapshotting state") for line in lines) == 1
+    # Another backend of the same run (an xdist worker of it) reads the failure, never replays.
+    again: list[str] = []
+    with DockerBackend(cache_dir=cache, progress=again.append, run_id="once", sweep_at_start=False) as other:
+        with pytest.raises(DatasetError, match=expected):
+            other.start(task, state, StartSpec("once", f"{task_id}/terminus-1", 4))
+    assert not any(line.startswith("snapshotting state") for line in again)
+    # A different run tries again.
+    fresh: list[str] = []
+    with DockerBackend(cache_dir=cache, progress=fresh.append, run_id="twice", sweep_at_start=False) as third:
+        with pytest.raises(DatasetError, match=expected):
+            third.start(task, state, StartSpec("twice", f"{task_id}/terminus-1", 1))
+    assert sum(line.startswith("snapshotting state") for line in fresh) == 1

@@ -1,0 +1,251 @@
+"""Real Terminal-Bench runs in: a Terminus-2 trial directory (written here as Harbor writes it)
+imported as a machine-track run whose interactions are the keystrokes it sent, built into a
+state by Stage IV on the real engine and replayed through tmux; and Harbor trials matched to
+their task by Harbor's task path and checksum, a mismatch reported, never guessed."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dockerneeded import _check_engine, requires_docker
+from harborjobs import terminus_atif, write_episodes, write_trial
+from taskfactory import make_machine_task, make_task
+
+from swe_residual.cli import main as cli_main
+from swe_residual.harbor_export import export_dataset
+from swe_residual.harbor_results import read_harbor_results
+from swe_residual.importing.harbor_checksum import task_checksum
+from swe_residual.importing.harbor_jobs import import_harbor_jobs
+from swe_residual.importing.terminus import read_keystrokes
+
+TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
+# Three model turns of a Terminus-2 run: an unclosed quote that swallows the next line, a
+# command interrupted by Ctrl-C, and a server left in the foreground.
+EPISODES = [
+    [{"keystrokes": "echo 'one\n", "duration": 0.3}, {"keystrokes": "touch /app/swallowed\n", "duration": 0.3}],
+    [{"keystrokes": "' > /app/quoted.txt\n", "duration": 0.3}, {"keystrokes": "sleep 300\n", "duration": 0.5},
+     {"keystrokes": "C-c", "duration": 0.3}, {"keystrokes": "echo $? > /app/interrupted\n", "duration": 0.3}],
+    [{"keystrokes": TICKER, "duration": 0.5}],
+]
+SENT = [{"keystrokes": c["keystrokes"], "duration_sec": c["duration"]} for episode in EPISODES for c in episode]
+TERMINUS = {"agent": "terminus-2", "provider": "openai", "model": "gpt-5"}
+
+
+def _terminus_trial(job: Path, name: str, task: Path, **extra: object) -> Path:
+    trial = write_trial(job, name, task, task_name=task.name, minute=0, rewards={"reward": 0.0},
+                        trajectory=terminus_atif(EPISODES), **TERMINUS, **extra)  # type: ignore[arg-type]
+    write_episodes(trial, EPISODES)
+    (trial / "agent" / "terminus_2.pane").write_text("$ echo 'one\n> touch /app/swallowed\n")
+    # Terminal-Bench's verifier writes CTRF beside the reward (tests/test.sh runs pytest --ctrf).
+    (trial / "verifier" / "ctrf.json").write_text(json.dumps({"results": {
+        "tool": {"name": "pytest"}, "summary": {"tests": 2, "passed": 1, "failed": 1},
+        "tests": [{"name": "test_outputs.py::test_quoted", "status": "passed"},
+                  {"name": "test_outputs.py::test_ticker_stopped", "status": "failed"}]}}))
+    (trial / "verifier" / "test-stdout.txt").write_text("1 failed, 1 passed\n")
+    return trial
+
+
+# --------------------------------------------------------------------------- keystrokes read
+
+
+def test_keystrokes_of_a_terminus_trial(tmp_path: Path) -> None:
+    task = make_machine_task(tmp_path / "dataset", "ticker", None, tmux=False)
+    trial = _terminus_trial(tmp_path / "jobs" / "job", "ticker__1", task)
+    read = read_keystrokes(trial)
+    assert read is not None and read.interactions == SENT and read.source == "agent/trajectory.json"
+    # Without the trajectory (older Harbor, raw-content mode): the episodes' answers.
+    (trial / "agent" / "trajectory.json").unlink()
+    read = read_keystrokes(trial)
+    assert read is not None and read.interactions == SENT and read.source.startswith("agent/episode-")
+    # Terminus's XML answers; a wait over a minute is capped as Terminus-2 caps it.
+    (trial / "agent" / "episode-2" / "response.txt").write_text(
+        '<response><commands><keystrokes duration="90">top\n</keystrokes></commands></response>')
+    read = read_keystrokes(trial)
+    assert read is not None and read.interactions[-1] == {"keystrokes": "top\n", "duration_sec": 60.0}
+
+
+def test_a_terminus_run_that_typed_nothing_has_no_interaction(tmp_path: Path) -> None:
+    agent = tmp_path / "trial" / "agent"
+    agent.mkdir(parents=True)
+    (agent / "trajectory.json").write_text(json.dumps(terminus_atif([])))
+    read = read_keystrokes(tmp_path / "trial")
+    assert read is not None and read.interactions == []
+    other = terminus_atif([])
+    other["agent"]["name"] = "claude-code"  # another agent's trajectory says nothing of keystrokes
+    (agent / "trajectory.json").write_text(json.dumps(other))
+    assert read_keystrokes(tmp_path / "trial") is None
+
+
+def test_a_summarised_run_continues_without_its_copied_context(tmp_path: Path) -> None:
+    agent = tmp_path / "trial" / "agent"
+    agent.mkdir(parents=True)
+    first = terminus_atif(EPISODES[:1])
+    first["continued_trajectory_ref"] = "trajectory.cont-1.json"
+    second = terminus_atif(EPISODES)
+    for step in second["steps"][:2]:  # the first episode again, as the summary's copied context
+        step["is_copied_context"] = True
+    (agent / "trajectory.json").write_text(json.dumps(first))
+    (agent / "trajectory.cont-1.json").write_text(json.dumps(second))
+    read = read_keystrokes(tmp_path / "trial")
+    assert read is not None and read.interactions == SENT
+    assert read.source == "agent/trajectory.json + agent/trajectory.cont-1.json"
+
+
+# --------------------------------------------------------------------------- matching
+
+
+@pytest.fixture
+def exported(tmp_path: Path) -> dict[str, Path]:
+    dataset = tmp_path / "dataset"
+    make_task(dataset, "calc")  # one state: drafter-1
+    export = tmp_path / "export"
+    export_dataset(dataset, export)
+    return {"dataset": dataset, "calc": dataset / "calc", "export": export, "jobs": tmp_path / "jobs"}
+
+
+def _run_trial(job: Path, name: str, task: Path, **extra: object) -> Path:
+    return write_trial(job, name, task, task_name=f"test/{task.name}", agent="claude-code",  # type: ignore[arg-type]
+                       provider="anthropic", model="claude-sonnet-4-5", minute=0, rewards={"reward": 0.0}, patch="",
+                       **extra)
+
+
+def test_trials_are_matched_by_path_and_checksum(exported: dict[str, Path], tmp_path: Path) -> None:
+    job = exported["jobs"] / "job"
+    _run_trial(job, "calc__same", exported["calc"])
+    _run_trial(job, "calc__edited", exported["calc"], checksum="f" * 64)  # ran the task before an edit
+    _run_trial(job, "calc__residual", exported["export"] / "calc--drafter-1")
+    # Recorded on another machine: the path is not here; the name finds the task, the checksum confirms it.
+    _run_trial(job, "calc__elsewhere", tmp_path / "gone" / "calc", checksum=task_checksum(exported["calc"]))
+    _run_trial(job, "calc__other", tmp_path / "gone" / "calc", checksum="e" * 64)
+    warnings: list[str] = []
+    summary = import_harbor_jobs(exported["jobs"], exported["dataset"], tmp_path / "work",
+                                 progress=lambda _: None, warn=warnings.append)
+    imported = {json.loads((tmp_path / "work" / ref.relative / "record.json").read_text())["run_id"]
+                for ref in summary.refs}
+    assert imported == {"harbor:job/calc__same", "harbor:job/calc__elsewhere"}
+    problems = "\n".join(summary.problems)
+    assert "calc__edited: not imported: task_checksum ffffffffffffffff in result.json differs" in problems
+    assert "calc__other: not imported: task_checksum eeeeeeeeeeeeeeee" in problems
+    assert "calc__residual: not imported: it ran the exported Residual State calc/drafter-1" in problems
+    assert sum("not imported" in line for line in warnings) == 3
+
+
+def test_report_matches_a_trial_to_its_exported_state_by_checksum(exported: dict[str, Path], tmp_path: Path) -> None:
+    job = exported["jobs"] / "job"
+    residual = exported["export"] / "calc--drafter-1"
+    _run_trial(job, "a_state", residual)
+    _run_trial(job, "b_clean", exported["export"] / "calc")
+    _run_trial(job, "c_stale", residual, checksum="d" * 64)
+    # Copied from elsewhere: found by name in the export directory, confirmed by checksum.
+    _run_trial(job, "d_copied", tmp_path / "gone" / "calc--drafter-1", checksum=task_checksum(residual))
+    found = read_harbor_results(exported["jobs"], [exported["export"]], run_id="r", run_dir=tmp_path / "run")
+    starts = {(r["start"], r["state"]) for r in found.records}
+    assert starts == {("residual", "drafter-1"), ("clean", None)}
+    trials = sorted(a["harbor_trial"] for r in found.records for a in r["attempts"])
+    assert trials == ["job/a_state", "job/b_clean", "job/d_copied"]
+    assert [p.split(":")[0] for p in found.problems] == ["job/c_stale"]
+    assert "differs from" in found.problems[0]
+
+
+def _harbor_python() -> Path:
+    cache = os.environ.get("SWE_RESIDUAL_CACHE") or str(Path.home() / ".cache" / "swe-residual")
+    return Path(cache) / "harbor-venv" / "bin" / "python"
+
+
+def test_the_checksum_is_harbors(exported: dict[str, Path]) -> None:
+    python = _harbor_python()
+    if not os.access(python, os.X_OK):
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Harbor's venv is not at {python.parent.parent}: run scripts/setup-tests")
+        pytest.skip(f"Harbor's venv is not at {python.parent.parent}: run scripts/setup-tests")
+    task = exported["calc"]
+    (task / "environment" / "empty").mkdir()  # left out, as dirhash leaves empty directories out
+    (task / ".hidden").write_text("kept\n")
+    (task / "environment" / "link.md").symlink_to("../instruction.md")  # followed
+    (task / ".harborignore").write_text("")
+    dirs = [task, exported["export"] / "calc--drafter-1"]
+    done = subprocess.run(
+        [str(python), "-W", "ignore", "-c",
+         "import sys; from pathlib import Path; from harbor.models.task.task import Task\n"
+         "for d in sys.argv[1:]: print(Task(Path(d)).checksum)", *map(str, dirs)],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [task_checksum(d) for d in dirs]
+
+
+# --------------------------------------------------------------------------- end to end, real engine
+
+
+@pytest.fixture
+def machine_task_id() -> Iterator[str]:
+    from swe_residual.environment.docker import remove_cached_images
+
+    name = f"ticker-{secrets.token_hex(3)}"
+    yield name
+    remove_cached_images(name)
+
+
+@pytest.mark.parametrize("_", [pytest.param(None, marks=requires_docker)])
+def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, machine_task_id: str, _: None) -> None:
+    _check_engine()
+    from swe_residual.environment.base import StartSpec
+    from swe_residual.environment.docker import DockerBackend
+    from swe_residual.images import ensure_base_image
+    from swe_residual.state import load_state
+    from swe_residual.task import load_task
+
+    ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
+    dataset = tmp_path / "dataset"
+    task_dir = make_machine_task(dataset, machine_task_id, None, tmux=True)
+    _terminus_trial(tmp_path / "jobs" / "job", f"{machine_task_id}__1", task_dir)
+    work, out = tmp_path / "work", tmp_path / "out"
+    assert cli_main(["import", "harbor-jobs", str(tmp_path / "jobs"), "--dataset", str(dataset),
+                     "--out", str(work)]) == 0
+    run = work / "runs" / machine_task_id / "terminus_2__openai_gpt_5" / "1"
+    assert [json.loads(line) for line in (run / "commands.jsonl").read_text().splitlines()] == SENT
+    record = json.loads((run / "record.json").read_text())
+    # The trial's verdict, reward dict and per-test statuses, as Harbor's verifier left them.
+    assert (record["outcome"], record["termination"], record["rewards"]) == ("failure", "submitted", {"reward": 0.0})
+    assert record["tests"] == {"test_outputs.py::test_quoted": "passed",
+                               "test_outputs.py::test_ticker_stopped": "failed"}
+    assert record["agent_config"]["agent"] == "terminus-2" and record["steps"] == 8
+    assert record["residualize"]["payload"] == "commands.jsonl" and record["residualize"]["interactions"] == 7
+    assert record["residualize"]["final_state"] == {"recoverable": True, "detail": "agent/trajectory.json"}
+    assert cli_main(["residualize", "filter", str(work)]) == 0
+    assert cli_main(["residualize", "review", str(work), "--accept-all-as", "test"]) == 0
+    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "docker"]) == 0
+    task = load_task(out / machine_task_id)
+    state_dir = out / machine_task_id / "residual" / "terminus_2__openai_gpt_5-1"
+    state = load_state(task, state_dir)
+    assert state.read_commands() == SENT and state.raw["machine"] == {"live_processes": True, "fidelity": "replay"}
+    with DockerBackend(cache_dir=tmp_path / "cache", progress=lambda _: None, run_id="terminus") as backend:
+        environment = backend.start(task, state, StartSpec("terminus", f"{machine_task_id}/state", 1))
+        try:
+            assert environment.fidelity == "replay"
+            assert environment.read_file("quoted.txt") == b"one\ntouch /app/swallowed\n\n"
+            assert environment.exec("test -e /app/swallowed").exit_code == 1
+            assert environment.read_file("interrupted").strip() == b"130"
+            # (the loop replaces the file ten times a second, each time whole)
+            first = environment.exec("cat /app/tick").stdout
+            time.sleep(0.6)
+            assert first.strip() and environment.exec("cat /app/tick").stdout != first  # the foreground loop runs on
+        finally:
+            environment.close()
+
+
+def test_a_keystroke_state_is_not_exported_as_an_image(tmp_path: Path) -> None:
+    """An image holds no terminal session: `export harbor` skips the state with the reason."""
+    dataset = tmp_path / "dataset"
+    make_machine_task(dataset, "ticker", SENT, tmux=True)
+    summary = export_dataset(dataset, tmp_path / "export")
+    assert summary["exported"] == {"clean": 1, "residual": 0}
+    assert [s["state"] for s in summary["skipped"]] == ["terminus-1"]
+    assert "keystrokes typed into a terminal session" in summary["skipped"][0]["reason"]
