@@ -187,12 +187,14 @@ loud = "head -c 314572800 /dev/zero | tr '\\\\0' x"
 record = run_item(entry.task, None, resolve_agent("cmd:" + loud), backend, options)
 environment = backend.start(entry.task, None, StartSpec("loud", "direct", 1))
 try:
-    output = environment.exec(loud).stdout
+    result = environment.exec(loud)
+    output = result.stdout
 finally:
     environment.close()
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"before_kib": before, "after_kib": after, "outcome": record["outcome"],
-                  "output_len": len(output), "kept_tail": output.endswith("x" * 1000)}))
+                  "output_len": len(output), "kept_tail": output.endswith("x" * 1000),
+                  "dropped": result.dropped_bytes}))
 """
 
 
@@ -213,4 +215,5 @@ def test_an_agent_printing_hundreds_of_mib_costs_the_harness_a_few(tmp_path: Pat
     assert grown_mib < printed_mib / 5
     # What is kept is the first and the last MiB, with a marker for what lies between.
     assert 2 * 1024 * 1024 <= measured["output_len"] < 2 * 1024 * 1024 + 200 and measured["kept_tail"]
+    assert measured["dropped"] == 300 * 1024 * 1024 - 2 * 1024 * 1024
     assert measured["outcome"] == "failure"  # the agent ran to its end and was graded

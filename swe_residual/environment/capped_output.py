@@ -57,10 +57,10 @@ class CappedOutput:
 
 def communicate_capped(
     process: subprocess.Popen[bytes], timeout_sec: float | None, kill: Callable[[int], None],
-) -> tuple[bytes, bytes, bool]:
+) -> tuple[bytes, bytes, bool, int]:
     """`process.communicate(timeout)` with each stream capped (`CappedOutput`).
 
-    Returns (stdout, stderr, timed_out); stderr is b"" when it was not a pipe. At the deadline
+    Returns (stdout, stderr, timed_out, dropped bytes); stderr is b"" when it was not a pipe. At the deadline
     `kill(pid)` ends the process group; its pipes are then drained for `DRAIN_AFTER_KILL_SEC`
     at most before they are closed.
     """
@@ -102,4 +102,4 @@ def communicate_capped(
         process.wait()
     out = streams[process.stdout].value()
     err = streams[process.stderr].value() if process.stderr else b""
-    return out, err, timed_out
+    return out, err, timed_out, sum(stream.dropped for stream in streams.values())

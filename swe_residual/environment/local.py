@@ -177,13 +177,14 @@ class LocalEnvironment:
             start_new_session=True,  # its own process group, so a timeout kills all of it
         )
         # Read as it arrives, capped like the docker backend's: gigabytes of output cost a few MiB.
-        out, err, timed_out = communicate_capped(process, timeout_sec, _kill_group)
+        out, err, timed_out, dropped = communicate_capped(process, timeout_sec, _kill_group)
         return ExecResult(
             exit_code=None if timed_out else process.returncode,
             stdout=out.decode("utf-8", errors="surrogateescape"),
             stderr=err.decode("utf-8", errors="replace"),
             timed_out=timed_out,
             duration_sec=time.monotonic() - started,
+            dropped_bytes=dropped,
         )
 
     def read_file(self, path: str) -> bytes:
@@ -348,7 +349,7 @@ class LocalBackend:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        out, _, timed_out = communicate_capped(process, task.config.verifier_timeout_sec, _kill_group)
+        out, _, timed_out, _ = communicate_capped(process, task.config.verifier_timeout_sec, _kill_group)
         files = {}
         for path in sorted(logs_dir.rglob("*")):
             if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_LOG_FILE_BYTES:
