@@ -24,6 +24,7 @@ from plugins.context import (
 from plugins.legend import legend
 from plugins.options import given_settings, read_settings
 from swe_residual.agent_environment import require_docker
+from swe_residual.agent_identity import AgentConfigConflict
 from swe_residual.agents import resolve_agent
 from swe_residual.backends import checked_docker_hosts, resolve_backend_name
 from swe_residual.dataset_check import not_a_dataset
@@ -31,8 +32,9 @@ from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.gates import GateResult, evaluate_gates
 from swe_residual.handoff import BLIND, VIEWS
 from swe_residual.items import ItemSpec
-from swe_residual.agent_identity import AgentConfigConflict
-from swe_residual.records import append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_records
+from swe_residual.records import (
+    append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_records,
+)
 from swe_residual.report_html import write_report
 from swe_residual.resume import prepare_resume
 from swe_residual.run_config import RUN_CONFIG, changes, read_run_config, resume_settings, write_run_config
@@ -113,8 +115,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # Nothing to evaluate (the project's own tests in this rootdir, a run that forgot
         # --agent, which collection reports, or only a listing of the items): no lock, no run.json.
         config.stash[run_dir_key] = directory
-        config.stash[finished_key] = (prepare_resume(directory / "results.jsonl") if settings.resume is not None
-                                      else set())
+        config.stash[finished_key] = (prepare_resume(directory / "results.jsonl", rewrite=False)
+                                      if settings.resume is not None else set())
     else:
         _claim_run_directory(config, settings, directory, labels)
     reporter = ResidualReporter(config, config.stash[run_dir_key].name)

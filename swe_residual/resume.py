@@ -15,8 +15,11 @@ from pathlib import Path
 from swe_residual.records import fallback_path, record_key, validate_record
 
 
-def prepare_resume(results_path: Path) -> set[tuple[str, str, str, str | None]]:
-    """Rewrite `results_path` keeping whole, valid lines; return the keys of finished items."""
+def prepare_resume(results_path: Path, *, rewrite: bool = True) -> set[tuple[str, str, str, str | None]]:
+    """Rewrite `results_path` keeping whole, valid lines; return the keys of finished items.
+
+    With `rewrite=False` (a listing, `--collect-only`, which holds no lock on the run
+    directory) nothing is written: only the finished items are read."""
     fallback = fallback_path(results_path)
     if not results_path.exists() and not fallback.is_file():
         return set()
@@ -41,6 +44,8 @@ def prepare_resume(results_path: Path) -> set[tuple[str, str, str, str | None]]:
             continue  # unresolved: measured again on resume
         kept.append(line)
         finished.add(record_key(record))
+    if not rewrite:
+        return finished
     if dropped:
         with (results_path.parent / (results_path.name + ".corrupt")).open("a", encoding="utf-8") as corrupt:
             corrupt.write("\n".join(dropped) + "\n")

@@ -27,7 +27,9 @@ import docker.errors
 from docker.utils.socket import frames_iter
 
 from swe_residual.environment.base import ExecResult
-from swe_residual.environment.capped_output import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, CappedOutput
+from swe_residual.environment.capped_output import (  # noqa: F401  (the caps are re-exported)
+    OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, CappedOutput,
+)
 from swe_residual.environment.docker.engine import ENGINE_EXCEPTIONS, container_running, infra_error
 from swe_residual.errors import InfraError
 
