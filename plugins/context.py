@@ -22,6 +22,12 @@ settings_key = pytest.StashKey[RunSettings]()
 run_dir_key = pytest.StashKey[Path]()
 catalog_key = pytest.StashKey[Catalog]()
 finished_key = pytest.StashKey[set]()
+labels_key = pytest.StashKey[dict]()  # --agent value -> the agent's name in records
+
+
+def agent_label(config: pytest.Config, spec: str) -> str:
+    """The name records give the agent `spec` (its `--agent-name`, or its default name)."""
+    return config.stash.get(labels_key, {}).get(spec, spec)
 
 
 def settings_of(config: pytest.Config) -> RunSettings:

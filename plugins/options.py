@@ -14,7 +14,8 @@ import pytest
 from swe_residual.gates import parse_gate
 from swe_residual.settings import (
     WATCHDOG_MARGIN_SEC, RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float,
-    parse_positive_int, resolve, resolve_agent_environment, resolve_agent_options, resolve_handoff,
+    parse_positive_int, resolve, resolve_agent_environment, resolve_agent_names, resolve_agent_options,
+    resolve_handoff,
 )
 from swe_residual.sharding import parse_shard
 
@@ -23,6 +24,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("swe-residual", "SWE-Residual evaluation")
     group.addoption("--agent", action="append", default=[], metavar="NAME",
                     help="agent to evaluate (repeatable): noop, oracle, cmd:<command>, module:<module>:<Class>")
+    group.addoption("--agent-name", action="append", default=[], metavar="LABEL",
+                    help="the name records and tables give an agent (repeatable: one per --agent, paired in "
+                         "order); default: the agent, with its model in brackets for mini-swe-agent")
     group.addoption("--dataset", default=None, metavar="PATH", help="dataset directory (default: datasets/sample)")
     group.addoption("--backend", default=None, help="environment backend: auto (docker when an engine answers), local, docker")
     group.addoption("--infra-retries", default=None, metavar="N", help="retries after an infrastructure failure (default 2)")
@@ -58,6 +62,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
                     help="fail the run when an agent's Gap is above POINTS (overall, or one track)")
     parser.addini("residual_agents", "agents to evaluate when --agent is not given", type="args", default=[])
+    parser.addini("residual_agent_name", "labels of the agents, paired in order with residual_agents/--agent",
+                  type="args", default=[])
     parser.addini("residual_dataset", "dataset directory", default="")
     parser.addini("residual_backend", "environment backend", default="")
     parser.addini("residual_infra_retries", "retries after an infrastructure failure", default="")
@@ -85,6 +91,7 @@ def read_settings(config: pytest.Config) -> RunSettings:
     agents = tuple(config.getoption("agent") or config.getini("residual_agents") or ())
     return RunSettings(
         agents=agents,
+        agent_names=resolve_agent_names(config.getoption("agent_name"), config.getini("residual_agent_name"), agents),
         dataset=value("--dataset", "residual_dataset", root / "datasets" / "sample", lambda t: (root / t).resolve()),
         backend=value("--backend", "residual_backend", "auto", parse_backend),
         infra_retries=value("--infra-retries", "residual_infra_retries", 2, parse_non_negative_int),
@@ -112,4 +119,34 @@ def read_settings(config: pytest.Config) -> RunSettings:
             [parse_gate("residual_fail_under", v) for v in config.getoption("residual_fail_under")]
             + [parse_gate("gap_fail_over", v) for v in config.getoption("gap_fail_over")]
         ),
+    )
+
+
+# Each kept run setting (swe_residual/run_config.py) and the options and ini keys that give it.
+_GIVEN_BY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "agents": (("agent",), ("residual_agents",)),
+    "agent_names": (("agent_name",), ("residual_agent_name",)),
+    "model": (("model",), ("residual_model",)),
+    "agent_options": (("agent_option",), ("residual_agent_options",)),
+    "timeout_multiplier": (("timeout_multiplier",), ("residual_timeout_multiplier",)),
+    "max_steps": (("max_steps",), ("residual_max_steps",)),
+    "cost_limit": (("cost_limit",), ("residual_cost_limit",)),
+    "infra_retries": (("infra_retries",), ("residual_infra_retries",)),
+    "dataset": (("dataset",), ("residual_dataset",)),
+    "backend": (("backend",), ("residual_backend",)),
+    "handoff": (("handoff",), ("residual_handoff",)),
+    "agent_environment": (("agent_setup", "agent_mount"), ("residual_agent_setup", "residual_agent_mounts")),
+    "shard": (("shard",), ()),
+}
+
+
+def given_settings(config: pytest.Config) -> frozenset[str]:
+    """The kept run settings this invocation sets itself (command line or ini), not by default:
+    a `--resume` takes the others from the run directory."""
+    def set_(value: Any) -> bool:
+        return value not in (None, "", [], ())
+
+    return frozenset(
+        name for name, (options, inis) in _GIVEN_BY.items()
+        if any(set_(config.getoption(option)) for option in options) or any(set_(config.getini(ini)) for ini in inis)
     )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,13 @@ from typing import Any
 import pytest
 
 from plugins.context import (
-    RECORD_PROPERTY, catalog_of, finished_key, run_dir_key, settings_key, settings_of, skip_reasons,
+    RECORD_PROPERTY, agent_label, catalog_of, finished_key, labels_key, run_dir_key, settings_key, settings_of,
+    skip_reasons,
 )
 from plugins.legend import legend
-from plugins.options import read_settings
+from plugins.options import given_settings, read_settings
 from swe_residual.agent_environment import require_docker
+from swe_residual.agent_identity import AgentConfigConflict
 from swe_residual.agents import resolve_agent
 from swe_residual.backends import checked_docker_hosts, resolve_backend_name
 from swe_residual.dataset_check import not_a_dataset
@@ -31,15 +32,21 @@ from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.gates import GateResult, evaluate_gates
 from swe_residual.handoff import BLIND, VIEWS
 from swe_residual.items import ItemSpec
-from swe_residual.records import append_record, infra_error_record, item_key, read_records
+from swe_residual.records import (
+    append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_records,
+)
 from swe_residual.report_html import write_report
 from swe_residual.resume import prepare_resume
+from swe_residual.run_config import RUN_CONFIG, changes, read_run_config, resume_settings, write_run_config
+from swe_residual.run_lock import RunLock
+from swe_residual.settings import RunSettings
 from swe_residual.sharding import assign_tasks
 from swe_residual.summary import build_summary, render_markdown, render_terminal
 from swe_residual.summary_files import write_summary_files
 from swe_residual.terminations import TerminationReport, termination_report
 
 reporter_key = pytest.StashKey["ResidualReporter"]()
+lock_key = pytest.StashKey[RunLock]()
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -53,6 +60,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{handoff_marker(view)}: a Residual State item under the {view} handoff")
     try:
         settings = read_settings(config)
+        stored = read_run_config(settings.resume) if settings.resume is not None else None
+        if stored is not None:  # `--resume=DIR` alone runs the rest as the run started
+            settings = resume_settings(stored, settings, given_settings(config))
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[settings_key] = settings
@@ -62,12 +72,19 @@ def pytest_configure(config: pytest.Config) -> None:
         problem = not_a_dataset(settings.dataset)
         if problem is not None:
             raise pytest.UsageError(f"--dataset: {problem}")
+    labels: dict[str, str] = {}
     for agent in settings.agents:
         try:
             # a typo in --agent (or a bad model, config or script) is a usage error before anything runs
-            resolve_agent(agent, dict(settings.agent_options), settings.model, settings.invocation_dir)
+            factory = resolve_agent(agent, dict(settings.agent_options), settings.model, settings.invocation_dir,
+                                    name=settings.agent_name(agent))
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
+        if factory.label in labels.values():
+            raise pytest.UsageError(f"--agent={agent}: named {factory.label!r} like another agent of this run; "
+                                    "give each its own --agent-name")
+        labels[agent] = factory.label
+    config.stash[labels_key] = labels
     if settings.docker_hosts:  # a malformed URL, or engines with --backend=local: say so before anything runs
         try:
             checked_docker_hosts(settings.docker_hosts)
@@ -86,17 +103,49 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[finished_key] = {tuple(key) for key in workerinput["swe_residual_finished"]}
         return
     if settings.resume is not None:
-        if not (settings.resume / "results.jsonl").is_file():
+        resumable = [settings.resume / "results.jsonl", settings.resume / RUN_CONFIG,
+                     fallback_path(settings.resume / "results.jsonl")]
+        if not any(path.is_file() for path in resumable):
             raise pytest.UsageError(f"--resume={settings.resume}: no results.jsonl there to resume")
-        config.stash[run_dir_key] = settings.resume
-        config.stash[finished_key] = prepare_resume(settings.resume / "results.jsonl")
+        directory = settings.resume
     else:
         run_id = settings.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-        config.stash[run_dir_key] = settings.results_dir / run_id
-        config.stash[finished_key] = set()
+        directory = settings.results_dir / run_id
+    if not settings.agents or config.option.collectonly:
+        # Nothing to evaluate (the project's own tests in this rootdir, a run that forgot
+        # --agent, which collection reports, or only a listing of the items): no lock, no run.json.
+        config.stash[run_dir_key] = directory
+        config.stash[finished_key] = (prepare_resume(directory / "results.jsonl", rewrite=False)
+                                      if settings.resume is not None else set())
+    else:
+        _claim_run_directory(config, settings, directory, labels)
     reporter = ResidualReporter(config, config.stash[run_dir_key].name)
     config.stash[reporter_key] = reporter
     config.pluginmanager.register(reporter, "swe-residual-reporter")
+
+
+def _claim_run_directory(config: pytest.Config, settings: RunSettings, directory: Path, labels: dict[str, str]) -> None:
+    """Lock the run directory for this run, check or write its configuration, prepare a resume."""
+    lock = RunLock(directory)
+    try:
+        lock.acquire()
+        stored = read_run_config(directory)
+        if stored is not None:
+            changed = changes(stored, settings)
+            if changed:
+                what = (f"--resume={directory}: the run was configured otherwise" if settings.resume is not None
+                        else f"{directory} holds a run configured otherwise (continue it with --resume={directory} "
+                             "and its own settings, or give this run another --run-id)")
+                raise ConfigError(what + ":\n  " + "\n  ".join(changed))
+        else:
+            write_run_config(directory, settings, labels)
+    except (ConfigError, OSError) as exc:
+        lock.release()
+        raise pytest.UsageError(str(exc)) from exc
+    config.stash[lock_key] = lock
+    config.stash[run_dir_key] = directory
+    config.stash[finished_key] = (prepare_resume(directory / "results.jsonl") if settings.resume is not None
+                                  else set())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -104,6 +153,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if reporter is not None:
         del config.stash[reporter_key]
         config.pluginmanager.unregister(reporter)
+    lock = config.stash.get(lock_key, None)
+    if lock is not None:  # the run's records are all written: another run may have the directory
+        del config.stash[lock_key]
+        lock.release()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -128,7 +181,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if spec is not None and assignment is not None and assignment[spec.task_id] != settings.shard[0]:  # type: ignore[index]
             deselected.append(item)
         elif spec is not None and spec.error is None and item_key(
-                spec.agent, spec.track, spec.task_id, spec.start, spec.state_id, spec.handoff) in finished:
+                agent_label(config, spec.agent), spec.track, spec.task_id, spec.start, spec.state_id, spec.handoff) in finished:
             deselected.append(item)
         else:
             kept.append(item)
@@ -224,8 +277,9 @@ class ResidualReporter:
         # here for the summary, written to `fallback_path`, and the run ends non-zero.
         self.unsaved: list[dict[str, Any]] = []
         self.write_error: str | None = None
-        self.fallback_path = Path(tempfile.gettempdir()) / f"swe-residual-{run_id}.unsaved.jsonl"
+        self.fallback_path = fallback_path(self.results_path)
         self.fallback_error: str | None = None
+        self.conflict: str | None = None  # one agent name with two configurations in the records
 
     def _append(self, nodeid: str, record: dict[str, Any]) -> None:
         self.seen.add(nodeid)
@@ -280,7 +334,7 @@ class ResidualReporter:
                         pass  # the record still names the state; its item reports the error
                 message = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "worker crashed"
                 return infra_error_record(
-                    self.run_id, spec.agent, task.id, task.track, spec.state_id, predecessor,
+                    self.run_id, agent_label(self.config, spec.agent), task.id, task.track, spec.state_id, predecessor,
                     f"worker crashed: {message}", handoff=spec.handoff if spec.state_id is not None else None,
                 )
         return None
@@ -314,12 +368,18 @@ class ResidualReporter:
         self.session_done = True
         if not self.results_path.exists() and not self.unsaved:
             return
-        loaded = read_records([self.results_path]) if self.results_path.exists() else None
-        self.problems = loaded.problems if loaded is not None else []
-        # The file's records plus those it refused: the summary covers every finished item.
-        records = (loaded.records if loaded is not None else []) + self.unsaved
-        self.summary = build_summary(records, compare=True)
-        self.terminations = termination_report(records, order=settings_of(self.config).agents)
+        loaded = read_records([self.results_path])
+        self.problems = [problem for problem in loaded.problems if not problem.startswith(f"{self.results_path}: No such")]
+        # The file's records plus those it refused (also in the fallback file, which
+        # read_records reads): the summary covers every finished item, each once.
+        records = dedupe_records(loaded.records + self.unsaved)
+        try:
+            self.summary = build_summary(records, compare=True)
+        except AgentConfigConflict as exc:  # never a silent merge of two agents under one name
+            self.conflict = str(exc)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            return
+        self.terminations = termination_report(records, order=list(self.config.stash[labels_key].values()))
         if records and all(record.get("start") == "residual" for record in records):
             self.residual_only = len(records)
         try:
@@ -337,6 +397,8 @@ class ResidualReporter:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.conflict is not None:
+            terminalreporter.write_line(f"error: no summary: {self.conflict}", red=True)
         if self.summary is None:
             return
         write = terminalreporter.write_line

@@ -45,7 +45,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not loaded.records:
         print("error: no run records found in " + ", ".join(map(str, paths)), file=sys.stderr)
         return 2
-    summary = build_summary(loaded.records, compare=True)
+    summary = build_summary(loaded.records, compare=True, sources=loaded.sources)
     out = Path(args.out) if args.out else _default_out(paths)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory

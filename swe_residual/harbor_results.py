@@ -35,6 +35,7 @@ from swe_residual.importing.harbor_jobs import (
 from swe_residual.importing.harbor_layout import HarborTrial, read_jobs
 from swe_residual.importing.harbor_match import Checksums, local_task_dir, pick
 from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.agent_identity import with_hash
 from swe_residual.records import RECORD_SCHEMA, agent_slug, record_key
 
 SOURCE_TASK_KEY = "swe_residual_source_task"
@@ -146,6 +147,8 @@ def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir
         "attempts": [{"attempt": 1, "outcome": outcome, "termination": termination, "error": error}],
         "durations": trial_durations(trial), "inherited_patch": source.inherited_patch,
         "reference_files": source.reference_files, "opened_files": None, "inspected": None,
+        "agent_config": with_hash({"agent": trial.agent_name, "version": trial.agent_version,
+                                   "model": trial.model_name}),
         "cost": trial.cost_usd,
         "tokens": ({"prompt": trial.n_input_tokens or 0, "completion": trial.n_output_tokens or 0}
                    if trial.n_input_tokens is not None or trial.n_output_tokens is not None else None),

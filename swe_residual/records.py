@@ -7,10 +7,12 @@ simply has no record and is rerun on resume.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -86,22 +88,64 @@ def infra_error_record(
     }
 
 
+def fallback_path(results_path: Path) -> Path:
+    """Where the records `results_path` refuses (a full or read-only disk) are written instead:
+    `swe-residual-<run id>-<hash of the results path>.unsaved.jsonl` in the system temp
+    directory (`$TMPDIR`), another file system as a rule; the hash keeps two results
+    directories with one run id apart. `read_records` and resume read it beside the results file."""
+    results = Path(results_path).resolve()
+    digest = hashlib.sha1(str(results).encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"swe-residual-{results.parent.name}-{digest}.unsaved.jsonl"
+
+
 def append_record(path: Path, record: dict[str, Any]) -> None:
-    line = json.dumps(record, ensure_ascii=True, sort_keys=False) + "\n"
+    """Append one record as one whole line, then fsync; raises OSError when it is not on disk.
+
+    A short write (a nearly full disk takes part of the line) is continued until the line is
+    whole; a write that fails part-way has its partial line cut off again, so the file never
+    holds half a record that the next append would run into.
+    """
+    data = (json.dumps(record, ensure_ascii=True, sort_keys=False) + "\n").encode("ascii")
     path.parent.mkdir(parents=True, exist_ok=True)
-    # One write of one line, then fsync: the line is either whole on disk or absent/partial.
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line.encode("ascii"))
-        os.fsync(fd)
+        start = os.fstat(fd).st_size
+        try:
+            written = 0
+            while written < len(data):
+                count = os.write(fd, data[written:])
+                if count <= 0:  # no progress and no error: treat as a full disk, never loop forever
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+                written += count
+            os.fsync(fd)
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass  # a half line left here is moved aside by resume and skipped by readers
+            raise
     finally:
         os.close(fd)
+
+
+def append_record_or_fallback(path: Path, record: dict[str, Any]) -> tuple[Path, str | None]:
+    """Append to `path`; when that fails, to its :func:`fallback_path`. Returns where the record
+    went and why `path` refused it (None when it did not); raises OSError when both fail."""
+    try:
+        append_record(path, record)
+        return path, None
+    except OSError as exc:
+        reason = f"{path}: {exc.strerror or exc}"
+    fallback = fallback_path(path)
+    append_record(fallback, record)
+    return fallback, reason
 
 
 @dataclass
 class LoadedRecords:
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # "file:line" of each record, in order
 
 
 def validate_record(record: Any) -> str | None:
@@ -118,27 +162,40 @@ def validate_record(record: Any) -> str | None:
 
 
 def read_records(paths: Iterable[Path]) -> LoadedRecords:
+    """The records of results files (or run directories), each followed by the records its
+    :func:`fallback_path` holds (the ones a full disk refused), with a note that it was read."""
     loaded = LoadedRecords()
     for path in paths:
         path = Path(path)
         if path.is_dir():
             path = path / "results.jsonl"
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError as exc:
-            loaded.problems.append(f"{path}: {exc.strerror or exc}")
-            continue
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                loaded.problems.append(f"{path}:{number}: incomplete or corrupt line skipped")
-                continue
-            problem = validate_record(record)
-            if problem:
-                loaded.problems.append(f"{path}:{number}: {problem}")
-                continue
-            loaded.records.append(record)
+        _read_file(path, loaded)
+        fallback = fallback_path(path)
+        if fallback.is_file():
+            before = len(loaded.records)
+            _read_file(fallback, loaded)
+            loaded.problems.append(f"{path}: {len(loaded.records) - before} record(s) read from the fallback file "
+                                   f"{fallback} (results.jsonl could not take them)")
     return loaded
+
+
+def _read_file(path: Path, loaded: LoadedRecords) -> None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        loaded.problems.append(f"{path}: {exc.strerror or exc}")
+        return
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            loaded.problems.append(f"{path}:{number}: incomplete or corrupt line skipped")
+            continue
+        problem = validate_record(record)
+        if problem:
+            loaded.problems.append(f"{path}:{number}: {problem}")
+            continue
+        loaded.records.append(record)
+        loaded.sources.append(f"{path}:{number}")

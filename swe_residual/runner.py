@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from swe_residual.agent_environment import AgentEnvironment
+from swe_residual.agent_identity import with_hash
 from swe_residual.agents import (
     Agent,
     AgentSession,
@@ -65,11 +66,19 @@ class RunOptions:
     watchdog_exceptions: tuple[type[BaseException], ...] = ()
     agent_environment: AgentEnvironment | None = None  # `--agent-setup` and `--agent-mount`
     handoff: str = BLIND  # what a Residual State's agent is told of its predecessor (swe_residual/handoff.py)
+    agent_spec: str | None = None  # the `--agent` value, when the agent is named by a label
 
     def agent_config(self) -> dict[str, Any]:
-        """What configured the agent, for the record; option values that look secret are hidden."""
+        """What configured the agent, for the record; option values that look secret are hidden.
+
+        The run-level budget settings are part of it (the per-task timeout is in `budget`):
+        an agent given 10 steps and the same agent given 100 are two configurations."""
         options = {k: (REDACTED if SECRET_OPTION_KEY.search(k) else v) for k, v in self.agent_options}
-        config: dict[str, Any] = {"model": self.model, "options": options}
+        config: dict[str, Any] = {
+            "spec": self.agent_spec, "model": self.model, "options": options,
+            "limits": {"timeout_multiplier": self.timeout_multiplier, "max_steps": self.max_steps,
+                       "cost_limit": self.cost_limit},
+        }
         if self.agent_environment is not None and not self.agent_environment.empty:
             config["environment"] = self.agent_environment.describe()
         return config
@@ -338,7 +347,7 @@ def run_item(
         "opened_files": None,
         "inspected": None,
         "budget": options.budget(task).as_dict(),
-        "agent_config": {**options.agent_config(), **_describe(agent)},
+        "agent_config": with_hash({**options.agent_config(), **_describe(agent)}),
         "cost": final.cost if final.cost_known else None,
         "tokens": final.tokens,
         "fidelity": final.fidelity,

@@ -47,6 +47,14 @@ class RunSettings:
     docker_hosts: tuple[str, ...] = ()
     # The handoff views each Residual State is run under (`--handoff`; blind alone by default).
     handoff: tuple[str, ...] = ("blind",)
+    # `--agent-name` labels, paired in order with `agents` (empty: each agent's default name).
+    agent_names: tuple[str, ...] = ()
+
+    def agent_name(self, spec: str) -> str | None:
+        """The label given to the agent `spec` with `--agent-name`, if any."""
+        if not self.agent_names:
+            return None
+        return dict(zip(self.agents, self.agent_names)).get(spec)
 
     def item_timeout(self, agent_timeout_sec: float, verifier_timeout_sec: float) -> float:
         """The watchdog of one item: its agent budget, its verifier's timeout and the margin."""
@@ -139,6 +147,23 @@ def resolve_agent_environment(setup_cli: str | None, setup_ini: str, mounts_cli:
                               lambda text: parse_agent_mount(text.strip(), base),
                               cli_flag="--agent-mount", ini_name="residual_agent_mounts"))
     return AgentEnvironment(setup, tuple(mounts))
+
+
+def resolve_agent_names(cli_values: list[str], ini_values: list[str], agents: tuple[str, ...]) -> tuple[str, ...]:
+    """`--agent-name` (repeatable) or the ini's `residual_agent_name`: one label per agent, paired
+    with the agents in the order they are given; a count that differs is an error, not a guess."""
+    given = [value.strip() for value in cli_values] if cli_values else [value.strip() for value in ini_values]
+    source = "command line --agent-name" if cli_values else "ini option residual_agent_name"
+    if not given:
+        return ()
+    if any(not name or any(c.isspace() for c in name) for name in given):
+        raise ConfigError(f"agent-name: {given!r} from the {source}: a label must be non-empty, without spaces")
+    if len(given) != len(agents):
+        raise ConfigError(f"agent-name: {len(given)} label(s) from the {source} for {len(agents)} agent(s) "
+                          f"({', '.join(agents) or 'none'}): give one --agent-name per --agent, in the same order")
+    if len(set(given)) != len(given):
+        raise ConfigError(f"agent-name: the labels {', '.join(given)} from the {source} name two agents alike")
+    return tuple(given)
 
 
 def resolve_handoff(cli_values: list[str], ini_values: list[str]) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from swe_residual.agent_identity import check_agent_configs
 from swe_residual.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.handoff import primary_records
@@ -120,13 +121,18 @@ def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
     return block
 
 
-def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False) -> dict[str, Any]:
+def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False,
+                  sources: Sequence[str] | None = None) -> dict[str, Any]:
     """The DESIGN section 5 summary:
     ``{"schema": 1, "agents": {AGENT: {"tracks": {TRACK: {...}}, "overall": {...}}}, "infra"}``.
 
     With ``compare`` it also holds ``"comparison"`` (rankings, reversals, states no agent
     solved; see :mod:`swe_residual.comparison`): opt-in so the section 5 layout stays exact.
+    Raises `AgentConfigConflict` when one agent name carries two configurations (`sources`,
+    parallel to `records`, name where each record came from in the error).
     """
+    records = list(records)
+    check_agent_configs(records, sources)
     recs = dedupe_records(records)
     # With several handoff views the headline tables show one (blind, when it ran): a state run
     # under two views would count twice. Every view is under "by_handoff", present only then.

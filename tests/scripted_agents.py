@@ -184,6 +184,8 @@ class InjectsFaults:
     hang: runs a command that never ends (the time budget stops it).
     hang-until-interrupted: marks `$FAULT_DIR/hanging`, then hangs (the test sends SIGINT).
     read-only-results: on its first run, makes the run directory immutable (`chattr -R +i`).
+    fill-results-disk: on its first run, fills the file system of `$FAULT_FILL` (a small tmpfs
+    holding the results directory) to the last byte.
     """
 
     name = "faults"
@@ -203,8 +205,21 @@ class InjectsFaults:
             session.exec("sleep 300")
         elif fault == "read-only-results" and _count(fault) == 0:
             subprocess.run(["chattr", "-R", "+i", os.environ["FAULT_RUN_DIR"]], check=True)
+        elif fault == "fill-results-disk" and _count(fault) == 0:
+            _fill(Path(os.environ["FAULT_FILL"]))
         session.exec(FIX_CLAMP)
         return AgentResult()
+
+
+def _fill(path: Path) -> None:
+    """Write `path` until its file system has no byte left (ENOSPC)."""
+    with path.open("wb", buffering=0) as handle:
+        for size in (1 << 20, 1 << 12, 1):  # big blocks, then the last pages, then the last bytes
+            try:
+                while True:
+                    handle.write(b"\0" * size)
+            except OSError:
+                continue
 
 
 # A marker written into the hidden tests and the reference solution by the no-peeking tests;

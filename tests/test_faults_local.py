@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +30,7 @@ from swe_residual.dataset import load_dataset
 from swe_residual.environment import local
 from swe_residual.environment.base import StartSpec
 from swe_residual.environment.local import LocalBackend
+from swe_residual.records import fallback_path
 from swe_residual.runner import RunOptions, run_item
 
 SPEC = StartSpec("run", "item", 1)
@@ -60,7 +60,7 @@ def test_read_only_results_directory_loses_no_record(tmp_path: Path, immutable_c
         (task / "instruction.md").write_text(f"fault: {fault}\n" + (task / "instruction.md").read_text())
     run_id = f"readonly-{os.getpid()}-{time.monotonic_ns()}"
     run_dir = tmp_path / "out" / run_id
-    fallback = Path(tempfile.gettempdir()) / f"swe-residual-{run_id}.unsaved.jsonl"
+    fallback = fallback_path(run_dir / "results.jsonl")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]),
            "SWE_RESIDUAL_CACHE": str(tmp_path / "cache"), "FAULT_DIR": str(tmp_path), "FAULT_RUN_DIR": str(run_dir)}
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -164,3 +165,55 @@ def test_environment_is_minimal(entry, backend) -> None:
         assert "SWE_RESIDUAL_CACHE" not in seen and f"HOME={os.environ.get('HOME')}\n" not in seen
     finally:
         env.close()
+
+
+# Run in a fresh interpreter, so its peak memory is the harness's alone: an agent printing
+# 300 MiB on stdout through the runner, then the peak resident size before and after.
+_LOUD_AGENT = """
+import json, resource, sys
+from pathlib import Path
+from swe_residual.agents import resolve_agent
+from swe_residual.dataset import load_dataset
+from swe_residual.environment.base import StartSpec
+from swe_residual.environment.local import LocalBackend
+from swe_residual.runner import RunOptions, run_item
+
+root = Path(sys.argv[1])
+entry = load_dataset(root / "data").entries[0]
+backend = LocalBackend(cache_dir=root / "cache", work_dir=root)
+options = RunOptions(run_id="loud", run_dir=root / "run", infra_retries=0)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+loud = "head -c 314572800 /dev/zero | tr '\\\\0' x"
+record = run_item(entry.task, None, resolve_agent("cmd:" + loud), backend, options)
+environment = backend.start(entry.task, None, StartSpec("loud", "direct", 1))
+try:
+    result = environment.exec(loud)
+    output = result.stdout
+finally:
+    environment.close()
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"before_kib": before, "after_kib": after, "outcome": record["outcome"],
+                  "output_len": len(output), "kept_tail": output.endswith("x" * 1000),
+                  "dropped": result.dropped_bytes}))
+"""
+
+
+def test_an_agent_printing_hundreds_of_mib_costs_the_harness_a_few(tmp_path: Path) -> None:
+    from conftest import REPO_ROOT
+
+    make_task(tmp_path / "data")
+    done = subprocess.run(
+        ["python", "-c", _LOUD_AGENT, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    printed_mib = 300
+    grown_mib = (measured["after_kib"] - measured["before_kib"]) / 1024
+    assert grown_mib < 40, measured  # the output's 2 MiB kept (and a copy or two), not its 300
+    assert grown_mib < printed_mib / 5
+    # What is kept is the first and the last MiB, with a marker for what lies between.
+    assert 2 * 1024 * 1024 <= measured["output_len"] < 2 * 1024 * 1024 + 200 and measured["kept_tail"]
+    assert measured["dropped"] == 300 * 1024 * 1024 - 2 * 1024 * 1024
+    assert measured["outcome"] == "failure"  # the agent ran to its end and was graded

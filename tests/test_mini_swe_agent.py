@@ -199,7 +199,7 @@ def test_the_plugin_runs_it_from_the_command_line(pytester: pytest.Pytester, scr
     assert record["steps"] == 3 and record["budget"]["max_steps"] == 5
     assert record["agent_config"]["options"] == {"script": "accept.yaml"}
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["agents"]["mini-swe-agent"]["tracks"]["repo"]["acceptance_bias"]["same_failing"] == 100.0
+    assert summary["agents"]["mini-swe-agent[deterministic]"]["tracks"]["repo"]["acceptance_bias"]["same_failing"] == 100.0
     assert "Same failing" in (run_dir / "summary.md").read_text()
 
 

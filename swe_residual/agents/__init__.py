@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from swe_residual.errors import ConfigError
 
 __all__ = [
     "Agent", "AgentResult", "AgentSession", "Budget", "BudgetExhausted",
-    "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
+    "AgentFactory", "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
 ]
 
 # `--agent-option` keys: `env` and `upload` (cmd: agents: host variables passed in by name, and
@@ -67,6 +68,28 @@ class _CommandAgentWithEnv(CommandAgent):
 BUILTIN: dict[str, Callable[[], Agent]] = {"noop": NoopAgent, "oracle": OracleAgent}
 
 
+@dataclass(frozen=True)
+class AgentFactory:
+    """Makes a fresh agent per attempt, named `label`: the name its records carry.
+
+    The label is the harness plus its model when it takes one (`mini-swe-agent[MODEL]`), so
+    two models are two agents in every table, or the `--agent-name` a user gave."""
+
+    make: Callable[[], Agent]
+    label: str
+
+    def __call__(self) -> Agent:
+        agent = self.make()
+        agent.name = self.label
+        return agent
+
+
+def default_label(spec: str, model: str | None = None) -> str:
+    """An agent's name when no `--agent-name` is given: the spec, with the model in brackets
+    for a harness that takes one."""
+    return f"{spec}[{model}]" if spec == MINI_SWE_AGENT and model else spec
+
+
 def _load_class(target: str) -> type:
     module_name, _, class_name = target.rpartition(":") if ":" in target else target.rpartition(".")
     if not module_name or not class_name:
@@ -82,23 +105,33 @@ def _load_class(target: str) -> type:
 
 
 def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: str | None = None,
-                  base_dir: Path | None = None) -> Callable[[], Agent]:
-    """A factory making a fresh agent per attempt from an `--agent` value.
+                  base_dir: Path | None = None, name: str | None = None) -> AgentFactory:
+    """A factory making a fresh agent per attempt from an `--agent` value, named `name` (the
+    `--agent-name` label) or else :func:`default_label`.
 
     `options` (`--agent-option KEY=VALUE`) and `model` (`--model`) go to the agents that use
     them; the others ignore them, so one command line can evaluate several kinds of agent.
     `base_dir` is where a `cmd:` agent's relative host paths start (where pytest runs).
     """
+    make, resolved_model = _resolve(spec, options, model, base_dir)
+    return AgentFactory(make, name or default_label(spec, resolved_model))
+
+
+def _resolve(spec: str, options: Mapping[str, str] | None, model: str | None,
+             base_dir: Path | None) -> tuple[Callable[[], Agent], str | None]:
+    """The maker of an agent and the model it uses (None: it takes none)."""
     unknown = sorted(key for key in (options or {}) if not is_agent_option_key(key))
     if unknown:
         raise ConfigError(f"--agent-option: unknown key(s) {', '.join(unknown)} (known: {', '.join(AGENT_OPTION_KEYS)})")
     if spec in BUILTIN:
-        return BUILTIN[spec]
+        return BUILTIN[spec], None
     if spec == MINI_SWE_AGENT:
         from swe_residual.agents.mini_swe import MiniSweAgent
 
-        MiniSweAgent(model, options)  # a bad model, config or script is a usage error now, not per item
-        return lambda: MiniSweAgent(model, options)
+        # A bad model, config or script is a usage error now, not per item; the model it
+        # resolves (--model, else its config's, else $MSWEA_MODEL_NAME) names the agent.
+        probe = MiniSweAgent(model, options)
+        return (lambda: MiniSweAgent(model, options)), probe.model
     if spec.startswith("cmd:"):
         command = spec[len("cmd:"):]
         if not command.strip():
@@ -106,8 +139,8 @@ def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: st
         env_names = passed_env_names(options)
         program = host_program(command, str(base_dir or Path.cwd()), (options or {}).get("upload", "file"))
         if env_names:
-            return lambda: _CommandAgentWithEnv(command, spec, env_names, program)
-        return lambda: CommandAgent(command, name=spec, program=program)
+            return (lambda: _CommandAgentWithEnv(command, spec, env_names, program)), None
+        return (lambda: CommandAgent(command, name=spec, program=program)), None
     if spec.startswith("module:"):
         cls = _load_class(spec[len("module:"):])
         if not callable(getattr(cls, "run", None)):
@@ -118,6 +151,6 @@ def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: st
             agent.name = spec
             return agent
 
-        return make
+        return make, None
     known = ", ".join([*BUILTIN, MINI_SWE_AGENT, "cmd:<command>", "module:<module>:<Class>"])
     raise ConfigError(f"--agent={spec}: unknown agent (known: {known})")

@@ -31,6 +31,7 @@ from filelock import FileLock
 
 from swe_residual.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 from swe_residual.environment.base import BASE_COMMIT_ENV, ExecResult, StartSpec, VerifierOutput
+from swe_residual.environment.capped_output import communicate_capped
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.patches import apply_patch
 from swe_residual.state import ResidualState
@@ -177,19 +178,15 @@ class LocalEnvironment:
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group, so a timeout kills all of it
         )
-        try:
-            out, err = process.communicate(timeout=timeout_sec)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
-            out, err = process.communicate()
-            timed_out = True
+        # Read as it arrives, capped like the docker backend's: gigabytes of output cost a few MiB.
+        out, err, timed_out, dropped = communicate_capped(process, timeout_sec, _kill_group)
         return ExecResult(
             exit_code=None if timed_out else process.returncode,
             stdout=out.decode("utf-8", errors="surrogateescape"),
             stderr=err.decode("utf-8", errors="replace"),
             timed_out=timed_out,
             duration_sec=time.monotonic() - started,
+            dropped_bytes=dropped,
         )
 
     def read_file(self, path: str) -> bytes:
@@ -354,13 +351,7 @@ class LocalBackend:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        try:
-            out, _ = process.communicate(timeout=task.config.verifier_timeout_sec)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
-            out, _ = process.communicate()
-            timed_out = True
+        out, _, timed_out, _ = communicate_capped(process, task.config.verifier_timeout_sec, _kill_group)
         files = {}
         for path in sorted(logs_dir.rglob("*")):
             if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_LOG_FILE_BYTES:

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from swe_residual.agent_identity import with_hash
 from swe_residual.dataset import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.importing.atif import read_atif
@@ -156,7 +157,8 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         "attempts": [{"attempt": 1, "outcome": outcome, "termination": termination, "error": error,
                       "reverified": False, "durations": durations}],
         "durations": durations,
-        "agent_config": {"agent": trial.agent_name, "version": trial.agent_version, "model": trial.model_name},
+        "agent_config": with_hash({"agent": trial.agent_name, "version": trial.agent_version,
+                                   "model": trial.model_name}),
         "cost": trial.cost_usd,
         "tokens": ({"prompt": trial.n_input_tokens, "completion": trial.n_output_tokens}
                    if trial.n_input_tokens is not None and trial.n_output_tokens is not None else None),

@@ -6,9 +6,10 @@ carries a unique EXEC_MARK variable, so whatever escaped the group (setsid, daem
 in /proc and killed right after a timeout. On the host, the stream is closed at T + grace if
 the engine never ends it.
 
-Output is read as it arrives and kept with a cap per stream: the first OUTPUT_HEAD_BYTES and
-the last OUTPUT_TAIL_BYTES; what lies between is dropped and a marker line says how many bytes,
-so a command printing gigabytes costs the harness a few MiB.
+Output is read as it arrives and kept with a cap per stream (environment/capped_output.py, as
+the local backend keeps it): the first OUTPUT_HEAD_BYTES and the last OUTPUT_TAIL_BYTES; what
+lies between is dropped and a marker line says how many bytes, so a command printing gigabytes
+costs the harness a few MiB.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import docker.errors
 from docker.utils.socket import frames_iter
 
 from swe_residual.environment.base import ExecResult
+from swe_residual.environment.capped_output import (  # noqa: F401  (the caps are re-exported)
+    OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, CappedOutput,
+)
 from swe_residual.environment.docker.engine import ENGINE_EXCEPTIONS, container_running, infra_error
 from swe_residual.errors import InfraError
 
@@ -34,8 +38,6 @@ from swe_residual.errors import InfraError
 CLIENT_GRACE_SEC = 5.0
 EXIT_CODE_PATIENCE_SEC = 3.0
 EXEC_MARK = "SWE_RESIDUAL_EXEC"
-OUTPUT_HEAD_BYTES = 1024 * 1024
-OUTPUT_TAIL_BYTES = 1024 * 1024
 STDOUT, STDERR = 1, 2
 
 _KILL_MARKED = (
@@ -43,40 +45,6 @@ _KILL_MARKED = (
     'tr "\\000" "\\n" < "$d/environ" 2>/dev/null | grep -qx "$1" && kill -9 "${d#/proc/}" 2>/dev/null; '
     'done; exit 0'
 )
-
-
-class CappedOutput:
-    """The first `head` and the last `tail` bytes of a stream, and how many were dropped."""
-
-    def __init__(self, head: int | None = OUTPUT_HEAD_BYTES, tail: int = OUTPUT_TAIL_BYTES) -> None:
-        self.head_limit = head
-        self.tail_limit = tail
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        if self.head_limit is None or len(self.head) < self.head_limit:
-            room = len(data) if self.head_limit is None else self.head_limit - len(self.head)
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            # Trim only once the tail is twice its size: amortized, not a copy per chunk.
-            if len(self.tail) > 2 * self.tail_limit:
-                del self.tail[: len(self.tail) - self.tail_limit]
-
-    @property
-    def dropped(self) -> int:
-        return self.total - len(self.head) - min(len(self.tail), self.tail_limit)
-
-    def value(self) -> bytes:
-        tail = bytes(self.tail[-self.tail_limit:]) if self.tail_limit else b""
-        if not self.dropped:
-            return bytes(self.head) + tail
-        marker = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode()
-        return bytes(self.head) + marker + tail
 
 
 @dataclass(frozen=True)
