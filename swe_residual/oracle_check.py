@@ -24,7 +24,8 @@ MESSAGE_CHARS = 300
 
 
 def _is_oracle(record: Mapping[str, Any]) -> bool:
-    return record.get("agent") == ORACLE
+    # By what ran, not by its label (`--agent-name` may name the oracle anything).
+    return (record.get("agent_spec") or record.get("agent")) == ORACLE
 
 
 def oracle_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
