@@ -25,7 +25,9 @@ MESSAGE_CHARS = 300
 
 def _is_oracle(record: Mapping[str, Any]) -> bool:
     # By what ran, not by its label (`--agent-name` may name the oracle anything).
-    return (record.get("agent_spec") or record.get("agent")) == ORACLE
+    config = record.get("agent_config")
+    spec = config.get("spec") if isinstance(config, Mapping) else None
+    return (spec or record.get("agent")) == ORACLE
 
 
 def oracle_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
