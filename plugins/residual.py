@@ -24,7 +24,7 @@ from plugins.context import (
 from plugins.legend import legend
 from plugins.options import read_settings
 from swe_residual.agent_environment import require_docker
-from swe_residual.agents import resolve_agent
+from swe_residual.agents import AGENT_FORMS, resolve_agent
 from swe_residual.backends import checked_docker_hosts, resolve_backend_name
 from swe_residual.dataset_check import not_a_dataset
 from swe_residual.errors import ConfigError, DatasetError
@@ -151,7 +151,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = settings_of(config)
     if not settings.agents:
         raise pytest.Collector.CollectError(
-            "no agent to evaluate: pass --agent=NAME (noop, oracle, cmd:<command>, module:<module>:<Class>), "
+            f"no agent to evaluate: pass --agent=NAME ({', '.join(AGENT_FORMS)}), "
             "or set residual_agents in the ini file"
         )
     catalog = catalog_of(config)

@@ -17,7 +17,7 @@ from swe_residual.errors import ConfigError
 
 __all__ = [
     "Agent", "AgentResult", "AgentSession", "Budget", "BudgetExhausted",
-    "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
+    "AGENT_FORMS", "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
 ]
 
 # `--agent-option` keys: `env` and `upload` (cmd: agents: host variables passed in by name, and
@@ -65,6 +65,8 @@ class _CommandAgentWithEnv(CommandAgent):
             session.environment = original
 
 BUILTIN: dict[str, Callable[[], Agent]] = {"noop": NoopAgent, "oracle": OracleAgent}
+# Every form an `--agent` value takes, for help texts and errors (one list, so none omits one).
+AGENT_FORMS = (*BUILTIN, MINI_SWE_AGENT, "cmd:<command>", "module:<module>:<Class>")
 
 
 def _load_class(target: str) -> type:
@@ -119,5 +121,5 @@ def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: st
             return agent
 
         return make
-    known = ", ".join([*BUILTIN, MINI_SWE_AGENT, "cmd:<command>", "module:<module>:<Class>"])
+    known = ", ".join(AGENT_FORMS)
     raise ConfigError(f"--agent={spec}: unknown agent (known: {known})")
