@@ -380,12 +380,12 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
             header = ["by predecessor: residual/clean", *(_clip(p, 17) for p in predecessors)]
             lines += _terminal_table(header, rows)
     lines += handoff_terminal(summary, _clip)
-    if summary.get("comparison"):  # the one comparison line that matters most
-        lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
-    lines += skipped_terminal(summary)
     if agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
+    if summary.get("comparison"):  # the one comparison line that matters most
+        lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
+    lines += skipped_terminal(summary)
     infra = summary.get("infra", {})
     lines.append(
         f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "

@@ -259,3 +259,55 @@ def test_an_interrupted_run_is_marked_with_the_resume_command(suite: pytest.Pyte
     assert resumed.ret == 0, resumed.stdout.str()
     assert len((run_dir / "results.jsonl").read_text().splitlines()) == 3
     assert "interrupted" not in json.loads((run_dir / "summary.json").read_text())
+
+
+# ---------------------------------------------------------------- 7. progress lines, order, words
+
+# Items that write progress lines as an image build does (plugins/progress.py), between letters.
+PROGRESS_ITEMS = '''
+import pytest
+from plugins.progress import terminal_progress
+
+@pytest.mark.parametrize("n", range(4))
+def test_build(n, request):
+    if n in (1, 2):
+        say = terminal_progress(request.config)
+        say(f"building image {n}")
+        say(f"built image {n}")
+'''
+
+
+def test_progress_lines_do_not_break_the_status_line(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_builds=PROGRESS_ITEMS)
+    result = suite.runpytest_subprocess("test_builds.py", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    lines = result.outlines
+    assert sum("test_builds.py" in line for line in lines) == 1, result.stdout.str()  # the path once
+    progress = [line for line in lines if "swe-residual +" in line]
+    assert len(progress) == 4 and all(line.startswith("swe-residual +") for line in progress), progress
+    first = lines.index(progress[0])
+    # the letters go on below the progress lines, under no repeated path and after no blank line
+    assert lines[first - 1] == "test_builds.py ."
+    assert [line.split(": ", 1)[-1] for line in lines[first:first + 6]] == [
+        "building image 1", "built image 1", ".", "building image 2", "built image 2", lines[first + 5]]
+    assert lines[first + 5].startswith("..") and lines[first + 5].endswith("[100%]")
+    # with -v, each item keeps its own full line
+    verbose = suite.runpytest_subprocess("test_builds.py", "-p", "no:cacheprovider", "-v")
+    assert sum("test_builds.py::test_build[2] PASSED" in line for line in verbose.outlines) == 1
+
+
+def test_one_agent_order_a_headline_and_a_legend(suite: pytest.Pytester) -> None:
+    # noop, named first, scores below oracle: it stays first in every table
+    result = run(suite, "--agent=noop", "--agent=oracle")
+    out = result.outlines
+    start = out.index(next(line for line in out if "SWE-Residual summary" in line))
+    summary = out[start + 1:]
+    agent_rows = [line.split()[0] for line in summary if line.split() and line.split()[0] in ("noop", "oracle")]
+    assert agent_rows == ["noop", "oracle"] * (len(agent_rows) // 2) and len(agent_rows) >= 6, summary
+    assert "noop: 0% from a clean start, 0% from inherited work, 0 points lost" in summary
+    assert "oracle: 100% from a clean start, 100% from inherited work, 0 points lost" in summary
+    legend = next(i for i, line in enumerate(summary) if line.startswith("legend: "))
+    assert "condfail = " in summary[legend + 2] and "a/b under 'by predecessor' = residual/clean" in summary[legend + 3]
+    markdown = (only_run_dir(suite) / "summary.md").read_text()
+    assert "- noop: 0% from a clean start" in markdown and "CondFail: the share of Residual States" in markdown
+    assert markdown.index("| noop ") < markdown.index("| oracle ")
