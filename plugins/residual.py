@@ -217,7 +217,7 @@ def _skip_reason(report: pytest.TestReport) -> str:
 def _interruption(session: pytest.Session) -> str | None:
     """Why the session stopped before its last item (Ctrl-C, -x, --maxfail), or None."""
     if session.exitstatus == pytest.ExitCode.INTERRUPTED:
-        return str(session.shouldstop or session.shouldfail or "interrupted, e.g. Ctrl-C")
+        return str(session.shouldstop or session.shouldfail or "Ctrl-C")
     if session.shouldstop or session.shouldfail:
         return str(session.shouldstop or session.shouldfail)
     return None
