@@ -5,6 +5,7 @@ choices, skipped and interrupted runs that say so, and a summary that explains i
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -61,7 +62,6 @@ def test_space_separated_options_work_without_the_extras(suite: pytest.Pytester,
     blocker = suite.path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCK_MATPLOTLIB)
-    import os
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(blocker), os.environ["PYTHONPATH"]]))
     blocked = suite.runpython_c("import matplotlib")
     assert blocked.ret != 0 and "report extra is not installed" in blocked.stderr.str()  # the simulation holds
@@ -234,7 +234,6 @@ def test_an_interrupted_run_is_marked_with_the_resume_command(suite: pytest.Pyte
                                                               tmp_path: Path) -> None:
     (suite.path / "stopping.py").write_text(INTERRUPTING_AGENT)
     monkeypatch.setenv("STOP_COUNTER", str(tmp_path / "counter"))
-    import os
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(suite.path), os.environ["PYTHONPATH"]]))
     result = run(suite, "--agent=module:stopping:StopsOnSecond", "--run-id=cut")
     out = result.stdout.str()

@@ -4,6 +4,7 @@ version, the help texts, quartiles with decimals, an empty Harbor jobs directory
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def test_images_help_names_the_cache_directory(capsys: pytest.CaptureFixture[str
 
 def test_pytest_help_lists_every_agent_form() -> None:
     result = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"], cwd=REPO_ROOT,
-                            capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(REPO_ROOT)})
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert result.returncode == 0, result.stderr
     help_text = " ".join(result.stdout.split())
     assert "mini-swe-agent" in AGENT_FORMS
