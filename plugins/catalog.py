@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swe_residual.dataset import _is_task_dir  # the rule load_dataset uses, so both see the same tasks
+from swe_residual.dataset import _is_task_dir, not_a_directory  # load_dataset's rules: both see the same tasks
 from swe_residual.errors import DatasetError
 from swe_residual.items import ItemSpec
 from swe_residual.state import ResidualState, load_state
@@ -111,7 +111,7 @@ def _state_ids(task_dir: Path) -> tuple[str, ...]:
 def scan_dataset(root: Path) -> Catalog:
     """Every task below `root` (or `root` itself when it is one task), as `load_dataset` finds them."""
     if not root.is_dir():
-        raise DatasetError(root, "dataset directory does not exist")
+        raise DatasetError(root, not_a_directory(root))
     candidates = [root] if _is_task_dir(root) else sorted(
         child for child in root.iterdir() if _is_task_dir(child) and not child.name.startswith(".")
     )

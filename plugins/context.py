@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from plugins.catalog import Catalog, scan_dataset
+from swe_residual.backend_choice import BackendChoice, choose_backend
 from swe_residual.backends import unsupported_tracks
 from swe_residual.errors import DatasetError
 from swe_residual.settings import RunSettings
@@ -23,6 +24,7 @@ run_dir_key = pytest.StashKey[Path]()
 catalog_key = pytest.StashKey[Catalog]()
 finished_key = pytest.StashKey[set]()
 labels_key = pytest.StashKey[dict]()  # --agent value -> the agent's name in records
+backend_choice_key = pytest.StashKey[BackendChoice]()
 
 
 def agent_label(config: pytest.Config, spec: str) -> str:
@@ -52,7 +54,15 @@ def catalog_of(config: pytest.Config) -> Catalog:
     return config.stash[catalog_key]
 
 
+def backend_choice_of(config: pytest.Config) -> BackendChoice:
+    """The run's backend, chosen once per process (pytest_configure does it before anything
+    runs, and hands it to the xdist workers); raises ConfigError when no asked-for engine answers."""
+    if backend_choice_key not in config.stash:
+        settings = settings_of(config)
+        config.stash[backend_choice_key] = choose_backend(settings.backend, settings.docker_hosts)
+    return config.stash[backend_choice_key]
+
+
 def skip_reasons(config: pytest.Config) -> dict[str, str]:
     """The tracks the chosen backend cannot run, with the reason shown on their items."""
-    settings = settings_of(config)
-    return unsupported_tracks(settings.backend, settings.docker_hosts)
+    return unsupported_tracks(backend_choice_of(config).name, settings_of(config).docker_hosts)

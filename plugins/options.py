@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from swe_residual.agents import AGENT_FORMS
 from swe_residual.gates import parse_gate
 from swe_residual.settings import (
     WATCHDOG_MARGIN_SEC, RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float,
@@ -23,7 +24,7 @@ from swe_residual.sharding import parse_shard
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("swe-residual", "SWE-Residual evaluation")
     group.addoption("--agent", action="append", default=[], metavar="NAME",
-                    help="agent to evaluate (repeatable): noop, oracle, cmd:<command>, module:<module>:<Class>")
+                    help=f"agent to evaluate (repeatable): {', '.join(AGENT_FORMS)}")
     group.addoption("--agent-name", action="append", default=[], metavar="LABEL",
                     help="the name records and tables give an agent (repeatable: one per --agent, paired in "
                          "order); default: the agent, with its model in brackets for mini-swe-agent")

@@ -18,15 +18,17 @@ from typing import Any
 import pytest
 
 from plugins.context import (
-    RECORD_PROPERTY, agent_label, catalog_of, finished_key, labels_key, run_dir_key, settings_key, settings_of,
-    skip_reasons,
+    RECORD_PROPERTY, agent_label, backend_choice_key, backend_choice_of, catalog_of, finished_key, labels_key,
+    run_dir_key, settings_key, settings_of, skip_reasons,
 )
 from plugins.legend import legend
 from plugins.options import given_settings, read_settings
 from swe_residual.agent_environment import require_docker
 from swe_residual.agent_identity import AgentConfigConflict
-from swe_residual.agents import resolve_agent
-from swe_residual.backends import checked_docker_hosts, resolve_backend_name
+from swe_residual.agents import AGENT_FORMS, resolve_agent
+from swe_residual.backend_choice import BackendChoice
+from swe_residual.backends import checked_docker_hosts
+from swe_residual.dataset import not_a_directory
 from swe_residual.dataset_check import not_a_dataset
 from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.gates import GateResult, evaluate_gates
@@ -41,7 +43,8 @@ from swe_residual.run_config import RUN_CONFIG, changes, read_run_config, resume
 from swe_residual.run_lock import RunLock
 from swe_residual.settings import RunSettings
 from swe_residual.sharding import assign_tasks
-from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.run_status import interrupted_lines, resume_command, with_run_status
+from swe_residual.summary import build_summary, in_agent_order, render_markdown, render_terminal
 from swe_residual.summary_files import write_summary_files
 from swe_residual.terminations import TerminationReport, termination_report
 
@@ -72,6 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
         problem = not_a_dataset(settings.dataset)
         if problem is not None:
             raise pytest.UsageError(f"--dataset: {problem}")
+    elif settings.dataset.exists():
+        raise pytest.UsageError(f"--dataset: {settings.dataset} {not_a_directory(settings.dataset)}")
     labels: dict[str, str] = {}
     for agent in settings.agents:
         try:
@@ -92,9 +97,15 @@ def pytest_configure(config: pytest.Config) -> None:
                 raise ConfigError("--docker-host needs --backend=docker (or auto)")
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
-    if not settings.agent_environment.empty:  # set-up scripts and mounts need containers
-        try:
-            require_docker(settings.agent_environment, resolve_backend_name(settings.backend, settings.docker_hosts))
+    if _is_worker(config):  # the controller's choice, so that every process runs on the same backend
+        choice = config.workerinput.get("swe_residual_backend")  # type: ignore[attr-defined]
+        if choice is not None:
+            config.stash[backend_choice_key] = BackendChoice(choice[0], tuple(choice[1]), choice[2])
+    if settings.agents:
+        try:  # which backend, and an engine that does not answer, before anything runs
+            choice = backend_choice_of(config)
+            if not settings.agent_environment.empty:  # set-up scripts and mounts need containers
+                require_docker(settings.agent_environment, choice.name)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
     if _is_worker(config):
@@ -164,6 +175,9 @@ def pytest_configure_node(node: Any) -> None:
     """xdist controller: every worker writes trajectories into the controller's run directory."""
     node.workerinput["swe_residual_run_dir"] = str(node.config.stash[run_dir_key])
     node.workerinput["swe_residual_finished"] = [list(key) for key in sorted(node.config.stash[finished_key], key=str)]
+    choice = node.config.stash.get(backend_choice_key, None)
+    if choice is not None:
+        node.workerinput["swe_residual_backend"] = [choice.name, list(choice.engines), choice.reason]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -204,7 +218,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     settings = settings_of(config)
     if not settings.agents:
         raise pytest.Collector.CollectError(
-            "no agent to evaluate: pass --agent=NAME (noop, oracle, cmd:<command>, module:<module>:<Class>), "
+            f"no agent to evaluate: pass --agent=NAME ({', '.join(AGENT_FORMS)}), "
             "or set residual_agents in the ini file"
         )
     catalog = catalog_of(config)
@@ -239,6 +253,26 @@ def _marks(spec: ItemSpec, timeout: float | None) -> tuple[Any, ...]:
     if spec.skip_reason:
         marks.append(pytest.mark.skip(reason=spec.skip_reason))
     return tuple(marks)
+
+
+def _item_id(nodeid: str) -> str:
+    """`residual_tests/test_starts.py::test_start[noop/alpha/clean]` -> `noop/alpha/clean`."""
+    return nodeid[nodeid.find("[") + 1 : -1]
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def _interruption(session: pytest.Session) -> str | None:
+    """Why the session stopped before its last item (Ctrl-C, -x, --maxfail), or None."""
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        return str(session.shouldstop or session.shouldfail or "Ctrl-C")
+    if session.shouldstop or session.shouldfail:
+        return str(session.shouldstop or session.shouldfail)
+    return None
 
 
 def handoff_marker(view: str) -> str:
@@ -280,6 +314,11 @@ class ResidualReporter:
         self.fallback_path = fallback_path(self.results_path)
         self.fallback_error: str | None = None
         self.conflict: str | None = None  # one agent name with two configurations in the records
+        # (item id, reason) of the items skipped (e.g. machine-track items on the local backend):
+        # they have no record, so the summary would not know them.
+        self.skipped: list[tuple[str, str]] = []
+        # Nothing was measured: every item was skipped (the run's exit status is then 5).
+        self.all_skipped = False
 
     def _append(self, nodeid: str, record: dict[str, Any]) -> None:
         self.seen.add(nodeid)
@@ -308,6 +347,9 @@ class ResidualReporter:
                 terminal.write_line(message, red=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and report.nodeid.endswith("]") and settings_of(self.config).agents:
+            self.skipped.append((_item_id(report.nodeid), _skip_reason(report)))
+            return
         if report.nodeid in self.seen:
             return
         record = record_of(report)
@@ -320,7 +362,7 @@ class ResidualReporter:
                 self._append(report.nodeid, crashed)
 
     def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
-        param = report.nodeid[report.nodeid.find("[") + 1 : -1] if report.nodeid.endswith("]") else ""
+        param = _item_id(report.nodeid) if report.nodeid.endswith("]") else ""
         settings = settings_of(self.config)
         catalog = catalog_of(self.config)
         for spec in catalog.items(list(settings.agents), views=settings.handoff):
@@ -343,9 +385,19 @@ class ResidualReporter:
         # Registered on the controller only, so once per run under xdist; pytest shows the
         # header unless -q (or --no-header), which keeps quiet runs lean. Only for a run that
         # evaluates agents: other tests in the same rootdir (the project's own) have no S or u.
-        if not settings_of(config).agents:
+        settings = settings_of(config)
+        if not settings.agents:
             return None
-        return legend(verbose=config.get_verbosity() > 0)
+        choice = backend_choice_of(config)
+        lines = [
+            legend(verbose=config.get_verbosity() > 0),
+            f"backend: {choice.describe()}",
+            *([f"engine: {', '.join(choice.engines)}"] if choice.engines else []),
+            f"dataset: {settings.dataset}",
+            f"run directory: {self.run_dir}" + (" (resumed)" if settings.resume is not None else ""),
+            f"agents: {', '.join(settings.agents)}",
+        ]
+        return lines
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
@@ -366,20 +418,28 @@ class ResidualReporter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Compute the summary once and apply the gates before pytest settles its exit status."""
         self.session_done = True
-        if not self.results_path.exists() and not self.unsaved:
+        interrupted = _interruption(session)
+        if not self.results_path.exists() and not self.unsaved and not self.skipped and interrupted is None:
             return
+        if interrupted is not None and not settings_of(self.config).agents:
+            return  # not an evaluation run (the project's own tests)
         loaded = read_records([self.results_path])
         self.problems = [problem for problem in loaded.problems if not problem.startswith(f"{self.results_path}: No such")]
         # The file's records plus those it refused (also in the fallback file, which
         # read_records reads): the summary covers every finished item, each once.
         records = dedupe_records(loaded.records + self.unsaved)
+        # The command line's agent order, by the names records give them.
+        order = [agent_label(self.config, spec) for spec in settings_of(self.config).agents]
+        resume = self._resume_command() if interrupted is not None and self.results_path.exists() else None
         try:
-            self.summary = build_summary(records, compare=True)
+            summary = build_summary(records, compare=True)
         except AgentConfigConflict as exc:  # never a silent merge of two agents under one name
             self.conflict = str(exc)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             return
-        self.terminations = termination_report(records, order=list(self.config.stash[labels_key].values()))
+        self.summary = with_run_status(in_agent_order(summary, order), self.skipped,
+                                       interrupted=interrupted, resume_command=resume)
+        self.terminations = termination_report(records, order=order)
         if records and all(record.get("start") == "residual" for record in records):
             self.residual_only = len(records)
         try:
@@ -393,8 +453,22 @@ class ResidualReporter:
         self.gate_results = evaluate_gates(self.summary, list(settings_of(self.config).gates))
         if any(not result.passed for result in self.gate_results) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.terminations.broken and session.exitstatus == 0:  # an agent that never worked measured nothing
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.unsaved:  # the results file is incomplete: the run must not look fine
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        if not records and self.skipped and interrupted is None and session.exitstatus == 0:
+            # e.g. `-m machine --backend=local`: all green, and nothing measured
+            self.all_skipped = True
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+
+    def _resume_command(self) -> str:
+        invocation = self.config.invocation_params
+        try:
+            where = str(self.run_dir.relative_to(invocation.dir))
+        except ValueError:
+            where = str(self.run_dir)
+        return resume_command(list(invocation.args), where)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.conflict is not None:
@@ -404,6 +478,8 @@ class ResidualReporter:
         write = terminalreporter.write_line
         terminalreporter.section("SWE-Residual summary")
         summary = self.summary
+        for line in interrupted_lines(summary):  # first, before figures that cover part of the run
+            write(line, yellow=True)
         if self.residual_only:
             write("Residual success is reported against the same tasks' Clean Starts, and none were run.",
                   yellow=True)
@@ -418,6 +494,14 @@ class ResidualReporter:
             write(line)
         for line in self.terminations.errors:
             write(line, red=True)
+        for line in self.terminations.broken:
+            write(line, red=True)
+        if self.all_skipped:
+            write(f"error: nothing was measured: all {len(self.skipped)} item(s) were skipped (reasons above); "
+                  "exit status 5", red=True)
+        if self.summary.get("interrupted"):  # again at the end, where the eye lands
+            for line in interrupted_lines(self.summary):
+                write(line, yellow=True)
         for problem in self.problems:
             write(f"warning: {problem}", yellow=True)
         if self.unsaved:

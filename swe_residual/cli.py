@@ -16,6 +16,7 @@ import secrets
 import sys
 from pathlib import Path
 
+from swe_residual import __version__
 from swe_residual.dataset import load_dataset
 from swe_residual.errors import DatasetError, SuiteError
 from swe_residual.gates import evaluate_gates, parse_gate
@@ -33,6 +34,9 @@ def _default_out(paths: list[Path]) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # A bad gate value is an error before any file is read or written.
+    gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
+    gates += [parse_gate("gap_fail_over", v) for v in args.gap_fail_over]
     paths = [Path(p) for p in args.results]
     if args.harbor_jobs:
         paths.append(_harbor_results(args))
@@ -53,8 +57,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in render_terminal(summary):
         print(line)
     print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
-    gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
-    gates += [parse_gate("gap_fail_over", v) for v in args.gap_fail_over]
     results = evaluate_gates(summary, gates)
     for result in results:
         print(result.describe())
@@ -72,6 +74,11 @@ def _harbor_results(args: argparse.Namespace) -> Path:
     read = read_harbor_results(jobs, [Path(p) for p in args.harbor_export], run_id=out.name, run_dir=out)
     for problem in read.problems:
         print(f"warning: {problem}", file=sys.stderr)
+    if not read.records:  # nothing to read into anything: say so, and write nothing
+        raise SuiteError(f"--harbor-jobs {jobs}: no trial of an exported task found there "
+                         f"({len(read.problems)} problem(s) above)" if read.problems else
+                         f"--harbor-jobs {jobs}: no Harbor trial found there (a job directory holds "
+                         "<trial>/result.json files)")
     results = out / "results.jsonl"
     results.unlink(missing_ok=True)
     for record in read.records:
@@ -144,6 +151,7 @@ def cmd_build_base(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="swe-residual", description="SWE-Residual: Starting-State Robustness of coding agents")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     report = sub.add_parser("report", help="recompute the summary from results.jsonl files (merges shards)")
     report.add_argument("results", nargs="*", help="results.jsonl files or run directories")
@@ -151,7 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="read Harbor's trials of tasks made by `swe-residual export harbor` as run records")
     report.add_argument("--harbor-export", action="append", default=[], metavar="DIR",
                         help="where the exported tasks are, when the trials' task paths do not lead there")
-    report.add_argument("--out", help="directory for summary.json and summary.md")
+    report.add_argument("--out", metavar="DIR",
+                        help="directory to write summary.json, summary.md, report.html and diffs/ into (with "
+                             "--harbor-jobs also the trials' results.jsonl); default: the run directory of a "
+                             "single input, reports/merged for several, reports/harbor-<JOBS> for --harbor-jobs")
     report.add_argument("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
                         help="exit 1 when an agent's Residual success is below PCT")
     report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",

@@ -44,11 +44,19 @@ def _is_task_dir(path: Path) -> bool:
     return path.is_dir() and ((path / "task.toml").exists() or (path / "instruction.md").exists())
 
 
+def not_a_directory(root: Path) -> str:
+    """Why `root`, which is no directory, cannot be a dataset: missing, or a file."""
+    if root.exists():
+        return ("is a file, not a dataset directory (a dataset is a directory of task directories, "
+                "or one task directory)")
+    return "dataset directory does not exist"
+
+
 def load_dataset(root: Path | str) -> Dataset:
     """Load every task below `root` (or `root` itself when it is one task)."""
     root = Path(root)
     if not root.is_dir():
-        raise DatasetError(root, "dataset directory does not exist")
+        raise DatasetError(root, not_a_directory(root))
     dataset = Dataset(root=root)
     single = _is_task_dir(root)
     candidates = [root] if single else sorted(

@@ -27,7 +27,12 @@ MB = 1_000_000
 
 def add_parser(sub: Any) -> None:
     """Register `images list` and `images prune` on the top-level subparsers."""
-    images = sub.add_parser("images", help="list or prune the docker backend's cached images")
+    images = sub.add_parser(
+        "images", help="list or prune the docker backend's cached images",
+        description="List or prune the docker backend's cached images (they live in the engine). Beside them, "
+                    "on the host, the suite keeps its build locks and the local backend's base repositories "
+                    "under ~/.cache/swe-residual (or $SWE_RESIDUAL_CACHE); removing that directory is safe "
+                    "between runs.")
     actions = images.add_subparsers(dest="images_command", required=True)
     listing = actions.add_parser("list", help="the suite's cached images: kind, task, tag, size, created")
     listing.add_argument("--task", metavar="ID", help="only the images of this task")

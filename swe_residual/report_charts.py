@@ -114,7 +114,7 @@ def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -
 
     figure = _figure_class()
     with matplotlib.rc_context(_rc()):
-        names = sorted(agents)
+        names = list(agents)  # the summary's agent order, as in the tables
         ncols = min(MAX_PANELS_PER_LINE, len(scopes))
         lines = -(-len(scopes) // ncols)
         panel_width = min(4.6, 8.0 / ncols)  # inches; with the labels, three panels are ~1000 px
@@ -171,7 +171,7 @@ def chart_conditional(summary: Mapping[str, Any]) -> str | None:
 
     figure = _figure_class()
     with matplotlib.rc_context(_rc()):
-        names = sorted(overall)
+        names = list(overall)  # the summary's agent order, as in the tables
         fig = figure(figsize=(6.4, 0.55 * len(names) + 1.6), layout="constrained")
         ax = fig.subplots()
         labelled = False  # label the first drawn bar only, so the legend has one entry each

@@ -27,6 +27,7 @@ from swe_residual.records import agent_slug, read_records, record_key
 from swe_residual.report_handoff import handoff_section
 from swe_residual.summary_fidelity import fidelity_html
 from swe_residual.report_charts import chart_clean_vs_residual, chart_conditional, missing_dependency
+from swe_residual.run_status import status_html
 from swe_residual.report_tables import (
     acceptance_table,
     comparison_section,
@@ -216,6 +217,7 @@ def render_html(
         f'<p class="note">run(s): {_e(", ".join(run_ids) or "-")} &middot; {len(agents)} agent(s) &middot; '
         f"{_e(summary.get('infra', {}).get('items', 0))} items. Success in %, averaged over a task's "
         "states, then equally across tasks; Gap = Ref. Clean - Residual in points.</p>",
+        status_html(summary),  # an interrupted run and the skipped items, when there are
         f'<p class="headline">{_e(headline_line(block, single_scope=len(all_scopes) == 1))}</p>' if block else "",
         heading(2, "success", "Success from Residual and matched Clean starts, per agent", paper="Table 3"),
         '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '

@@ -20,12 +20,13 @@ from swe_residual.metrics.handoff import primary_records
 from swe_residual.metrics.headline import Record, headline, is_excluded, task_table
 from swe_residual.oracle_check import oracle_lines, oracle_markdown, oracle_summary
 from swe_residual.records import dedupe_records
+from swe_residual.run_status import skipped_markdown, skipped_terminal, status_markdown
 from swe_residual.summary_fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
 from swe_residual.summary_handoff import handoff_markdown, handoff_summary, handoff_terminal
 
 __all__ = [
-    "ACCEPTANCE_TRACK", "DURATION_KEYS", "SCHEMA", "build_summary", "infra_summary", "render_markdown",
-    "render_terminal",
+    "ACCEPTANCE_TRACK", "DURATION_KEYS", "SCHEMA", "build_summary", "in_agent_order", "infra_summary",
+    "plain_headlines", "render_markdown", "render_terminal",
 ]  # fmt: skip
 
 SCHEMA = 1
@@ -165,6 +166,25 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     return summary
 
 
+def _ordered(mapping: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    first = [agent for agent in dict.fromkeys(order) if agent in mapping]
+    return {agent: mapping[agent] for agent in [*first, *(a for a in mapping if a not in first)]}
+
+
+def in_agent_order(summary: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """`summary` with its per-agent parts in `order` (a run's: the command line's), any other
+    agent after them: every table drawn from it then lists the agents the same way. The JSON
+    file's keys stay sorted; only the renderers see the difference."""
+    out = dict(summary)
+    out["agents"] = _ordered(summary.get("agents", {}), order)
+    if summary.get("by_handoff"):
+        out["by_handoff"] = _ordered(summary["by_handoff"], order)
+    infra = summary.get("infra")
+    if isinstance(infra, Mapping) and isinstance(infra.get("by_agent"), Mapping):
+        out["infra"] = {**infra, "by_agent": _ordered(infra["by_agent"], order)}
+    return out
+
+
 # --------------------------------------------------------------------------- rendering
 
 
@@ -204,15 +224,52 @@ def _scopes(agent_block: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]
     return scopes
 
 
+def _plain_number(value: float) -> str:
+    """A figure in plain words: whole when it is (nearly) whole, else one decimal."""
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+
+
+def plain_headline(agent: str, figures: Mapping[str, Any]) -> str:
+    """One agent's overall figures in words, for a reader who has not read the paper:
+    "noop: 0% from a clean start, 0% from inherited work, 0 points lost"."""
+    clean, residual, gap = figures.get("clean"), figures.get("residual"), figures.get("gap")
+    if clean is None and residual is None:
+        return f"{agent}: no scored task"
+    parts = [f"{_plain_number(clean)}% from a clean start" if clean is not None else "no clean start scored",
+             f"{_plain_number(residual)}% from inherited work" if residual is not None else "no inherited work scored"]
+    if gap is not None:
+        parts.append(f"{_plain_number(gap)} points lost" if gap >= 0 else f"{_plain_number(-gap)} points gained")
+    return f"{agent}: " + ", ".join(parts)
+
+
+def plain_headlines(summary: Mapping[str, Any]) -> list[str]:
+    """One line per agent (in the summary's agent order), from its overall figures."""
+    return [plain_headline(agent, block.get("overall") or {}) for agent, block in summary.get("agents", {}).items()]
+
+
+#: What the terminal's columns mean (and the `a/b` cells of the by-predecessor table).
+TERMINAL_LEGEND = (
+    "legend: residual = % solved from a Residual State (work a predecessor left, claimed done);",
+    "  clean = % solved from a clean start on the same tasks; gap = clean - residual (points lost);",
+    "  condfail = % of Residual States failed on the tasks the agent solves from a clean start;",
+    "  a/b under 'by predecessor' = residual/clean on the tasks of that predecessor's states",
+)
+
+
 def render_markdown(summary: Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
     agents: Mapping[str, Any] = summary.get("agents", {})
-    out: list[str] = ["# SWE-Residual summary", ""]
+    out: list[str] = ["# SWE-Residual summary", ""] + status_markdown(summary)
+    if agents:
+        out += ["In short (overall):", ""] + [f"- {_md_cell(line)}" for line in plain_headlines(summary)] + [""]
 
     out += ["## Residual Start vs. matched Clean Start", ""]
     out += ["Success rates in %, averaged over a task's states, then equally across tasks;"]
-    out += ["Gap = Ref. Clean - Residual in points, computed before rounding.", ""]
+    out += ["Gap = Ref. Clean - Residual in points, computed before rounding. Residual: success from"]
+    out += ["a Residual State (work a predecessor left and claimed done); Ref. Clean: success from a clean"]
+    out += ["start on the same tasks; CondFail: the share of Residual States failed on the tasks the agent"]
+    out += ["solves from a clean start.", ""]
     rows = [
         [agent, scope, m.get("residual"), m.get("clean"), m.get("gap"), m.get("cond_fail"),
          m.get("n_tasks", 0), m.get("n_states", 0)]
@@ -281,6 +338,9 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     if rows:
         out += [""] + _markdown_table(["Agent", "Task", "State", "Error"], rows, text_columns=4)
     out += fidelity_markdown(summary)
+    skipped = skipped_markdown(summary)
+    if skipped:
+        out += [""] + skipped[:-1]
     return "\n".join(out) + "\n"
 
 
@@ -300,12 +360,13 @@ def _terminal_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> lis
 
 
 def render_terminal(summary: Mapping[str, Any]) -> list[str]:
-    """Short terminal report: one headline table per track (and overall when there are several
-    tracks), then the infrastructure figures and the excluded items. Lines <= 100 chars."""
+    """Short terminal report: one line per agent in plain words, one headline table per track
+    (and overall when there are several tracks), a legend, then the infrastructure figures and
+    the excluded items. Agents in the summary's order. Lines <= 100 chars."""
     agents: Mapping[str, Any] = summary.get("agents", {})
     tracks = sorted({t for block in agents.values() for t in block.get("tracks", {})})
     scopes = tracks + (["overall"] if len(tracks) > 1 else [])
-    lines: list[str] = []
+    lines: list[str] = plain_headlines(summary)
     for scope in scopes:
         found: list[tuple[str, Mapping[str, Any]]] = []
         for agent, block in agents.items():
@@ -314,8 +375,7 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
                 found.append((agent, m))
         if not found:
             continue
-        # best Residual first; an agent without one last; ties by name
-        found.sort(key=lambda am: (-(am[1].get("residual") if am[1].get("residual") is not None else -1.0), am[0]))
+        # In the summary's agent order (the command line's, in a run), the same in every table.
         lines.append(f"SWE-Residual [{scope}] (success %, gap in points)")
         rows = [
             [_clip(agent, 32), m.get("residual"), m.get("clean"), m.get("gap"), m.get("cond_fail"),
@@ -336,10 +396,14 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
             header = ["by predecessor: residual/clean", *(_clip(p, 17) for p in predecessors)]
             lines += _terminal_table(header, rows)
     lines += handoff_terminal(summary, _clip)
+    if agents:  # the a/b line only under a by-predecessor table
+        with_pairs = any(line.startswith("by predecessor") for line in lines)
+        lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
     if summary.get("comparison"):  # the one comparison line that matters most
         lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
     lines += oracle_lines(summary)
     lines += fidelity_terminal(summary, _clip)
+    lines += skipped_terminal(summary)
     infra = summary.get("infra", {})
     lines.append(
         f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "

@@ -31,10 +31,12 @@ _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 @dataclass(frozen=True)
 class TerminationReport:
-    """`table`: the counts, one row per agent; `errors`: the first agent errors (empty when none)."""
+    """`table`: the counts, one row per agent; `errors`: the first agent errors (empty when none);
+    `broken`: one line per agent whose every item ended in its own error (the run fails)."""
 
     table: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
 
 
 def column_of(record: Mapping[str, Any]) -> str:
@@ -125,8 +127,24 @@ def first_agent_errors(records: Sequence[Mapping[str, Any]], limit: int = MAX_ER
     return lines
 
 
+def always_errored(records: Sequence[Mapping[str, Any]], order: Sequence[str] = ()) -> list[str]:
+    """Agents none of whose items ran to a verdict of their own: every one an agent error. Such
+    an agent never worked (a missing program, a crash on start, a bad key), so its zeros are no
+    measurement; one line each, with its first error."""
+    lines = []
+    for agent in _agent_order(records, order):
+        mine = [r for r in records if str(r.get("agent")) == agent]
+        if mine and all(column_of(r) == "agent error" for r in mine):
+            first = mine[0]
+            text = first.get("message") or first.get("error") or "(no message recorded)"
+            prefix = f"error: {one_line(agent, AGENT_WIDTH)} failed on every item ({len(mine)} of {len(mine)}); first: "
+            lines.append(prefix + f"{_item_of(first)}: " + one_line(str(text), max(ERROR_LINE_WIDTH - len(prefix), 20)))
+    return lines
+
+
 def termination_report(records: Iterable[Mapping[str, Any]], order: Sequence[str] = ()) -> TerminationReport:
     """The counts and first agent errors of a run's records (the last record of each item
     counts, as in the summary)."""
     unique = dedupe_records(records)
-    return TerminationReport(table=termination_table(unique, order), errors=first_agent_errors(unique))
+    return TerminationReport(table=termination_table(unique, order), errors=first_agent_errors(unique),
+                             broken=always_errored(unique, order))

@@ -1,18 +1,17 @@
-"""Fixtures for the project's own tests."""
+"""Fixtures for the project's own tests.
+
+Nothing here imports an extra at module level: pytest may load this file while running the
+evaluation suite itself (`pytest --agent noop` makes pytest read `noop` as a path before the
+suite's options exist, and a path's anchor loads `test*/conftest.py` below it), and the
+README's install (`pip install -e .`) has no extras.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-import matplotlib
-import matplotlib.figure  # noqa: F401
 import pytest
-
-# `pytester` restores sys.modules after each test that uses it, and numpy (under matplotlib,
-# which draws the report's charts) cannot be imported twice in one process: import the
-# plotting stack once here, before any snapshot is taken, so it is never dropped.
-matplotlib.use("Agg")
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
@@ -28,6 +27,20 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     """
     if not pluginmanager.has_plugin("pytester"):
         pluginmanager.import_plugin("pytester")
+
+@pytest.fixture(scope="session", autouse=True)
+def _plotting_stack() -> None:
+    """`pytester` restores sys.modules after each test that uses it, and numpy (under matplotlib,
+    which draws the report's charts) cannot be imported twice in one process: import the
+    plotting stack once, before the first test's snapshot (a session fixture is set up before
+    any function fixture), so it is never dropped. Without the `report` extra, nothing to keep."""
+    try:
+        import matplotlib
+        import matplotlib.figure  # noqa: F401
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+
 
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -56,10 +56,18 @@ def test_relative_host_file_is_rewritten_and_copied_read_only(tmp_path: Path) ->
 
 
 def test_words_that_are_not_host_files_stay_as_written(tmp_path: Path) -> None:
-    for command in ("python3 -c 'print(1)'", "/usr/bin/env bash -c true", "./missing.sh", "my-cli --x a/b",
-                    "curl http://127.0.0.1/x"):
+    for command in ("python3 -c 'print(1)'", "/usr/bin/env bash -c true", "my-cli --x a/b", "run.sh ./missing.txt",
+                    "curl http://127.0.0.1/x", "scripts/solve.sh"):
         program = host_program(command, str(tmp_path))
         assert (program.command, program.archive) == (command, None), command
+
+
+@pytest.mark.parametrize("command", ["./missing-agent.sh", "X=1 ../missing-agent.sh --fast", "./agents"])
+def test_a_missing_program_is_a_usage_error(tmp_path: Path, command: str) -> None:
+    """`./x` as the program means a host file: missing, every item would fail as an agent error."""
+    (tmp_path / "agents").mkdir()
+    with pytest.raises(ConfigError, match=rf"--agent=cmd:{command}: \.+/\S+ (does not exist|is a directory)"):
+        resolve_agent(f"cmd:{command}", base_dir=tmp_path)
 
 
 def test_absolute_host_file_and_interpreter_argument(tmp_path: Path) -> None:

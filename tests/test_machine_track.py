@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from conftest import REPO_ROOT
 

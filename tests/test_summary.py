@@ -257,5 +257,7 @@ def test_render_terminal_short_lines() -> None:
 def test_render_terminal_dash_for_missing_figures() -> None:
     # beta solves nothing from Clean Start: no CondFail, shown as "-"
     lines = render_terminal(build_summary([rec("a", None, F, agent="beta"), rec("a", "a1", S, agent="beta")]))
-    row = next(line for line in lines if line.startswith("beta"))
+    row = next(line for line in lines if line.startswith("beta "))
     assert row.split() == ["beta", "100.0", "0.0", "-100.0", "-", "1", "1"]
+    # and in words: a negative Gap is points gained
+    assert lines[0] == "beta: 0% from a clean start, 100% from inherited work, 100 points gained"

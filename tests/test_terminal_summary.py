@@ -49,7 +49,8 @@ def termination_block(result: pytest.RunResult) -> list[str]:
 def test_agent_errors_are_counted_and_shown_with_their_message(suite: pytest.Pytester) -> None:
     result = run(suite, "-rA")
     out = result.stdout.str()
-    assert result.ret == 0, out  # a valid measurement of an agent that fails: no pytest failure
+    # An agent that failed on every item never worked: its zeros measure nothing, and the run fails.
+    assert result.ret == 1, out
     assert legend_count(result, LEGEND) == 1, out
     result.stdout.fnmatch_lines(["residual_tests/test_starts.py SSSuuu *"])  # the letters stay
     block = termination_block(result)
@@ -62,6 +63,7 @@ def test_agent_errors_are_counted_and_shown_with_their_message(suite: pytest.Pyt
         f"  {FAILING}  alpha/clean: exit status 3: boom-message",
         f"  {FAILING}  alpha/residual:drafter-1: exit status 3: boom-message",
         f"  {FAILING}  gamma/clean: exit status 3: boom-message",
+        f"error: {FAILING} failed on every item (3 of 3); first: alpha/clean: exit status 3: boom-message",
     ]
     # -rA: the short summary's word is the verbose word, termination included, without the
     # running "so far" (by then only the total).
@@ -74,7 +76,7 @@ def test_agent_errors_are_counted_and_shown_with_their_message(suite: pytest.Pyt
 
 def test_verbose_lines_carry_the_termination(suite: pytest.Pytester) -> None:
     result = run(suite, "-v")
-    assert result.ret == 0, result.stdout.str()
+    assert result.ret == 1, result.stdout.str()  # the failing agent failed on every item
     assert legend_count(result, VERBOSE_LEGEND) == 1
     assert legend_count(result, LEGEND) == 0
     result.stdout.fnmatch_lines([
@@ -88,7 +90,7 @@ def test_verbose_lines_carry_the_termination(suite: pytest.Pytester) -> None:
 def test_xdist_prints_the_legend_once_and_the_same_counts(suite: pytest.Pytester) -> None:
     result = run(suite, "-p", "xdist", "-n", "2", "-v")
     out = result.stdout.str()
-    assert result.ret == 0, out
+    assert result.ret == 1, out  # the failing agent failed on every item
     assert "created: 2/2 workers" in out  # really distributed
     assert legend_count(result, VERBOSE_LEGEND) == 1, out
     assert sum("UNSOLVED (agent_error; " in line for line in result.outlines) == 3

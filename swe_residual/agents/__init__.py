@@ -18,7 +18,7 @@ from swe_residual.errors import ConfigError
 
 __all__ = [
     "Agent", "AgentResult", "AgentSession", "Budget", "BudgetExhausted",
-    "AgentFactory", "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
+    "AGENT_FORMS", "AgentFactory", "CommandAgent", "NoopAgent", "OracleAgent", "resolve_agent",
 ]
 
 # `--agent-option` keys: `env` and `upload` (cmd: agents: host variables passed in by name, and
@@ -66,6 +66,8 @@ class _CommandAgentWithEnv(CommandAgent):
             session.environment = original
 
 BUILTIN: dict[str, Callable[[], Agent]] = {"noop": NoopAgent, "oracle": OracleAgent}
+# Every form an `--agent` value takes, for help texts and errors (one list, so none omits one).
+AGENT_FORMS = (*BUILTIN, MINI_SWE_AGENT, "cmd:<command>", "module:<module>:<Class>")
 
 
 @dataclass(frozen=True)
@@ -152,5 +154,5 @@ def _resolve(spec: str, options: Mapping[str, str] | None, model: str | None,
             return agent
 
         return make, None
-    known = ", ".join([*BUILTIN, MINI_SWE_AGENT, "cmd:<command>", "module:<module>:<Class>"])
+    known = ", ".join(AGENT_FORMS)
     raise ConfigError(f"--agent={spec}: unknown agent (known: {known})")

@@ -94,6 +94,24 @@ def _archive(entries: list[tuple[str, Path]]) -> bytes:
     return data
 
 
+def _check_program(command: str, words: list[str], base_dir: Path) -> None:
+    """The program of the command, written `./x` or `../x`, must be a file where pytest runs.
+
+    Such a word means a host file (the README's `cmd:./my-agent.sh`); were it missing, every item
+    would run the agent, fail with "No such file" and count as an agent error. Other words, and
+    a program without `./` (`my-cli`, `scripts/run.sh`, `/opt/tool/run`), may be the
+    environment's own, so they are left to it."""
+    program = next((word for word in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word)), None)
+    if program is None or not program.startswith(("./", "../")):
+        return
+    path = base_dir / program
+    if path.is_file():
+        return
+    what = "is a directory, not a file" if path.is_dir() else "does not exist"
+    raise ConfigError(f"--agent=cmd:{command}: {program} {what} (looked for {path.resolve()}; a cmd: "
+                      "agent's ./program is a file where pytest runs, copied into each environment)")
+
+
 @lru_cache(maxsize=32)
 def host_program(command: str, base_dir: str, upload: str = "file") -> HostProgram:
     """Find the host files of a `cmd:` command (relative ones below `base_dir`); cached per
@@ -105,6 +123,7 @@ def host_program(command: str, base_dir: str, upload: str = "file") -> HostProgr
     except ValueError as exc:
         raise ConfigError(f"--agent=cmd:{command}: {exc}") from exc
     found = {word: path for word in words if (path := _host_path(word, Path(base_dir))) is not None}
+    _check_program(command, words, Path(base_dir))
     if not found:
         return HostProgram(command, None, ())
     target = '"$' + AGENT_DIR_VARIABLE + '"/'

@@ -14,7 +14,6 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from swe_residual.errors import DatasetError, InfraError

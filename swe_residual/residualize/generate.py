@@ -77,6 +77,10 @@ def generate(
     })
     for task_id, reason in skipped.items():
         progress(f"skip {task_id}: {reason}")
+    for predecessor in predecessors:  # a scripted predecessor runs only the tasks it has a script for
+        unscripted = [e.task.id for e in entries if e.task.id not in skipped and not predecessor.has_run_for(e.task.id)]
+        if unscripted:
+            progress(f"skip {predecessor.name} on {len(unscripted)} task(s) without a script: {', '.join(unscripted)}")
     own_backend = backend is None
     if own_backend:
         backend = make_backend(resolved, run_id="residualize-generate")

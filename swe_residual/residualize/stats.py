@@ -128,6 +128,11 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+def _number(value: float) -> str:
+    """A quartile as written: whole numbers without decimals, others with up to two (3.5, not 4)."""
+    return f"{round(float(value), 2):g}"
+
+
 def render_stats(stats: dict[str, Any]) -> list[str]:
     lines = [f"{stats['overall']['n_states']} state(s) from {stats['overall']['n_tasks']} task(s) "
              f"({stats['n_tasks_total']} task(s) in the dataset)"]
@@ -140,7 +145,7 @@ def render_stats(stats: dict[str, Any]) -> list[str]:
             f"  states per predecessor: {per_pred}",
             f"  tasks with 1 / 2 / 3 states: {by['1']} / {by['2']} / {by['3']}" + (f" (more: {by['more']})" if by["more"] else ""),
             f"  prior attempt: median {_fmt(f['prior_steps_median'])} steps"
-            + (f" (IQR {iqr[0]:.0f}-{iqr[1]:.0f})" if iqr else "")
+            + (f" (IQR {_number(iqr[0])}-{_number(iqr[1])})" if iqr else "")
             + f", median time {_fmt(f['prior_time_median_sec'], ' s')}",
             f"  test pass rate of the states: mean {_fmt(f['pass_rate_mean'], '%')}, median {_fmt(f['pass_rate_median'], '%')}",
             f"  states with 1-3 tests still failing: {f['states_failing_1_to_3']} of {f['states_with_tests']}"

@@ -59,17 +59,36 @@ def default_client() -> docker.DockerClient:
 
 def available(engine_url: str | None = None, timeout_sec: float = PROBE_TIMEOUT_SEC) -> bool:
     """Whether an engine answers a ping within `timeout_sec`."""
+    return probe(engine_url, timeout_sec) is None
+
+
+def probe(engine_url: str | None = None, timeout_sec: float = PROBE_TIMEOUT_SEC) -> str | None:
+    """None when an engine answers a ping within `timeout_sec`, else why not, in a few words."""
     try:
         client = docker.DockerClient(base_url=engine_url, timeout=max(1, int(timeout_sec))) if engine_url \
             else docker.from_env(timeout=max(1, int(timeout_sec)))
-    except ENGINE_EXCEPTIONS:
-        return False
+    except ENGINE_EXCEPTIONS as exc:
+        return _short_reason(exc)
     try:
-        return bool(client.ping())
-    except ENGINE_EXCEPTIONS:
-        return False
+        return None if client.ping() else "the engine did not answer the ping"
+    except ENGINE_EXCEPTIONS as exc:
+        return _short_reason(exc)
     finally:
         client.close()
+
+
+def _short_reason(exc: BaseException) -> str:
+    """The operating system's words at the bottom of the SDK's chain ("Connection refused"),
+    which say more to a person than the three wrappers above them."""
+    seen: BaseException | None = exc
+    for _ in range(16):  # a bounded walk: chains are a handful deep
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror
+        seen = seen.__cause__ or seen.__context__
+    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return first if len(first) <= 160 else first[:157] + "..."
 
 
 def infra_error(exc: BaseException, what: str, *, stage: str = "environment") -> InfraError:

@@ -1,0 +1,118 @@
+"""What a run's records cannot say about the run itself: the items it skipped (with the reason)
+and whether it was interrupted (with the command that continues it).
+
+The plugin adds these to the summary as extra keys (`skipped`, `interrupted`, `resume_command`;
+the figures' keys are unchanged, and a summary recomputed from results files has none of them),
+and each renderer shows them: the terminal, summary.md and report.html.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from shlex import quote
+from typing import Any
+
+MAX_ITEMS_PER_REASON = 6  # on the terminal; summary.md, summary.json and report.html list all
+
+
+def with_run_status(summary: dict[str, Any], skipped: Iterable[tuple[str, str]], *, interrupted: str | None,
+                    resume_command: str | None) -> dict[str, Any]:
+    """`summary` plus `skipped` ([{item, reason}], by item) when items were skipped, and
+    `interrupted: true`, `interrupted_reason` and `resume_command` when the run stopped early."""
+    out = dict(summary)
+    entries = sorted({item: reason for item, reason in skipped}.items())
+    if entries:
+        out["skipped"] = [{"item": item, "reason": reason} for item, reason in entries]
+    if interrupted is not None:
+        out["interrupted"] = True
+        out["interrupted_reason"] = interrupted
+        if resume_command:
+            out["resume_command"] = resume_command
+    return out
+
+
+def _by_reason(summary: Mapping[str, Any]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for entry in summary.get("skipped") or []:
+        grouped.setdefault(str(entry.get("reason")), []).append(str(entry.get("item")))
+    return grouped
+
+
+def interrupted_lines(summary: Mapping[str, Any]) -> list[str]:
+    if not summary.get("interrupted"):
+        return []
+    lines = [f"INTERRUPTED ({summary.get('interrupted_reason')}): the figures cover only the items that finished"]
+    if summary.get("resume_command"):
+        lines.append(f"continue with: {summary['resume_command']}")
+    return lines
+
+
+def skipped_terminal(summary: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for reason, items in _by_reason(summary).items():
+        shown = ", ".join(items[:MAX_ITEMS_PER_REASON]) + (", ..." if len(items) > MAX_ITEMS_PER_REASON else "")
+        lines += [f"skipped {len(items)} item(s), because:", f"  {reason}", f"  {shown}"]
+    return lines
+
+
+def status_markdown(summary: Mapping[str, Any]) -> list[str]:
+    """Lines for summary.md: the interruption first, the skipped items after the figures."""
+    out: list[str] = []
+    if summary.get("interrupted"):
+        out += [f"**Interrupted** ({summary.get('interrupted_reason')}): the figures cover only the items "
+                "that finished."]
+        if summary.get("resume_command"):
+            out += ["", f"Continue with: `{summary['resume_command']}`"]
+        out += [""]
+    return out
+
+
+def skipped_markdown(summary: Mapping[str, Any]) -> list[str]:
+    grouped = _by_reason(summary)
+    if not grouped:
+        return []
+    out = ["## Skipped items", ""]
+    for reason, items in grouped.items():
+        out += [f"{len(items)} item(s): {reason}", ""] + [f"- `{item}`" for item in items] + [""]
+    return out
+
+
+def status_html(summary: Mapping[str, Any]) -> str:
+    """The interruption banner and the skipped items, for report.html (empty when neither)."""
+    parts: list[str] = []
+    if summary.get("interrupted"):
+        parts.append(f'<p class="note" id="interrupted"><strong>Interrupted</strong> '
+                     f"({html.escape(str(summary.get('interrupted_reason')))}): the figures cover only the "
+                     "items that finished.")
+        if summary.get("resume_command"):
+            parts.append(f" Continue with: <code>{html.escape(str(summary['resume_command']))}</code>")
+        parts.append("</p>")
+    grouped = _by_reason(summary)
+    if grouped:
+        parts.append('<h2 id="skipped">Skipped items</h2>')
+        for reason, items in grouped.items():
+            parts.append(f'<p class="note">{len(items)} item(s): {html.escape(reason)}</p><ul>')
+            parts += [f"<li><code>{html.escape(item)}</code></li>" for item in items]
+            parts.append("</ul>")
+    return "".join(parts)
+
+
+def resume_command(invocation_args: Sequence[str], run_dir: str) -> str:
+    """The command that continues a run: pytest with `--resume=RUN_DIR` and the options the run
+    was given (the agents, dataset and selection a resumed run needs today), without the ones
+    `--resume` replaces (`--resume`, `--run-id`, `--results-dir`)."""
+    replaced = ("--resume", "--run-id", "--results-dir")
+    kept: list[str] = []
+    skip_next = False
+    for arg in invocation_args:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg in replaced:
+            skip_next = True
+            continue
+        if arg.startswith(tuple(f"{flag}=" for flag in replaced)):
+            continue
+        kept.append(arg)
+    return " ".join(["pytest", quote(f"--resume={run_dir}"), *(quote(arg) for arg in kept)])
