@@ -26,6 +26,7 @@ from swe_residual.errors import InfraError
 
 if TYPE_CHECKING:
     from swe_residual.environment.docker.backend import DockerBackend
+    from swe_residual.task import Task
 
 SCRATCH_DIR = "/tmp/swe-residual"
 # Mounts the engine's archive API cannot see into: these paths go through an exec instead.
@@ -61,6 +62,11 @@ class DockerEnvironment:
         self.closed = False
         # Machine-track states: "replay" or "snapshot" (see states.py); else None.
         self.fidelity: str | None = None
+        # The clean image the start was made of (the task image, or its agent set-up layer): where
+        # the harness's trusted copies of the base repository and of git come from.
+        self.base_image: str | None = None
+        self.temp_image: str | None = None  # a commit made only for this container
+        self.task: Task | None = None  # the task it was started for (set by the backend)
 
     def _path(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -86,11 +92,27 @@ class DockerEnvironment:
         if not raw.started:
             # The engine could not start the process: the caller's missing cwd, as for the local
             # backend's Popen, or an engine failure.
+            if self._at_pids_limit():
+                # The container's processes fill its pids limit: what runs in it made them, so the
+                # command fails as a command does (the agent's), not as the engine would (infra).
+                return RawExec(exit_code=126, stdout=b"", stderr=b"the container's process limit is reached: "
+                               b"no process can start\n", timed_out=False, duration_sec=raw.duration_sec,
+                               dropped_bytes=0, started=True)
             if cwd and self.run(["test", "-d", cwd]).exit_code != 0:
                 raise FileNotFoundError(f"{cwd}: no such directory in the container")
             raise InfraError(f"could not start {argv[0]!r} in container {self.container_id[:12]}: "
                              f"{raw.stdout.decode(errors='replace').strip()[-500:]}")
         return raw
+
+    def _at_pids_limit(self) -> bool:
+        """Whether the container's process count is at its pids limit (the engine's stats)."""
+        try:
+            stats = self.client.api.stats(self.container_id, stream=False, one_shot=True)
+        except ENGINE_EXCEPTIONS:
+            return False
+        pids = stats.get("pids_stats") or {}
+        limit, current = pids.get("limit"), pids.get("current")
+        return isinstance(limit, int) and isinstance(current, int) and 0 < limit <= current + 1
 
     # -- files -----------------------------------------------------------------------------
     def read_file(self, path: str) -> bytes:
@@ -247,11 +269,44 @@ class DockerEnvironment:
             raise errors[raw.exit_code](path)
         raise InfraError(f"file access to {path} failed: {raw.stderr.decode(errors='replace').strip()[-500:]}")
 
+    # -- the harness's own steps after the agent stopped (harness_tools.py) ---------------------
+    def stop_processes(self) -> int:
+        """Kill whatever the agent left running; returns how many processes there were."""
+        from swe_residual.environment.docker import harness_tools
+
+        return harness_tools.stop_processes(self)
+
+    def capture_patch(self) -> str:
+        """The final working tree against the base commit, made by the harness's git."""
+        from swe_residual.environment.docker import harness_tools
+
+        return harness_tools.capture_patch(self)
+
+    def saved_instance(self, spec: StartSpec) -> DockerEnvironment:
+        """A fresh container of this container's file system as it is now (a commit): the
+        saved final state, to verify again without the processes or anything else of this one."""
+        labels = {"kind": "final-state", "item": spec.item_id}
+        if self.task is None:
+            raise InfraError("this container was not started for a task: it cannot be saved and restarted")
+        tag = self.backend.commit(self.container_id, labels)
+        try:
+            fresh = self.backend.start_container(tag, self.task, spec, self.task.config.agent_network_mode,
+                                                 self.base_commit, kind="reverify")
+        except BaseException:
+            self.backend.remove_temp_image(tag)
+            raise
+        fresh.base_image = self.base_image
+        fresh.fidelity = self.fidelity
+        fresh.temp_image = tag
+        return fresh
+
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self.backend.forget(self.container_id)
+            if self.temp_image is not None:  # a saved final state's commit goes with its container
+                self.backend.remove_temp_image(self.temp_image)
 
     def __enter__(self) -> DockerEnvironment:
         return self
