@@ -47,7 +47,7 @@ def canary(backend: Any, task: Task, run_id: str) -> CanaryResult:
 
 
 def _run_canary(backend: Any, task: Task, run_id: str) -> CanaryResult:
-    environment = backend.start(task, None, StartSpec(run_id, f"canary:{task.id}", 0))
+    environment = backend.start(task, None, StartSpec(run_id, f"canary:{task.id}", 0, purpose="canary"))
     try:
         verdict = evaluate(backend.run_verifier(environment, task, None))
     finally:

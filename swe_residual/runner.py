@@ -203,23 +203,25 @@ def _reverify_saved(backend: Backend, environment: Any, task: Task, final_patch:
                     acceptance: list[str] | None, artifacts_dir: Path) -> _Verification:
     """Verify the saved final state again in a fresh instance (paper App. C): a container of
     the agent's container committed as it is (docker), else a fresh clean start with the
-    captured patch applied; without either, the same environment once more."""
+    captured patch applied; without either, the same environment once more. A machine-track
+    state is verified again where it is: its live processes can be part of it, and a commit
+    holds none."""
     started = time.monotonic()
-    fresh_spec = StartSpec(spec.run_id, spec.item_id + ":reverify", spec.attempt)
+    fresh_spec = StartSpec(spec.run_id, spec.item_id + ":reverify", spec.attempt, purpose="reverify")
     saved = getattr(environment, "saved_instance", None)
     fresh = None
-    if callable(saved):
+    if task.track == "machine":
+        fresh = None
+    elif callable(saved):
         fresh = saved(fresh_spec)
     elif final_patch is not None:
         fresh = backend.start(task, None, fresh_spec)
         try:
             apply_patch(fresh, final_patch, source="the captured final state", strict=True)
-        except DatasetError as exc:  # the final state cannot be rebuilt from its patch: verify in place
+        except DatasetError as exc:
+            # What the agent left cannot be rebuilt from its patch: no verdict on a fresh instance.
             fresh.close()
-            fresh = None
-            final_patch = None
-            note = f"the captured final state does not apply to a fresh start: {exc}"
-            output = VerifierOutput(None, "", False, error=note)
+            output = VerifierOutput(None, "", False, error=f"the captured final state does not apply to a fresh start: {exc}")
             return _Verification(evaluate(output, acceptance), output, True, time.monotonic() - started)
     try:
         output = backend.run_verifier(fresh if fresh is not None else environment, task, artifacts_dir)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import secrets
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,7 +60,7 @@ class CountingBackend:
         self.canaries = 0
 
     def start(self, task: Any, state: Any, spec: Any) -> Any:
-        if spec.item_id.startswith("canary:"):
+        if spec.purpose == "canary":
             self.canaries += 1
         return self.inner.start(task, state, spec)
 

@@ -88,6 +88,9 @@ class StartSpec:
     run_id: str
     item_id: str
     attempt: int
+    # "agent" (an attempt's own start), or a start the harness makes for itself after the agent
+    # stopped: "reverify" (the saved final state again) or "canary" (the clean state, no agent).
+    purpose: str = "agent"
 
 
 class Environment(Protocol):
