@@ -255,11 +255,11 @@ class DockerBackend:
             # Live processes are not in the snapshot: replay into this instance (validated once).
             assert state is not None
             replayed = states.replayed_instance(self, task, state, spec, self.agent_image(task))
-            replayed.base_image = self.agent_image(task).image_id
+            replayed.base_image = self.task_image(task).image_id
             return replayed
         environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
         environment.fidelity = fidelity
-        environment.base_image = self.agent_image(task).image_id
+        environment.base_image = self.task_image(task).image_id
         return environment
 
     def start_container(

@@ -62,10 +62,12 @@ class DockerEnvironment:
         self.closed = False
         # Machine-track states: "replay" or "snapshot" (see states.py); else None.
         self.fidelity: str | None = None
-        # The clean image the start was made of (the task image, or its agent set-up layer): where
-        # the harness's trusted copies of the base repository and of git come from.
+        # The task's own clean image (never an agent's set-up layer): where the harness's trusted
+        # copies of the base repository and of git come from.
         self.base_image: str | None = None
         self.temp_image: str | None = None  # a commit made only for this container
+        # True from a stop of every process until the next command: nothing can be running.
+        self.quiet = False
         self.task: Task | None = None  # the task it was started for (set by the backend)
 
     def _path(self, path: str) -> str:
@@ -87,6 +89,7 @@ class DockerEnvironment:
         cwd: str | None = None, stdin: bytes | None = None, capped: bool = True,
     ) -> RawExec:
         """`argv` in the container (no shell); a missing `cwd` raises FileNotFoundError."""
+        self.quiet = False  # a command may leave processes behind
         raw = run_exec(self.client, self.container_id, argv, timeout_sec=timeout_sec, env=env, cwd=cwd,
                        stdin=stdin, capped=capped)
         if not raw.started:
@@ -274,7 +277,11 @@ class DockerEnvironment:
         """Kill whatever the agent left running; returns how many processes there were."""
         from swe_residual.environment.docker import harness_tools
 
-        return harness_tools.stop_processes(self)
+        if self.quiet:
+            return 0
+        stopped = harness_tools.stop_processes(self)
+        self.quiet = True
+        return stopped
 
     def capture_patch(self) -> str:
         """The final working tree against the base commit, made by the harness's git."""
