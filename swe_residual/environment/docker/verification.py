@@ -7,6 +7,10 @@ then the top-level `artifacts` are copied out to the host (kept beside the run r
   image) and receives the artifacts at their own paths, and nothing else of the agent's
   container: no commit of the agent's file system is made.
 Stale reward files are removed before test.sh runs; what it leaves in /logs/verifier is read.
+On the repo track every process left in the agent's container is stopped first; collect steps
+get the clean image's git first on the suite's PATH (harness_tools.py). In shared mode test.sh
+gets a fresh HOME and no user site, and the hidden tests are hashed, through the engine, right
+after the copy and after the run (swe_residual/verifier_inputs.py).
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swe_residual.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 import docker.errors
 
+from swe_residual.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 from swe_residual.environment.base import CollectResult, Environment, StartSpec, VerifierOutput
 from swe_residual.environment.docker import harness_tools
 from swe_residual.environment.docker.archives import digest_files, rooted_archive
@@ -76,11 +80,12 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
     if task.track == "repo":
         # Nothing the agent left running (a loop killing pytest, a reward forger, thousands of
         # processes at the pids limit) may run beside the collect steps or share the verifier's
-        # container: the engine kills them all (harness_tools.stop_processes). The runner has
-        # done so already before the patch capture; a collect step may have left some since.
-        # Machine-track processes are the state itself: kept.
+        # container: the engine kills them all (harness_tools.stop_processes; nothing to do when
+        # the runner did so before the patch capture). Machine-track processes are the state: kept.
         environment.stop_processes()
     collected, error = _collect(environment, task)
+    if task.track == "repo" and plan.source == SHARED:
+        environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
     sources = [artifact.source for artifact in task.config.artifacts]
     for source in sources:
         _copy_out(environment, source, host_path(artifacts_dir, source))
