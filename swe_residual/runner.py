@@ -1,11 +1,20 @@
 """Running one item: a start (clean or residual), an agent, the verifier, one run record.
 
-The failure policy of DESIGN §7: an infrastructure failure (environment, engine, verifier
-without a valid verdict) is retried from a fresh instance of the same starting state, up to
-`infra_retries` times, every attempt recorded; when only verification failed, the saved
-final state is verified again first. A model-service failure is such a failure too: the
-agent raises `InfraError` (stage "model"). A task failure (valid verdict 0, budget exhausted,
-the agent's own error) is never retried.
+The failure policy of DESIGN §7: an infrastructure failure (environment, engine, a verifier
+that is itself broken) is retried from a fresh instance of the same starting state, up to
+`infra_retries` times, every attempt recorded. A model-service failure is such a failure too:
+the agent raises `InfraError` (stage "model"). A task failure (valid verdict 0, budget
+exhausted, the agent's own error) is never retried.
+
+Attribution: when the verifier gives no valid verdict on the agent's final state, the saved
+final state is verified again in a fresh instance (a commit of the container on docker; the
+captured patch on a fresh start otherwise), and if that gives none either, the verifier runs
+on the task's clean state (the canary, once per task per run: swe_residual/canary.py). A
+verifier that works there and not on the agent's final state is the agent's failure
+(termination `verifier_failed_on_final_state`, counted in the success rates); one that fails
+there too is infrastructure. Before the patch is captured, on the repo track, everything the
+agent left running is stopped (on the machine track live processes can be the task), and the
+patch is made by the harness's own git (swe_residual/harness_git.py).
 
 Scoring (`outcome`): a run succeeds only when the agent declared the task done and the
 verifier's valid verdict passes. A run that exhausted its budget (time, steps, cost) is a
@@ -32,7 +41,8 @@ from swe_residual.agents import (
     BudgetExhausted,
     passed_env_names,
 )
-from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED, TIME_LIMIT, AgentResult
+from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED, TIME_LIMIT, VERIFIER_FAILED, AgentResult
+from swe_residual.canary import canary
 from swe_residual.diffparse import changed_files
 from swe_residual.collect import collect_notes, host_path
 from swe_residual.environment.base import Backend, StartSpec, VerifierOutput
@@ -40,7 +50,8 @@ from swe_residual.errors import DatasetError, InfraError
 from swe_residual.handoff import BLIND, view_suffix
 from swe_residual.handoff_file import give_handoff
 from swe_residual.metrics.inspection import inspected, opened_files
-from swe_residual.patches import capture_patch
+from swe_residual.harness_git import CaptureFailed
+from swe_residual.patches import apply_patch, capture_patch
 from swe_residual.records import RECORD_SCHEMA, agent_slug, item_id
 from swe_residual.redaction import REDACTED, SECRET_OPTION_KEY, redact, secret_values
 from swe_residual.state import ResidualState
@@ -169,11 +180,15 @@ class _Attempt:
     actions_recorded: bool = True  # False: the trajectory cannot say what the agent opened
     tokens: dict[str, int] | None = None  # {"prompt", "completion"} over the model calls; None: unknown
     cost_known: bool = True  # False: a model call had no price, so the record's cost is null
+    submitted: bool = False  # the agent declared the task done (whatever the verifier made of it)
+    notes: tuple[str, ...] = ()  # the harness's own notes on this attempt, for verifier_notes
+    canary: dict[str, Any] | None = None  # the clean state's verdict, when it was asked
 
     def summary(self) -> dict[str, Any]:
         return {
             "attempt": self.number, "outcome": self.outcome, "termination": self.termination,
             "error": self.error, "reverified": self.reverified, "durations": self.durations or {},
+            **({"canary": self.canary} if self.canary is not None else {}),
         }
 
 
@@ -187,16 +202,58 @@ class _Verification:
 
 def _verify(backend: Backend, environment: Any, task: Task, acceptance: list[str] | None,
             artifacts_dir: Path) -> _Verification:
-    """Verify; if no valid verdict, verify the same final state once more before giving up."""
+    """Verify the final state once (no valid verdict: see `_reverify_saved`)."""
     started = time.monotonic()
     output = backend.run_verifier(environment, task, artifacts_dir)
-    verdict = evaluate(output, acceptance)
-    reverified = False
-    if not verdict.valid:
-        reverified = True
-        output = backend.run_verifier(environment, task, artifacts_dir)
-        verdict = evaluate(output, acceptance)
-    return _Verification(verdict, output, reverified, time.monotonic() - started)
+    return _Verification(evaluate(output, acceptance), output, False, time.monotonic() - started)
+
+
+def _reverify_saved(backend: Backend, environment: Any, task: Task, final_patch: str | None, spec: StartSpec,
+                    acceptance: list[str] | None, artifacts_dir: Path) -> _Verification:
+    """Verify the saved final state again in a fresh instance (paper App. C): a container of
+    the agent's container committed as it is (docker), else a fresh clean start with the
+    captured patch applied; without either, the same environment once more. A machine-track
+    state is verified again where it is: its live processes can be part of it, and a commit
+    holds none."""
+    started = time.monotonic()
+    fresh_spec = StartSpec(spec.run_id, spec.item_id + ":reverify", spec.attempt, purpose="reverify")
+    saved = getattr(environment, "saved_instance", None)
+    fresh = None
+    if task.track == "machine":
+        pass  # verified again where it is
+    elif callable(saved):
+        fresh = saved(fresh_spec)
+    elif final_patch is not None:
+        fresh = backend.start(task, None, fresh_spec)
+        try:
+            apply_patch(fresh, final_patch, source="the captured final state", strict=True)
+        except DatasetError as exc:
+            # What the agent left cannot be rebuilt from its patch: no verdict on a fresh instance.
+            fresh.close()
+            output = VerifierOutput(None, "", False, error=f"the captured final state does not apply to a fresh start: {exc}")
+            return _Verification(evaluate(output, acceptance), output, True, time.monotonic() - started)
+    try:
+        output = backend.run_verifier(fresh if fresh is not None else environment, task, artifacts_dir)
+    finally:
+        if fresh is not None:
+            fresh.close()
+    return _Verification(evaluate(output, acceptance), output, True, time.monotonic() - started)
+
+
+def _stop_agent_processes(environment: Any, task: Task) -> None:
+    """Repo track: nothing the agent left running outlives it (machine track: it may be the task)."""
+    stop = getattr(environment, "stop_processes", None)
+    if task.track == "repo" and callable(stop):
+        stop()
+
+
+def _capture(environment: Any) -> tuple[str | None, str | None]:
+    """(the final patch, or None with why it could not be made)."""
+    own = getattr(environment, "capture_patch", None)
+    try:
+        return (own() if callable(own) else capture_patch(environment)), None
+    except CaptureFailed as exc:  # the agent's tree defeats the harness's git: its own doing
+        return None, f"the final state could not be captured: {exc}"
 
 
 def _verification_record(verification: _Verification | None, artifacts_dir: Path, run_dir: Path) -> dict[str, Any]:
@@ -269,20 +326,43 @@ def _one_attempt(
         # What the agent spent: charged to the session, or reported on its result.
         cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
         durations["agent_sec"] = time.monotonic() - agent_started
+        _stop_agent_processes(environment, task)
         # A machine-track start has no repository to diff: its work is the machine itself.
         # The whole final working tree against the base commit (what Kept and Left-out read),
         # taken before the collect steps run and whatever the task's grading rule is.
-        final_patch = capture_patch(environment) if task.track == "repo" else None
+        final_patch, capture_note = _capture(environment) if task.track == "repo" else (None, None)
+        notes = (capture_note,) if capture_note else ()
+        verify_started = time.monotonic()
         verification = _verify(backend, environment, task, acceptance, artifacts_dir)
+        if not verification.verdict.valid:
+            first_error = verification.verdict.error
+            verification = _reverify_saved(backend, environment, task, final_patch, spec, acceptance, artifacts_dir)
+            if not verification.verdict.valid and verification.verdict.error != first_error:
+                notes += (f"verifier on the final state: {first_error}",)
         verdict = verification.verdict
-        durations["verify_sec"] = verification.duration_sec
+        canary_record = None
+        if verdict.valid:
+            outcome, error = score(verdict, termination), None
+        else:
+            clean = canary(backend, task, options.run_id)  # InfraError (the engine): retried
+            canary_record = {"valid": clean.valid, "reward": clean.reward, "error": clean.error}
+            if clean.valid:
+                # The verifier works on the clean state and not on what the agent left: its failure.
+                outcome, error = FAILURE, None
+                notes += (f"no valid verdict on the agent's final state ({verdict.error}), verified again in a "
+                          "fresh instance; the verifier gives one on the task's clean state: the agent's failure",)
+            else:
+                outcome = INFRA_ERROR
+                error = f"verifier: {verdict.error} (it fails on the task's clean state too: {clean.error})"
+        durations["verify_sec"] = time.monotonic() - verify_started
         durations["total_sec"] = time.monotonic() - started
-        outcome, error = (score(verdict, termination), None) if verdict.valid else (INFRA_ERROR, f"verifier: {verdict.error}")
-        return _Attempt(number, outcome, termination, verdict, final_patch, trajectory, message, error=error,
+        return _Attempt(number, outcome, VERIFIER_FAILED if outcome == FAILURE and not verdict.valid else termination,
+                        verdict, final_patch, trajectory, message, error=error,
                         durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
                         engine=getattr(environment, "engine", None),
                         verification=verification, actions_recorded=session.actions_recorded,
-                        workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known)
+                        workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
+                        submitted=termination == SUBMITTED, notes=notes, canary=canary_record)
     finally:
         environment.close()
 
@@ -333,7 +413,7 @@ def run_item(
         **({"handoff": options.handoff} if state is not None and options.handoff != BLIND else {}),
         "outcome": final.outcome,
         "reward": final.verdict.reward if final.verdict and final.verdict.valid else None,
-        "submitted": final.termination == SUBMITTED,
+        "submitted": final.submitted,
         "termination": final.termination or INFRA_ERROR,
         "tests": dict(final.verdict.tests) if final.verdict and final.verdict.valid else None,
         "initial_tests": dict(state.initial_tests) if state and state.initial_tests is not None else None,
@@ -402,6 +482,7 @@ def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: Residu
 
 def _verifier_notes(task: Task, final: _Attempt) -> list[str]:
     notes = list(final.verdict.notes) if final.verdict else []
+    notes += final.notes
     if final.verification is not None:
         output = final.verification.output
         declared = [artifact.source for artifact in task.config.artifacts]

@@ -14,6 +14,7 @@ from typing import Any
 from tabulate import tabulate
 
 from swe_residual.agent_identity import check_agent_configs
+from swe_residual.agents.base import VERIFIER_FAILED
 from swe_residual.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.handoff import primary_records
@@ -94,14 +95,22 @@ def infra_summary(records: Sequence[Record]) -> dict[str, Any]:
         for r in records
         if is_excluded(r)
     ]
-    excluded.sort(
-        key=lambda e: (str(e["agent"]), str(e["task"]), e["state"] is not None, str(e["state"]))
+    order = lambda e: (str(e["agent"]), str(e["task"]), e["state"] is not None, str(e["state"]))  # noqa: E731
+    excluded.sort(key=order)
+    # No valid verdict on the agent's final state, one on the clean state: counted as failures
+    # (never excluded), and listed so that a person sees which items they are.
+    verifier_failed = sorted(
+        ({"agent": r.get("agent"), "task": r.get("task"), "state": r.get("state"),
+          **({"handoff": r["handoff"]} if r.get("handoff") else {})}
+         for r in records if r.get("termination") == VERIFIER_FAILED),
+        key=order,
     )
     return {
         "retried": sum(1 for r in records if len(r.get("attempts") or []) > 1),
         "unresolved": len(excluded),
         "items": len(records),
         "excluded": excluded,
+        "verifier_failed": verifier_failed,
         "by_agent": _durations(records),
     }
 
@@ -337,11 +346,22 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     ]  # fmt: skip
     if rows:
         out += [""] + _markdown_table(["Agent", "Task", "State", "Error"], rows, text_columns=4)
+    failed = infra.get("verifier_failed") or []
+    if failed:
+        out += ["", f"- verifier failed on the agent's final state, works on the clean state (failures, counted): "
+                    f"{len(failed)}", ""]
+        out += _markdown_table(["Agent", "Task", "State"], [[e.get("agent"), e.get("task"), _state_label(e)]
+                                                            for e in failed], text_columns=3)
     out += fidelity_markdown(summary)
     skipped = skipped_markdown(summary)
     if skipped:
         out += [""] + skipped[:-1]
     return "\n".join(out) + "\n"
+
+
+def _state_label(entry: Mapping[str, Any]) -> str:
+    state = "(clean)" if entry.get("state") is None else str(entry["state"])
+    return state + (f"@{entry['handoff']}" if entry.get("handoff") else "")
 
 
 def _clip(text: str, width: int) -> str:
@@ -414,4 +434,9 @@ def render_terminal(summary: Mapping[str, Any]) -> list[str]:
         state = f"{state}@{e['handoff']}" if e.get("handoff") else state
         error = str(e.get("error") or "").replace("\n", " ")
         lines.append(f"  excluded: {e.get('agent')} {e.get('task')} [{state}]: {error}")
+    failed = infra.get("verifier_failed") or []
+    if failed:
+        lines.append(f"verifier failed on the agent's final state (works on the clean state; failures): {len(failed)}")
+    for e in failed:
+        lines.append(f"  failed: {e.get('agent')} {e.get('task')} [{_state_label(e).strip('()')}]")
     return [_clip(line, TERMINAL_WIDTH) for line in lines]

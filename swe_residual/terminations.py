@@ -16,12 +16,16 @@ from typing import Any
 
 from tabulate import tabulate
 
+from swe_residual.agents.base import VERIFIER_FAILED
 from swe_residual.records import dedupe_records
 
 # Budget terminations share one column; the detail names them by these words.
 BUDGET_KINDS = {"time_limit": "time", "step_limit": "steps", "cost_limit": "cost"}
-# Column order; "other" (an unknown or missing termination) appears only when counted.
-COLUMNS = ("submitted", "budget", "agent error", "infra", "other")
+# Column order; "verifier failed" (no valid verdict on the agent's final state while the
+# verifier works on the clean state: the agent's failure) and "other" (an unknown or missing
+# termination) appear only when counted.
+COLUMNS = ("submitted", "budget", "agent error", "verifier failed", "infra", "other")
+OPTIONAL_COLUMNS = ("verifier failed", "other")
 AGENT_WIDTH = 32
 ERROR_LINE_WIDTH = 160
 MAX_ERRORS_SHOWN = 3
@@ -52,6 +56,8 @@ def column_of(record: Mapping[str, Any]) -> str:
         return "budget"
     if termination == "agent_error":
         return "agent error"
+    if termination == VERIFIER_FAILED:
+        return "verifier failed"
     return "other"
 
 
@@ -90,7 +96,7 @@ def termination_table(records: Sequence[Mapping[str, Any]], order: Sequence[str]
         counts.setdefault(agent, Counter())[column] += 1
         if column == "budget":
             budgets.setdefault(agent, Counter())[str(record.get("termination"))] += 1
-    columns = [c for c in COLUMNS if c != "other" or any(row["other"] for row in counts.values())]
+    columns = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS or any(row[c] for row in counts.values())]
     rows = []
     for agent in _agent_order(records, order):
         row = counts[agent]
@@ -98,7 +104,10 @@ def termination_table(records: Sequence[Mapping[str, Any]], order: Sequence[str]
         rows.append([one_line(agent, AGENT_WIDTH), str(sum(row.values())), *cells])
     table = tabulate(rows, headers=["agent", "items", *columns], tablefmt="plain", disable_numparse=True,
                      colalign=["left"] + ["right"] * (len(columns) + 1))
-    return ["SWE-Residual items by termination (budget: time/step/cost limit; infra: failed after retries)",
+    legend = "budget: time/step/cost limit; infra: failed after retries"
+    if "verifier failed" in columns:
+        legend += "; verifier failed: no verdict on the agent's final state, one on the clean state"
+    return [f"SWE-Residual items by termination ({legend})",
             *table.splitlines()]
 
 

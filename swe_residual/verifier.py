@@ -1,10 +1,13 @@
 """Reading the verifier's outputs as Harbor defines them (DESIGN §4, §7).
 
 `test.sh` writes `reward.json` (flat numbers, `reward` primary) or `reward.txt`, and per-test
-results as CTRF JSON or JUnit XML. No reward file, or a reward of -1, is a verifier error
-(infra), never a task failure. The task's reward is the verdict (DESIGN §7): its own
-`test.sh` decides what a pass is, so the reports never overrule it. Per-test results come from
-one report (`report_source`): never several merged. They are kept as per-test
+results as CTRF JSON or JUnit XML. No reward file, or a reward of -1, is no valid verdict:
+never a task failure by itself; the runner decides whose failure it is (a verifier that works
+on the task's clean state and not on the agent's final state is the agent's, DESIGN §7).
+Hidden tests changed while they ran (shared mode) are tampering: a valid verdict of 0. The
+task's reward is the verdict (DESIGN §7): its own `test.sh` decides what a pass is, so the
+reports never overrule it. Per-test results come from one report (`report_source`): never
+several merged. They are kept as per-test
 statuses (an acceptance test missing from every report is listed as failed), and a reward
 of 1 while an acceptance test did not pass in them (skipped, errored, failed or missing) is
 flagged in the verdict's notes (the record's `verifier_notes`) for a human to look at.
@@ -18,6 +21,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 
 from swe_residual.environment.base import VerifierOutput
+from swe_residual.verifier_inputs import tampering_note
 
 PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"
 CTRF_STATUS = {"passed": PASSED, "failed": FAILED, "skipped": SKIPPED, "pending": SKIPPED, "other": ERROR}
@@ -165,6 +169,11 @@ def reported_id(test_id: str, tests: dict[str, str]) -> str | None:
 
 def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Verdict:
     """Turn raw verifier output into a verdict; an invalid verdict is an infra error."""
+    if output.tampered:
+        # The hidden tests were not the task's when they ran: nothing they report counts.
+        tests, _ = read_test_reports(output.files)
+        return Verdict(valid=True, reward=0.0, tests=tests, notes=(tampering_note(list(output.tampered)),),
+                       rewards={"reward": 0.0})
     if output.error is not None:
         return Verdict(valid=False, reward=None, error=output.error)
     if output.timed_out:

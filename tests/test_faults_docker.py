@@ -7,7 +7,8 @@ Each run is `pytest` in a subprocess, as a user starts it, with the scripted age
   fresh container, the second attempt recorded;
 - a container the engine refuses to create (a 4 MB memory limit, under the engine's minimum) ->
   infra error on every attempt, the item excluded from the metrics;
-- a verifier hanging past its timeout -> infra (verified again, then retried), never a failure;
+- a verifier hanging past its timeout, on the clean state too -> infra (verified again in a
+  fresh instance, the canary fails too, then retried), never a failure;
 - an agent hanging past its time budget -> a task failure (time_limit), never retried;
 - Ctrl-C (SIGINT to the run's process group) -> the run stops, results.jsonl holds whole lines.
 
@@ -117,8 +118,11 @@ def test_hanging_verifier_is_infra_never_a_task_failure(fault_run) -> None:
     assert record["outcome"] == "infra_error" and record["reward"] is None
     assert len(record["attempts"]) == 2
     for attempt in record["attempts"]:
-        # verified again on the same final state, then retried from a fresh container
-        assert attempt["reverified"] is True and attempt["error"] == "verifier: the verifier timed out"
+        # verified again in a fresh instance of the final state; the verifier hangs on the task's
+        # clean state too (the canary): the verifier's fault, retried from a fresh container
+        assert attempt["reverified"] is True and attempt["canary"]["valid"] is False
+        assert attempt["error"] == ("verifier: the verifier timed out (it fails on the task's clean state too: "
+                                    "the verifier timed out)")
         assert attempt["termination"] == "submitted"  # the agent did its part
 
 

@@ -204,7 +204,7 @@ def test_empty_records() -> None:
     assert summary == {
         "schema": 1,
         "agents": {},
-        "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "by_agent": {}},
+        "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "verifier_failed": [], "by_agent": {}},
     }
     assert render_terminal(summary)[-1].startswith("infra: 0 items")
     assert "SWE-Residual" in render_markdown(summary)

@@ -25,6 +25,10 @@ from swe_residual.trajectory import Trajectory
 SUBMITTED = "submitted"
 TIME_LIMIT, STEP_LIMIT, COST_LIMIT = "time_limit", "step_limit", "cost_limit"
 AGENT_ERROR, INFRA_ERROR = "agent_error", "infra_error"
+# The verifier gave no valid verdict on the agent's final state (verified again in a fresh
+# instance of it) while it gives one on the task's clean state (the canary): the agent's
+# failure (broken tools, processes at the limit, code that hangs the tests), never an exclusion.
+VERIFIER_FAILED = "verifier_failed_on_final_state"
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,9 @@ class VerifierOutput:
     artifacts: tuple[str, ...] = ()
     # Why verification itself failed before the tests could give a verdict (infra), or None.
     error: str | None = None
+    # Hidden test files that changed between their copy into a shared environment and the end
+    # of test.sh (swe_residual/verifier_inputs.py): tampering, a failure whatever they reported.
+    tampered: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,9 @@ class StartSpec:
     run_id: str
     item_id: str
     attempt: int
+    # "agent" (an attempt's own start), or a start the harness makes for itself after the agent
+    # stopped: "reverify" (the saved final state again) or "canary" (the clean state, no agent).
+    purpose: str = "agent"
 
 
 class Environment(Protocol):

@@ -33,10 +33,12 @@ from swe_residual.collect import ARTIFACTS_DIR, collected_sources, host_path, pr
 from swe_residual.environment.base import BASE_COMMIT_ENV, ExecResult, StartSpec, VerifierOutput
 from swe_residual.environment.capped_output import communicate_capped
 from swe_residual.errors import DatasetError, InfraError
+from swe_residual.harness_git import harness_git, tree_patch
 from swe_residual.patches import apply_patch
 from swe_residual.state import ResidualState
 from swe_residual.task import DEFAULT_WORKDIR, Task
 from swe_residual.verifier_environment import SHARED, plan_verifier_environment
+from swe_residual.verifier_inputs import changed_tests, test_digests, verifier_env
 
 MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
 # Every process an environment starts carries this variable (as in the docker backend), so
@@ -97,8 +99,9 @@ def _head_commit(workdir: Path) -> str:
 class LocalEnvironment:
     """One temporary workspace; `workdir` is the repository."""
 
-    def __init__(self, root: Path, base_commit: str | None) -> None:
+    def __init__(self, root: Path, base_commit: str | None, base_repo: Path | None = None) -> None:
         self.root = root
+        self.base_repo = base_repo  # the cached base repository: a trusted copy of the base objects
         self.workdir = str(root / "repo")
         self.scratch_dir = str(root / "scratch")
         # A host workspace has no /solution of its own: solve.sh finds it as $SOLUTION_DIR.
@@ -157,6 +160,25 @@ class LocalEnvironment:
                 except OSError:
                     pass
         return killed
+
+    def stop_processes(self) -> int:
+        """What the runner calls once the agent stopped: nothing of it runs on."""
+        return self.kill_processes()
+
+    def capture_patch(self) -> str:
+        """The final working tree against the base commit, by the harness's git with the cached
+        base repository's objects: nothing of the workspace's `.git` is read (harness_git.py)."""
+        if self.base_commit is None or self.base_repo is None:
+            raise InfraError("no base commit recorded for this environment")
+        return tree_patch(Path(self.workdir), self.base_repo / ".git", self.base_commit)
+
+    def harness_bin(self) -> str:
+        """A fresh directory holding only a link to the harness's git, for the front of the
+        collect steps' PATH."""
+        directory = self.root / f"harness-{secrets.token_hex(6)}"
+        directory.mkdir()
+        (directory / "git").symlink_to(harness_git())
+        return str(directory)
 
     # -- the Environment protocol --------------------------------------------------------
     def exec(
@@ -281,7 +303,7 @@ class LocalBackend:
         base, head = self._base_repo(task)
         root = Path(tempfile.mkdtemp(prefix="swe-residual-", dir=self._work_dir))
         shutil.copytree(base, root / "repo", symlinks=True)
-        environment = LocalEnvironment(root, base_commit=head)
+        environment = LocalEnvironment(root, base_commit=head, base_repo=base)
         if state is not None:
             try:
                 apply_patch(environment, state.read_patch(), source=str(state.patch_path), strict=True)
@@ -309,7 +331,11 @@ class LocalBackend:
 
     def _collect_and_verify(self, environment: LocalEnvironment, task: Task, artifacts_dir: Path) -> VerifierOutput:
         agent_paths = _PathMap(task.config.workdir or DEFAULT_WORKDIR, Path(environment.workdir), environment.root / "fs")
-        collected, error = run_collect_steps(environment, task, agent_paths.variables())
+        collect_env = agent_paths.variables()
+        if task.config.verifier_collect:
+            # The harness's git first on a PATH the suite sets, whatever the agent left on its own.
+            collect_env["PATH"] = environment.harness_bin() + os.pathsep + environment._process_env(None)["PATH"]
+        collected, error = run_collect_steps(environment, task, collect_env)
         environment.kill_processes()  # a collect step may not leave anything running either
         sources = [artifact.source for artifact in task.config.artifacts]
         for source in sources:
@@ -322,9 +348,13 @@ class LocalBackend:
         verifier_root = environment.root / "verifier"
         shutil.rmtree(verifier_root, ignore_errors=True)
         tests_dir, logs_dir = verifier_root / "tests", verifier_root / "logs"
-        # The hidden tests reach the host workspace only now, after the agent stopped.
+        # The hidden tests reach the host workspace only now, after the agent stopped; what ran
+        # must be what was copied (verifier_inputs.py): hashed before and after.
         shutil.copytree(task.tests_dir, tests_dir)
+        expected = test_digests(tests_dir)
         logs_dir.mkdir(parents=True)
+        home = verifier_root / "home"  # a fresh HOME: nothing of the agent's own reaches the tests
+        home.mkdir()
         if plan.source == SHARED:
             paths = agent_paths
         else:
@@ -335,12 +365,8 @@ class LocalBackend:
             shutil.copytree(base, paths.repo, symlinks=True)
             for source in present:
                 _copy_any(host_path(artifacts_dir, source), paths.local(source))
-        env = {
-            **task.config.verifier_env,
-            **paths.variables(),
-            "TESTS_DIR": str(tests_dir),
-            "VERIFIER_LOGS_DIR": str(logs_dir),
-        }
+        env = verifier_env(task, str(home), {**paths.variables(), "TESTS_DIR": str(tests_dir),
+                                             "VERIFIER_LOGS_DIR": str(logs_dir)})
         started = time.monotonic()
         process = subprocess.Popen(
             ["bash", str(tests_dir / "test.sh")],
@@ -365,6 +391,7 @@ class LocalBackend:
             environment=plan.describe(),
             collect=collected,
             artifacts=tuple(present),
+            tampered=tuple(changed_tests(expected, test_digests(tests_dir))),
         )
 
     def close(self) -> None:

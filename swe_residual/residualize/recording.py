@@ -72,7 +72,9 @@ class RecordingBackend:
     def prepare(self, task: Task) -> None:
         self.inner.prepare(task)
 
-    def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> RecordingEnvironment:
+    def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> Any:
+        if spec.purpose != "agent":  # the harness's own start (a canary, a re-verification): not recorded
+            return self.inner.start(task, state, spec)
         self.log = []  # a retried attempt starts a fresh machine: only its own interactions count
         return RecordingEnvironment(self.inner.start(task, state, spec), self.log)
 

@@ -9,9 +9,12 @@ through an exec instead (see DockerEnvironment).
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
+import os
 import posixpath
+import shutil
 import tarfile
 import time
 from collections.abc import Iterable
@@ -160,3 +163,85 @@ def untar_files(chunks: Iterable[bytes], max_file_bytes: int | None, *, strip_to
     finally:
         reader.drain()
     return files
+
+
+def extract_tree(chunks: Iterable[bytes], target: Path, *, skip_git: bool, max_file_bytes: int | None) -> list[str]:
+    """Write a streamed tar of a directory `d` (members `d/...`) below `target`, as a work tree
+    for the harness's git: directories, regular files (executable bit kept, readable by us),
+    symbolic links (their text kept, never followed) and hard links (as copies). Devices, fifos
+    and sockets are left out (git has no place for them), and with `skip_git` so is the top-level
+    `.git`. Nothing is written outside `target`. Returns the files left out for their size."""
+    target.mkdir(parents=True, exist_ok=True)
+    root = target.resolve()
+    too_big: list[str] = []
+    reader = ChunkReader(chunks)
+
+    def local(name: str) -> Path | None:
+        parts = posixpath.normpath(name).split("/", 1)
+        if len(parts) < 2 or parts[1] == ".." or parts[1].startswith("../"):
+            return None
+        if skip_git and (parts[1] == ".git" or parts[1].startswith(".git/")):
+            return None
+        path = root / parts[1]
+        # A member below a symbolic link extracted earlier would land outside: never written.
+        return path if path.parent.resolve().is_relative_to(root) else None
+
+    try:
+        with tarfile.open(fileobj=io.BufferedReader(reader, 1024 * 1024), mode="r|") as archive:
+            for member in archive:
+                path = local(member.name)
+                if path is None:
+                    continue
+                if member.isdir():
+                    path.mkdir(parents=True, exist_ok=True)
+                    path.chmod(0o755)
+                    continue
+                if not (member.isfile() or member.issym() or member.islnk()):
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.is_symlink() or path.is_file():
+                    path.unlink()
+                if member.issym():
+                    os.symlink(member.linkname, path)
+                elif member.islnk():
+                    source = local(member.linkname)
+                    if source is not None and source.is_file() and not source.is_symlink():
+                        shutil.copyfile(source, path)
+                        path.chmod(source.stat().st_mode & 0o777)
+                elif max_file_bytes is not None and member.size > max_file_bytes:
+                    too_big.append(member.name.split("/", 1)[-1])
+                else:
+                    extracted = archive.extractfile(member)
+                    with open(path, "wb") as out:
+                        if extracted is not None:
+                            shutil.copyfileobj(extracted, out, 1024 * 1024)
+                    path.chmod(0o755 if member.mode & 0o111 else 0o644)
+    finally:
+        reader.drain()
+    return too_big
+
+
+def digest_files(chunks: Iterable[bytes]) -> dict[str, str]:
+    """sha256 of every regular file of a streamed tar of a directory `d` (members `d/...`),
+    by path relative to `d`; symbolic links as `link:<target>`. Read as it streams, never held."""
+    digests: dict[str, str] = {}
+    reader = ChunkReader(chunks)
+    try:
+        with tarfile.open(fileobj=io.BufferedReader(reader, 1024 * 1024), mode="r|") as archive:
+            for member in archive:
+                parts = posixpath.normpath(member.name).split("/", 1)
+                if len(parts) < 2:
+                    continue
+                if member.issym():
+                    digests[parts[1]] = f"link:{member.linkname}"
+                    continue
+                if not member.isfile():
+                    continue
+                digest = hashlib.sha256()
+                extracted = archive.extractfile(member)
+                while extracted is not None and (block := extracted.read(1024 * 1024)):
+                    digest.update(block)
+                digests[parts[1]] = digest.hexdigest()
+    finally:
+        reader.drain()
+    return digests

@@ -288,12 +288,15 @@ class DockerBackend:
             # Live processes are not in the snapshot: replay into this instance (validated once).
             assert state is not None
             try:
-                return states.replayed_instance(self, task, state, spec, self.agent_image(task))
+                replayed = states.replayed_instance(self, task, state, spec, self.agent_image(task))
             except DatasetError as exc:
                 self._state_failures.remember(image, exc)  # the next item of the state fails at once
                 raise
+            replayed.base_image = self.task_image(task).image_id
+            return replayed
         environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
         environment.fidelity = fidelity
+        environment.base_image = self.task_image(task).image_id
         return environment
 
     def start_container(
@@ -341,8 +344,10 @@ class DockerBackend:
         except ENGINE_EXCEPTIONS as exc:
             self.forget(container_id)  # a created-but-not-started container
             raise infra_error(exc, f"could not start a container of {image[:40]}") from exc
-        return DockerEnvironment(self, container_id, name=name, image=image, workdir=workdir,
-                                 base_commit=head, spec=spec)
+        environment = DockerEnvironment(self, container_id, name=name, image=image, workdir=workdir,
+                                        base_commit=head, spec=spec)
+        environment.task = task
+        return environment
 
     def forget(self, container_id: str) -> None:
         """Remove a container of this backend."""

@@ -26,6 +26,7 @@ from swe_residual.errors import InfraError
 
 if TYPE_CHECKING:
     from swe_residual.environment.docker.backend import DockerBackend
+    from swe_residual.task import Task
 
 SCRATCH_DIR = "/tmp/swe-residual"
 # Where Harbor's oracle uploads the task's solution/ (DeepSWE's solve.sh applies
@@ -65,6 +66,13 @@ class DockerEnvironment:
         self.closed = False
         # Machine-track states: "replay" or "snapshot" (see states.py); else None.
         self.fidelity: str | None = None
+        # The task's own clean image (never an agent's set-up layer): where the harness's trusted
+        # copies of the base repository and of git come from.
+        self.base_image: str | None = None
+        self.temp_image: str | None = None  # a commit made only for this container
+        # True from a stop of every process until the next command: nothing can be running.
+        self.quiet = False
+        self.task: Task | None = None  # the task it was started for (set by the backend)
 
     def _path(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -85,16 +93,33 @@ class DockerEnvironment:
         cwd: str | None = None, stdin: bytes | None = None, capped: bool = True,
     ) -> RawExec:
         """`argv` in the container (no shell); a missing `cwd` raises FileNotFoundError."""
+        self.quiet = False  # a command may leave processes behind
         raw = run_exec(self.client, self.container_id, argv, timeout_sec=timeout_sec, env=env, cwd=cwd,
                        stdin=stdin, capped=capped)
         if not raw.started:
             # The engine could not start the process: the caller's missing cwd, as for the local
             # backend's Popen, or an engine failure.
+            if self._at_pids_limit():
+                # The container's processes fill its pids limit: what runs in it made them, so the
+                # command fails as a command does (the agent's), not as the engine would (infra).
+                return RawExec(exit_code=126, stdout=b"", stderr=b"the container's process limit is reached: "
+                               b"no process can start\n", timed_out=False, duration_sec=raw.duration_sec,
+                               dropped_bytes=0, started=True)
             if cwd and self.run(["test", "-d", cwd]).exit_code != 0:
                 raise FileNotFoundError(f"{cwd}: no such directory in the container")
             raise InfraError(f"could not start {argv[0]!r} in container {self.container_id[:12]}: "
                              f"{raw.stdout.decode(errors='replace').strip()[-500:]}")
         return raw
+
+    def _at_pids_limit(self) -> bool:
+        """Whether the container's process count is at its pids limit (the engine's stats)."""
+        try:
+            stats = self.client.api.stats(self.container_id, stream=False, one_shot=True)
+        except ENGINE_EXCEPTIONS:
+            return False
+        pids = stats.get("pids_stats") or {}
+        limit, current = pids.get("limit"), pids.get("current")
+        return isinstance(limit, int) and isinstance(current, int) and 0 < limit <= current + 1
 
     # -- files -----------------------------------------------------------------------------
     def read_file(self, path: str) -> bytes:
@@ -251,11 +276,48 @@ class DockerEnvironment:
             raise errors[raw.exit_code](path)
         raise InfraError(f"file access to {path} failed: {raw.stderr.decode(errors='replace').strip()[-500:]}")
 
+    # -- the harness's own steps after the agent stopped (harness_tools.py) ---------------------
+    def stop_processes(self) -> int:
+        """Kill whatever the agent left running; returns how many processes there were."""
+        from swe_residual.environment.docker import harness_tools
+
+        if self.quiet:
+            return 0
+        stopped = harness_tools.stop_processes(self)
+        self.quiet = True
+        return stopped
+
+    def capture_patch(self) -> str:
+        """The final working tree against the base commit, made by the harness's git."""
+        from swe_residual.environment.docker import harness_tools
+
+        return harness_tools.capture_patch(self)
+
+    def saved_instance(self, spec: StartSpec) -> DockerEnvironment:
+        """A fresh container of this container's file system as it is now (a commit): the
+        saved final state, to verify again without the processes or anything else of this one."""
+        labels = {"kind": "final-state", "item": spec.item_id}
+        if self.task is None:
+            raise InfraError("this container was not started for a task: it cannot be saved and restarted")
+        tag = self.backend.commit(self.container_id, labels)
+        try:
+            fresh = self.backend.start_container(tag, self.task, spec, self.task.config.agent_network_mode,
+                                                 self.base_commit, kind="reverify")
+        except BaseException:
+            self.backend.remove_temp_image(tag)
+            raise
+        fresh.base_image = self.base_image
+        fresh.fidelity = self.fidelity
+        fresh.temp_image = tag
+        return fresh
+
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self.backend.forget(self.container_id)
+            if self.temp_image is not None:  # a saved final state's commit goes with its container
+                self.backend.remove_temp_image(self.temp_image)
 
     def __enter__(self) -> DockerEnvironment:
         return self

@@ -7,26 +7,36 @@ then the top-level `artifacts` are copied out to the host (kept beside the run r
   image) and receives the artifacts at their own paths, and nothing else of the agent's
   container: no commit of the agent's file system is made.
 Stale reward files are removed before test.sh runs; what it leaves in /logs/verifier is read.
+On the repo track every process left in the agent's container is stopped first; collect steps
+get the clean image's git first on the suite's PATH (harness_tools.py). In shared mode test.sh
+gets a fresh HOME and no user site, and the hidden tests are hashed, through the engine, right
+after the copy and after the run (swe_residual/verifier_inputs.py).
 """
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import docker.errors
+
 from swe_residual.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
-from swe_residual.environment.base import Environment, StartSpec, VerifierOutput
-from swe_residual.environment.docker.archives import rooted_archive
+from swe_residual.environment.base import CollectResult, Environment, StartSpec, VerifierOutput
+from swe_residual.environment.docker import harness_tools
+from swe_residual.environment.docker.archives import digest_files, rooted_archive
+from swe_residual.environment.docker.engine import ENGINE_EXCEPTIONS
 from swe_residual.environment.docker.environment import DockerEnvironment
-from swe_residual.environment.docker.exec import to_result
+from swe_residual.environment.docker.exec import lost_or_failed, to_result
 from swe_residual.environment.docker.images import dockerfile_bases
 from swe_residual.environment.docker.named_images import ensure_dockerfile_bases, named_image_id
 from swe_residual.environment.local import MAX_LOG_FILE_BYTES
 from swe_residual.errors import InfraError
 from swe_residual.task import Task
+from swe_residual.verifier_inputs import changed_tests, test_digests, verifier_env
 from swe_residual.verifier_environment import (
     SHARED,
     TASK_ENVIRONMENT,
@@ -45,15 +55,8 @@ VERIFIER_REPO = "swe-residual-verifier"
 # and logs, held in memory on their way to the verifier.
 MAX_ARTIFACT_FILE_BYTES = 256 * 1024 * 1024
 
-# Every process but the container's init (pid 1), its idle main process (the first child of
-# init: the lowest pid whose parent is 1) and this script; three passes catch fresh forks.
-KILL_LEFTOVERS = (
-    'main=; for d in /proc/[0-9]*; do p=${d#/proc/}; '
-    'pp=$(sed -n "s/^PPid:[[:space:]]*//p" "$d/status" 2>/dev/null); '
-    'if [ "$pp" = 1 ] && { [ -z "$main" ] || [ "$p" -lt "$main" ]; }; then main=$p; fi; done; '
-    'for pass in 1 2 3; do for d in /proc/[0-9]*; do p=${d#/proc/}; '
-    'case "$p" in 1|"$$"|"$main") continue;; esac; kill -9 "$p" 2>/dev/null; done; done; exit 0'
-)
+# The verifier's HOME, fresh for each run of test.sh (on the container's scratch tmpfs).
+SCRATCH_HOME = "/tmp/swe-residual/verifier-home"
 
 
 def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
@@ -74,13 +77,15 @@ def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
 def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, task: Task,
                         artifacts_dir: Path) -> VerifierOutput:
     plan = plan_verifier_environment(task)
+    if task.track == "repo":
+        # Nothing the agent left running (a loop killing pytest, a reward forger, thousands of
+        # processes at the pids limit) may run beside the collect steps or share the verifier's
+        # container: the engine kills them all (harness_tools.stop_processes; nothing to do when
+        # the runner did so before the patch capture). Machine-track processes are the state: kept.
+        environment.stop_processes()
+    collected, error = _collect(environment, task)
     if task.track == "repo" and plan.source == SHARED:
-        # Nothing the agent left running (a loop killing pytest, a reward forger) may share the
-        # verifier's container. Machine-track processes are the state itself: kept. A separate
-        # verifier needs no such kill: it never runs beside them, and what they could do to an
-        # artifact during collection the agent could have done to its own work.
-        environment.run(["sh", "-c", KILL_LEFTOVERS])
-    collected, error = run_collect_steps(environment, task, {"APP_DIR": environment.workdir, "ARTIFACTS_DIR": ARTIFACTS_DIR})
+        environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
     sources = [artifact.source for artifact in task.config.artifacts]
     for source in sources:
         _copy_out(environment, source, host_path(artifacts_dir, source))
@@ -93,6 +98,24 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
     else:
         output = _verify_separately(backend, environment, task, plan, artifacts_dir, present)
     return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
+
+
+def _collect(environment: DockerEnvironment, task: Task) -> tuple[tuple[CollectResult, ...], str | None]:
+    """The task's collect steps, with the clean image's git first on a PATH the suite sets (so a
+    `git` the agent replaced or put on the PATH is not the one they run)."""
+    if not task.config.verifier_collect:
+        return (), None
+    git_dir = harness_tools.install_git(environment)
+    try:
+        env = {"APP_DIR": environment.workdir, "ARTIFACTS_DIR": ARTIFACTS_DIR,
+               "PATH": harness_tools.collect_path(environment, git_dir)}
+        return run_collect_steps(environment, task, env)
+    finally:
+        if git_dir is not None:
+            try:
+                environment.remove_paths(git_dir)
+            except InfraError:
+                pass  # the container is verified (or gone) next; nothing to clean up in it
 
 
 def _verify_separately(backend: DockerBackend, environment: DockerEnvironment, task: Task,
@@ -150,22 +173,49 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
     # Whatever the agent put at /tests or in the log directory (a reward file of its own
     # making) is deleted first; a fresh container gets an empty log directory.
     clear = f"rm -rf {VERIFIER_LOGS_DIR} && mkdir -p {VERIFIER_LOGS_DIR}"
+    expected: dict[str, str] = {}
+    changed: list[str] = []
     if not fresh_container:
         done = environment.run(["sh", "-c", f"rm -rf {TESTS_DIR} && {clear}"])
         if done.exit_code != 0:
             raise InfraError(f"could not clear the verifier's directories: {done.stderr.decode(errors='replace')[-500:]}",
                              stage="verifier")
         environment.copy_in(rooted_archive([(TESTS_DIR, task.tests_dir)]), "/")
-    env = {**task.config.verifier_env, "TESTS_DIR": TESTS_DIR, "VERIFIER_LOGS_DIR": VERIFIER_LOGS_DIR,
-           "APP_DIR": environment.workdir, "ARTIFACTS_DIR": ARTIFACTS_DIR}
-    command = f"{clear} && exec bash {TESTS_DIR}/test.sh 2>&1" if fresh_container else f"exec bash {TESTS_DIR}/test.sh 2>&1"
+        # What the agent's container holds now must be what was copied in (a process left on the
+        # machine track may rewrite it): hashed on the host, through the engine, now and after.
+        expected = test_digests(task.tests_dir)
+        changed = changed_tests(expected, _digests_in(environment, TESTS_DIR))
+    paths = {"TESTS_DIR": TESTS_DIR, "VERIFIER_LOGS_DIR": VERIFIER_LOGS_DIR, "APP_DIR": environment.workdir,
+             "ARTIFACTS_DIR": ARTIFACTS_DIR}
+    if fresh_container:  # nothing of the agent's is in it: the task's environment as it is
+        env = {**task.config.verifier_env, **paths}
+        command = f"{clear} && exec bash {TESTS_DIR}/test.sh 2>&1"
+    else:
+        # A fresh, empty HOME: nothing the agent left in its own (a user-site .pth) reaches the tests.
+        home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}"
+        env = verifier_env(task, home, paths)
+        command = f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1"
     result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
                                        cwd=environment.workdir))
     files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
+    if not fresh_container:
+        changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
     return VerifierOutput(
         exit_code=result.exit_code,
         output=result.stdout + result.stderr,
         timed_out=result.timed_out,
         files=files,
         duration_sec=result.duration_sec,
+        tampered=tuple(changed),
     )
+
+
+def _digests_in(environment: DockerEnvironment, directory: str) -> dict[str, str]:
+    """sha256 of each file of a container directory, read through the engine's archive API."""
+    try:
+        chunks, _ = environment.client.api.get_archive(environment.container_id, directory)
+    except docker.errors.NotFound:
+        return {}  # gone (or the container is: the next engine call says so)
+    except ENGINE_EXCEPTIONS as exc:
+        raise lost_or_failed(environment.client, environment.container_id, exc, "reading the hidden tests") from exc
+    return digest_files(chunks)
