@@ -1,11 +1,14 @@
 """What a shared-mode verifier runs with, chosen by the suite, and the check of its hidden tests
 (DESIGN §7: an agent must never change what the verifier runs).
 
-Environment: the verifier's processes get a `HOME` of their own, fresh and empty, so nothing
-the agent left in its home (a user-site `.pth` or `usercustomize.py`, a `.gitconfig`, a pip
-or cargo configuration) changes what the hidden tests import or run; Python's user site is off
-(`PYTHONNOUSERSITE=1`, `PYTHONUSERBASE` in that fresh home), and the interactive-only start-up
-file is none. The task's own `[verifier.env]` comes after these (the task is trusted, the agent
+Environment: Python's user site is off (`PYTHONNOUSERSITE=1`), so a user-site `.pth` or
+`usercustomize.py` the agent left does not change what the hidden tests import, and the
+interactive-only start-up file is none. On the repo track the verifier's processes also get a
+`HOME` of their own, fresh and empty (`PYTHONUSERBASE` in it), so nothing the agent left in its
+home (a `.gitconfig`, a pip or cargo configuration) changes what the tests run. On the machine
+track the home directory is part of the machine being graded (a Terminal-Bench test may read
+the `~/.gitconfig` or `~/.ssh` the task asked for), so it stays the container's, as Harbor
+leaves it. The task's own `[verifier.env]` comes after these (the task is trusted, the agent
 is not), and the paths the verifier is told (TESTS_DIR, ...) last.
 
 Hidden tests: each file copied in is hashed on the host (the task's tests/) and compared with
@@ -24,10 +27,11 @@ from swe_residual.task import Task
 SUITE_PYTHON_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONSTARTUP": "", "PYTHONINSPECT": ""}
 
 
-def verifier_env(task: Task, home: str, paths: dict[str, str]) -> dict[str, str]:
-    """The environment of test.sh: the suite's HOME and PYTHON* choices, the task's
-    [verifier.env], then `paths`."""
-    return {"HOME": home, "PYTHONUSERBASE": f"{home}/.local", **SUITE_PYTHON_ENV, **task.config.verifier_env, **paths}
+def verifier_env(task: Task, home: str | None, paths: dict[str, str]) -> dict[str, str]:
+    """The environment of test.sh: the suite's HOME (None: the container's own) and PYTHON*
+    choices, the task's [verifier.env], then `paths`."""
+    own_home = {"HOME": home, "PYTHONUSERBASE": f"{home}/.local"} if home is not None else {}
+    return {**own_home, **SUITE_PYTHON_ENV, **task.config.verifier_env, **paths}
 
 
 def test_digests(tests_dir: Path) -> dict[str, str]:

@@ -168,6 +168,14 @@ def test_a_user_site_pth_in_home_changes_nothing(world) -> None:
     assert record["reward"] == 0.0 and record["tests"]["test_calc.test_clamp_low"] == "failed"
 
 
+def test_a_user_site_pth_changes_nothing_on_the_machine_track_either(world) -> None:
+    # The machine track keeps the container's HOME (it is part of the machine graded); the
+    # user site is off for the verifier's Python all the same.
+    record = _run(world, "machine", USER_SITE_PTH)
+    _attacker_failed(record)
+    assert record["reward"] == 0.0
+
+
 def test_a_loop_rewriting_the_hidden_tests_on_the_machine_track_is_caught(world) -> None:
     # Live processes are kept on the machine track (they can be the task), so the loop runs on
     # while the verifier does; before, it rewrote /tests/test_done.py into a pass: reward 1.

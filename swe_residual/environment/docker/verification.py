@@ -191,10 +191,11 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
         env = {**task.config.verifier_env, **paths}
         command = f"{clear} && exec bash {TESTS_DIR}/test.sh 2>&1"
     else:
-        # A fresh, empty HOME: nothing the agent left in its own (a user-site .pth) reaches the tests.
-        home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}"
+        # Repo track: a fresh, empty HOME, nothing the agent left in its own reaches the tests.
+        # Machine track: the home is part of the machine graded (swe_residual/verifier_inputs.py).
+        home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == "repo" else None
         env = verifier_env(task, home, paths)
-        command = f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1"
+        command = f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home else f"exec bash {TESTS_DIR}/test.sh 2>&1"
     result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
                                        cwd=environment.workdir))
     files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
