@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
-from suitecheckout import make_checkout
 from taskfactory import make_task
+# The checkout-like directory of the terminal-summary tests (3 items per agent), and the plain
+# local run of the plugin tests.
+from test_plugin import only_run_dir, run
+from test_terminal_summary import suite  # noqa: F401  (the `suite` fixture)
 
 # "Extra not installed", simulated: a sitecustomize on PYTHONPATH makes `import matplotlib` raise
 # ImportError in the subprocess, as it does after `pip install -e .` without the report extra.
@@ -29,24 +32,6 @@ sys.meta_path.insert(0, _NoMatplotlib())
 '''
 
 
-@pytest.fixture
-def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Pytester:
-    """A checkout-like directory: the suite's conftest and test module, and 3 items per agent."""
-    make_checkout(pytester.path, monkeypatch, tmp_path / "cache")
-    make_task(pytester.path / "data", "alpha")
-    make_task(pytester.path / "data", "gamma", states={})
-    return pytester
-
-
-def run(suite: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return suite.runpytest_subprocess(
-        "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out", "-p", "no:cacheprovider", *args,
-    )
-
-
-def only_run_dir(suite: pytest.Pytester) -> Path:
-    (run_dir,) = (suite.path / "out").iterdir()
-    return run_dir
 
 
 # ---------------------------------------------------------------- 1. both option forms
