@@ -30,7 +30,8 @@ MEANING = {
 def fidelity_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     states: dict[tuple[str, str], str | None] = {}
     for record in records:
-        if record.get("track") != "machine" or record.get("state") is None:
+        # A record without the field (written elsewhere, e.g. imported) says nothing of it.
+        if record.get("track") != "machine" or record.get("state") is None or "fidelity" not in record:
             continue
         key = (str(record.get("task")), str(record.get("state")))
         states[key] = states.get(key) or record.get("fidelity")

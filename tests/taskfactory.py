@@ -237,7 +237,8 @@ def make_task(
 
 def make_machine_task(root: Path, task_id: str, commands: list[dict] | None, *, tmux: bool) -> Path:
     """A machine-track task (FROM the base image, tmux installed when `tmux`) whose verifier
-    always fails; with `commands`, one state `terminus-1` of those interactions."""
+    fails unless the reference solution ran (it leaves /app/solved); with `commands`, one state
+    `terminus-1` of those interactions."""
     task = root / task_id
     (task / "environment").mkdir(parents=True)
     install = "RUN apt-get update -qq && apt-get install -y -qq tmux >/dev/null\n" if tmux else ""
@@ -263,12 +264,14 @@ def make_machine_task(root: Path, task_id: str, commands: list[dict] | None, *, 
     (task / "instruction.md").write_text("Keep the ticker running.\n")
     (task / "tests").mkdir()
     (task / "tests" / "test.sh").write_text(
-        "#!/bin/bash\nmkdir -p /logs/verifier; echo 0 > /logs/verifier/reward.txt\n"
-        "echo '<testsuites><testsuite name=\"t\"><testcase classname=\"t\" name=\"test_never\">"
-        "<failure/></testcase></testsuite></testsuites>' > /logs/verifier/junit.xml\n")
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "if [ -e /app/solved ]; then echo 1 > /logs/verifier/reward.txt; failure=; "
+        "else echo 0 > /logs/verifier/reward.txt; failure='<failure/>'; fi\n"
+        "echo \"<testsuites><testsuite name='t'><testcase classname='t' name='test_solved'>$failure"
+        "</testcase></testsuite></testsuites>\" > /logs/verifier/junit.xml\n")
     (task / "tests" / "test.sh").chmod(0o755)
     (task / "solution").mkdir()
-    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ntouch /app/solved\n")
     if commands is None:
         return task
     state = task / "residual" / "terminus-1"

@@ -68,6 +68,7 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Task:
         schema_version = "1.1"
         [metadata]
         track = "machine"
+        workdir = "/app"  # the base image sets no WORKDIR of its own
         [environment]
         docker_image = "{BASE_IMAGE}"
         network_mode = "no-network"
