@@ -11,6 +11,7 @@ commit with the fixed identity and dates), and each patch is tried with `git app
 
 from __future__ import annotations
 
+import posixpath
 import shutil
 import subprocess
 import tempfile
@@ -167,10 +168,38 @@ def status_differences(recorded: dict[str, str], measured: dict[str, str]) -> li
     return differences
 
 
+def dockerfile_workdir(dockerfile: Path) -> str | None:
+    """The WORKDIR a Dockerfile's image ends with (its last stage), read as written, without
+    building it (None: it sets none, or through a variable this reading does not expand)."""
+    try:
+        text = dockerfile.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    workdir: str | None = None
+    for line in text.splitlines():
+        words = line.strip().split(None, 1)
+        if not words:
+            continue
+        if words[0].upper() == "FROM":
+            workdir = None  # a new stage starts from its base's WORKDIR, unknown here
+        elif words[0].upper() == "WORKDIR" and len(words) == 2:
+            value = words[1].strip().strip("\"'")
+            if "$" in value:
+                workdir = None
+            else:
+                workdir = posixpath.normpath(posixpath.join(workdir or "/", value))
+    return workdir
+
+
 def task_settings(task: Task) -> list[str]:
     """What `validate` says of how the task runs: its track and working directory, and why."""
-    workdir = f"workdir {task.config.workdir}" if task.config.workdir else "workdir"
-    return [f"track {task.track}: {task.config.track_reason}", f"{workdir}: {task.workdir_reason}"]
+    if task.config.workdir is not None:
+        workdir = f"workdir {task.config.workdir}: {task.workdir_reason}"
+    else:
+        found = dockerfile_workdir(task.environment_dir / "Dockerfile")
+        workdir = (f"workdir {found}: {task.workdir_reason} (the last WORKDIR of environment/Dockerfile)" if found
+                   else f"workdir: {task.workdir_reason}")
+    return [f"track {task.track}: {task.config.track_reason}", workdir]
 
 
 def grading_warnings(task: Task) -> list[str]:

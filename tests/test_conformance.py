@@ -172,7 +172,8 @@ def test_validate_names_track_and_workdir_and_why(dataset_dir: Path) -> None:
     assert "calc-deepswe: track repo" in out
     assert "track repo: its Residual States are patches (changes.patch)" in out
     assert "track machine: its Residual States are terminal interactions (commands.jsonl)" in out
-    assert "workdir: the image's WORKDIR (no [metadata] workdir), as Harbor runs it" in out
+    assert ("workdir /srv/site: the image's WORKDIR (no [metadata] workdir), as Harbor runs it "
+            "(the last WORKDIR of environment/Dockerfile)") in out
 
 
 def test_validate_verify_runs_the_oracle_from_every_start(dataset_dir: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from swe_residual.dataset import load_dataset
-from swe_residual.dataset_check import grading_warnings
+from swe_residual.dataset_check import dockerfile_workdir, grading_warnings
 from swe_residual.environment.base import VerifierOutput
 from swe_residual.task import load_task
 from swe_residual.tracks import resolve_track
@@ -126,3 +126,14 @@ def test_validate_warns_of_a_separate_verifier_that_receives_nothing(tmp_path: P
     assert bool(warnings) is warned
     if warned:
         assert "receives none of the agent's work" in warnings[0]
+
+
+def test_the_images_workdir_is_read_from_its_dockerfile_as_written(tmp_path: Path) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM a\nWORKDIR /app\nRUN true\nWORKDIR personal-site\n")
+    assert dockerfile_workdir(dockerfile) == "/app/personal-site"
+    dockerfile.write_text("FROM a AS build\nWORKDIR /src\nFROM b\nCOPY --from=build /src /x\n")
+    assert dockerfile_workdir(dockerfile) is None  # the last stage's base decides: unknown here
+    dockerfile.write_text("FROM a\nARG D=/w\nWORKDIR $D\n")
+    assert dockerfile_workdir(dockerfile) is None
+    assert dockerfile_workdir(tmp_path / "missing") is None
