@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 from swe_residual.environment.base import BASE_COMMIT_ENV
@@ -233,6 +234,21 @@ def make_task(
         )
     shutil.rmtree(root / ".work", ignore_errors=True)
     return task
+
+
+def assert_replayed_as_recorded(environment) -> None:
+    """What the recorded terminal session left, in an instance of its state (the keystroke
+    states of tests/test_keystroke_replay.py and tests/test_terminus_import.py)."""
+    # The unclosed quote swallowed the next line: it became text, it never ran.
+    assert environment.read_file("quoted.txt") == b"one\ntouch /app/swallowed\n\n"
+    assert environment.exec("test -e /app/swallowed").exit_code == 1
+    # C-c is a keystroke: it interrupted `sleep 300` (status 130) and the shell went on.
+    assert environment.read_file("interrupted").strip() == b"130"
+    # The foreground loop keeps running after the replay (it replaces the file ten times a
+    # second, each time whole).
+    first = environment.exec("cat /app/tick").stdout
+    time.sleep(0.6)
+    assert first.strip() and environment.exec("cat /app/tick").stdout != first
 
 
 def make_machine_task(root: Path, task_id: str, commands: list[dict] | None, *, tmux: bool) -> Path:

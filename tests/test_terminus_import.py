@@ -10,14 +10,13 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dockerneeded import _check_engine, requires_docker
 from harborjobs import terminus_atif, write_episodes, write_trial
-from taskfactory import make_machine_task, make_task
+from taskfactory import assert_replayed_as_recorded, make_machine_task, make_task
 
 from swe_residual.cli import main as cli_main
 from swe_residual.harbor_export import export_dataset
@@ -230,13 +229,7 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
         environment = backend.start(task, state, StartSpec("terminus", f"{machine_task_id}/state", 1))
         try:
             assert environment.fidelity == "replay"
-            assert environment.read_file("quoted.txt") == b"one\ntouch /app/swallowed\n\n"
-            assert environment.exec("test -e /app/swallowed").exit_code == 1
-            assert environment.read_file("interrupted").strip() == b"130"
-            # (the loop replaces the file ten times a second, each time whole)
-            first = environment.exec("cat /app/tick").stdout
-            time.sleep(0.6)
-            assert first.strip() and environment.exec("cat /app/tick").stdout != first  # the foreground loop runs on
+            assert_replayed_as_recorded(environment)
         finally:
             environment.close()
 
