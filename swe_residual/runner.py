@@ -220,8 +220,8 @@ def _reverify_saved(backend: Backend, environment: Any, task: Task, final_patch:
     saved = getattr(environment, "saved_instance", None)
     fresh = None
     if task.track == "machine":
-        pass  # verified again where it is
-    elif callable(saved):
+        saved, final_patch = None, None  # verified again where it is
+    if callable(saved):
         fresh = saved(fresh_spec)
     elif final_patch is not None:
         fresh = backend.start(task, None, fresh_spec)
@@ -292,14 +292,15 @@ def _one_attempt(
         durations["setup_sec"] = time.monotonic() - started
         trajectory = Trajectory(agent=agent.name)
         handoff = give_handoff(options.handoff, state, environment)  # None: blind, or a Clean Start
+        uses_solution = getattr(agent, "uses_reference_solution", False)  # only the oracle sees it
         session = AgentSession(
             instruction=task.instruction + (handoff.sentence if handoff is not None else ""),
             budget=options.budget(task),
             environment=environment,
             trajectory=trajectory,
-            reference_solution=reference_solution if getattr(agent, "uses_reference_solution", False) else None,
-            solution_dir=task.solution_dir if getattr(agent, "uses_reference_solution", False) else None,
-            solution_env=dict(task.config.solution_env) if getattr(agent, "uses_reference_solution", False) else {},
+            reference_solution=reference_solution if uses_solution else None,
+            solution_dir=task.solution_dir if uses_solution else None,
+            solution_env=dict(task.config.solution_env) if uses_solution else {},
         )
         fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()

@@ -9,8 +9,8 @@ then the top-level `artifacts` are copied out to the host (kept beside the run r
 Stale reward files are removed before test.sh runs; what it leaves in /logs/verifier is read.
 On the repo track every process left in the agent's container is stopped first; collect steps
 get the clean image's git first on the suite's PATH (harness_tools.py). In shared mode test.sh
-gets a fresh HOME and no user site, and the hidden tests are hashed, through the engine, right
-after the copy and after the run (swe_residual/verifier_inputs.py).
+gets no user site (and, on the repo track, a fresh HOME), and the hidden tests are hashed,
+through the engine, right after the copy and after the run (swe_residual/verifier_inputs.py).
 """
 
 from __future__ import annotations
