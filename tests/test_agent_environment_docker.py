@@ -146,5 +146,6 @@ def test_agent_setup_layer_built_once_and_used_by_every_start(suite: pytest.Pyte
     assert outcomes == [[("clean", "success"), ("residual", "success")]] * 2
     # Built in the first run, with its progress on the terminal while pytest captured the items.
     assert outputs[0].count("agent set-up: running install-fixcalc.sh") == 1
-    assert "building swe-residual-task:agentsetup-" in outputs[0] and "snapshotting state" in outputs[0]
-    assert "agent set-up: running" not in outputs[1] and "snapshotting state" not in outputs[1]
+    # The state is checked (applied and validated) once, on the set-up layer, then remembered.
+    assert "building swe-residual-task:agentsetup-" in outputs[0] and "checking state" in outputs[0]
+    assert "agent set-up: running" not in outputs[1] and "checking state" not in outputs[1]

@@ -73,13 +73,16 @@ def test_mul():
     assert mul(2, 3) == 6
 '''
 
+# A fixed date: the base commit is the same whenever the image is (re)built, also when a
+# parallel test pruned the build cache in between.
 DOCKERFILE = '''\
 ARG BASE_IMAGE=swe-residual-base:bookworm
 FROM ${BASE_IMAGE}
 COPY repo/ /app/
 WORKDIR /app
 RUN git init -q -b main . && git add -A \\
- && git -c user.name=t -c user.email=t@localhost -c commit.gpgsign=false commit -q -m "Base commit"
+ && GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \\
+    git -c user.name=t -c user.email=t@localhost -c commit.gpgsign=false commit -q -m "Base commit"
 '''
 
 # The predecessor touched the right file but left the bug, and added a notes file.
@@ -295,8 +298,10 @@ def test_rollouts_of_one_state_are_independent(
         assert second.read_file("calc.py").decode().count("a - b") == 1
         assert _sh(second, "ls").split() == ["NOTES.md", "calc.py"]
         assert sorted(_sh(first, "git status --porcelain").splitlines()) == [" M calc.py", "?? only_in_first.txt"]
-    # The state was applied at most once for both rollouts (none if an earlier test snapshotted it).
-    assert sum("snapshotting" in line for line in progress) <= 1
+    # Each rollout applied the patch itself; the state's check ran at most once for both
+    # (none if an earlier test checked it), and no snapshot was made.
+    assert sum("checking state" in line for line in progress) <= 1
+    assert not any("snapshotting" in line for line in progress)
     with backend.start(task, state, _spec("c")) as third:
         assert sorted(_sh(third, "git status --porcelain").splitlines()) == [" M calc.py", "?? NOTES.md"]
 
@@ -407,9 +412,40 @@ def test_state_validation_hook_runs_once_and_can_reject(cache_dir: Path, task: T
     with DockerBackend(cache_dir=cache_dir, validate_state=accept, progress=lambda _: None) as backend:
         for item in ("x", "y"):
             with backend.start(other_task, other_state, _spec(item)) as env:
-                # The validation's verifier run left nothing in the snapshot.
+                # The validation's verifier ran in a throwaway container: nothing of it here.
                 assert env.exec("test -e /tests || test -e /logs/verifier").exit_code == 1
+                assert "another predecessor" in env.read_file("NOTES.md").decode()  # the patch, applied at start
     assert [files["reward.txt"] for files in seen] == [b"0\n", b"0\n"]  # once rejected, once accepted
+    assert _docker("images", "-q", tag) == ""  # a patch state needs no snapshot image
+    # A later run (a new backend on the same cache) does not validate the same state again.
+    with DockerBackend(cache_dir=cache_dir, validate_state=accept, progress=lambda _: None) as backend:
+        with backend.start(other_task, other_state, _spec("z")) as env:
+            assert "another predecessor" in env.read_file("NOTES.md").decode()
+    assert len(seen) == 2
+
+
+def test_repo_state_snapshots_when_asked(cache_dir: Path, task: Task, tmp_path: Path) -> None:
+    """The snapshot way (kept for the set-up benchmark): one commit per state, validated once,
+    every instance a container of it with the patch already in the tree."""
+    other = tmp_path / task.id
+    shutil.copytree(task.path, other)
+    patch = other / "residual" / "pred-1" / "changes.patch"
+    patch.write_text(RESIDUAL_PATCH.replace("predecessor was here", "a snapshotted predecessor"))
+    other_task = load_task(other)
+    other_state = load_state(other_task, patch.parent)
+    seen: list[str] = []
+
+    def accept(backend: DockerBackend, env: DockerEnvironment, task: Task, state: ResidualState) -> None:
+        seen.append(state.id)
+
+    with DockerBackend(cache_dir=cache_dir, validate_state=accept, progress=lambda _: None,
+                       snapshot_repo_states=True) as backend:
+        tag = backend.state_tag(other_task, other_state)
+        for item in ("x", "y"):
+            with backend.start(other_task, other_state, _spec(item)) as env:
+                assert "a snapshotted predecessor" in env.read_file("NOTES.md").decode()
+                assert env.exec("test -e /tests || test -e /logs/verifier").exit_code == 1
+    assert seen == ["pred-1"] and _docker("images", "-q", tag) != ""
     _docker("image", "rm", tag)
 
 

@@ -84,6 +84,7 @@ class DockerBackend:
         engine_url: str | None = None,
         client: docker.DockerClient | None = None,
         agent_environment: AgentEnvironment | None = None,
+        snapshot_repo_states: bool = False,
     ) -> None:
         # Labels the containers this backend makes outside any StartSpec (state builds, probes).
         # Never used to sweep on close: xdist workers share a run id.
@@ -91,6 +92,9 @@ class DockerBackend:
         self.cache_dir = (cache_dir or default_cache_dir()) / "docker"
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.validate_state = validate_state
+        # Repo-track states: applied at each start (default), or committed once as snapshots
+        # (kept for comparison: benchmarks/bench_state_setup.py times both).
+        self.snapshot_repo_states = snapshot_repo_states
         self.pids_limit = pids_limit
         self.progress = progress
         # The agent's set-up layer and mounts (`--agent-setup`, `--agent-mount`), for its containers only.
@@ -244,6 +248,39 @@ class DockerBackend:
         self._states[tag] = (tag, prepared.head)
         return self._states[tag]
 
+    def patches_at_start(self, state: ResidualState) -> bool:
+        """Whether instances of `state` get its patch applied at start (no snapshot image)."""
+        return state.track == "repo" and not self.snapshot_repo_states
+
+    def check_repo_state(self, task: Task, state: ResidualState) -> PreparedImage:
+        """The agent's image, after the state's one check (it applies, the validation hook
+        accepts it), done once per image and patch: remembered in this process, and in the
+        cache for later runs; a failure is remembered for the run like a snapshot's."""
+        prepared = self.agent_image(task)
+        key = self.state_tag(task, state)  # the same content address a snapshot would have
+        if key in self._states:
+            return prepared
+        failure = self._state_failures.read(key)
+        if failure is not None:
+            raise failure
+        # Without a validation hook the check is the strict apply every instance does anyway.
+        if self.validate_state is not None:
+            marker = self.cache_dir / "validated-states" / f"{images.slug(key, 200)}.ok"
+            with FileLock(str(self.cache_dir / f"{images.slug(key, 200)}.lock")):
+                failure = self._state_failures.read(key)  # another worker of this run got there first
+                if failure is not None:
+                    raise failure
+                if not marker.is_file():
+                    try:
+                        states.check_repo_state(self, task, state, prepared)
+                    except DatasetError as exc:
+                        self._state_failures.remember(key, exc)
+                        raise
+                    marker.parent.mkdir(parents=True, exist_ok=True)
+                    marker.write_text(f"{task.id}/{state.id}\n", encoding="utf-8")
+        self._states[key] = (prepared.image_id, prepared.head)
+        return prepared
+
     def state_fidelity(self, task: Task, state: ResidualState) -> str | None:
         """How instances of `state` hold it: None (repo track), "snapshot" or "replay"."""
         if state.track != "machine":
@@ -281,6 +318,21 @@ class DockerBackend:
         if state is None:
             prepared = self.agent_image(task)
             image, head = prepared.image_id, prepared.head
+        elif self.patches_at_start(state):
+            prepared = self.check_repo_state(task, state)
+            environment = self.start_container(prepared.image_id, task, spec, task.config.agent_network_mode,
+                                               prepared.head)
+            try:
+                states.apply_state_patch(environment, state)
+            except DatasetError as exc:
+                environment.close()
+                self._state_failures.remember(self.state_tag(task, state), exc)  # the state's next items fail at once
+                raise
+            except BaseException:
+                environment.close()
+                raise
+            environment.base_image = self.task_image(task).image_id
+            return environment
         else:
             image, head = self.state_image(task, state)
         fidelity = self.state_fidelity(task, state) if state is not None else None

@@ -1,9 +1,18 @@
-"""State snapshots, machine-track replay and fidelity.
+"""Repo-track states applied at each start, state snapshots, machine-track replay and fidelity.
 
-A Residual State is applied once (strict `git apply`, no commit) in a build container,
-optionally validated by a hook in a throwaway container, and committed into
-`swe-residual-state:<task>-<state>-<hash of image id + payload>`. Every rollout is a new
-container of that snapshot: rollouts never share a file system and never re-apply.
+A repo-track Residual State is a patch: every instance is a fresh container of the task image
+into which the patch is applied (strict `git apply`, no commit) before the agent starts, the
+same bytes onto the same image, so every instance starts from the same tree and none shares a
+file system with another. The state is checked once per task image and patch (it applies, and
+the validation hook accepts it, in a throwaway container), and the check is remembered in the
+cache (`validated-states/`), so later runs skip it. Applying a patch costs one exec; committing
+a snapshot costs seconds per state on slow storage drivers (benchmarks/bench_state_setup.py
+prints both), which is why snapshots are no longer the default for patches.
+
+A state can still be committed into `swe-residual-state:<task>-<state>-<hash of image id +
+payload>` (always for the machine track; for patches when the backend is made with
+`snapshot_repo_states=True`), applied once and validated in a throwaway container; every
+instance is then a new container of that snapshot.
 
 A machine-track state is rebuilt by replaying its `commands.jsonl` in a fresh container and
 committing the result (one-command entries run on their own; keystroke entries are typed into
@@ -106,7 +115,7 @@ def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, 
     live = False
     with backend.start_container(prepared.image_id, task, spec, network, prepared.head, kind="build") as builder:
         if state.track == "repo":
-            apply_patch(builder, state.read_patch(), source=str(state.patch_path), strict=True)
+            apply_state_patch(builder, state)
         else:
             replay(builder, state)
             live = state.live_processes if state.live_processes is not None else bool(live_processes(builder))
@@ -128,6 +137,24 @@ def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, 
     finally:
         backend.remove_temp_image(candidate)
     backend.progress(f"snapshotted state {task.id}/{state.id} in {time.monotonic() - started:.1f}s")
+
+
+def check_repo_state(backend: DockerBackend, task: Task, state: ResidualState, prepared: PreparedImage) -> None:
+    """A patch state's one check: it applies strictly to the task image and the validation hook
+    accepts the result, in a throwaway container that nothing is kept from."""
+    backend.progress(f"checking state {task.id}/{state.id}")
+    started = time.monotonic()
+    spec = StartSpec(run_id=backend.run_id, item_id=f"check:{task.id}/{state.id}", attempt=0)
+    with backend.start_container(prepared.image_id, task, spec, "none", prepared.head, kind="validate") as trial:
+        apply_state_patch(trial, state)
+        if backend.validate_state is not None:
+            backend.validate_state(backend, trial, task, state)
+    backend.progress(f"checked state {task.id}/{state.id} in {time.monotonic() - started:.1f}s")
+
+
+def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> None:
+    """The state's patch onto a fresh instance's working tree (strict: no fuzz, no commit)."""
+    apply_patch(environment, state.read_patch(), source=str(state.patch_path), strict=True)
 
 
 def live_processes(environment: DockerEnvironment) -> list[str]:
