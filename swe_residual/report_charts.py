@@ -100,7 +100,7 @@ def _label(name: str, width: int = LABEL_WIDTH) -> str:
             lines.append(line)
             line = ""
         line += piece
-    return "\n".join([*lines, line] if line else lines)
+    return "\n".join(text.rstrip() for text in ([*lines, line] if line else lines))
 
 
 def _label_lines(names: Sequence[str]) -> int:

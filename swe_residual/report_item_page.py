@@ -55,7 +55,7 @@ def _facts(r: Mapping[str, Any]) -> str:
     outcome = str(r.get("outcome"))
     symbol, word = CELLS.get(outcome, ("?", outcome))
     durations = r.get("durations") or {}
-    attempts = r.get("attempts") or []
+    attempts = [a for a in r.get("attempts") or [] if isinstance(a, Mapping)]
     rows: list[tuple[str, str]] = [
         ("Outcome", f'<span class="cell o-{e(outcome)}">{symbol} {e(word)}</span> ({e(outcome)})'),
         ("Termination", e(r.get("termination"))),
@@ -70,7 +70,8 @@ def _facts(r: Mapping[str, Any]) -> str:
     rows += [
         ("Steps", e(r.get("steps") if r.get("steps") is not None else "-")),
         ("Wall s", pct(durations.get("wall_sec"), 1) if isinstance(durations.get("wall_sec"), (int, float)) else "-"),
-        ("Attempts", e(", ".join(f"{a.get('attempt')}: {a.get('outcome')}" for a in attempts) or "-")),
+        ("Attempts", "<br>".join(e(f"{a.get('attempt')}: {a.get('outcome')}" + (f" ({a['error']})" if a.get("error")
+                                                                                    else "")) for a in attempts) or "-"),
         ("Run", e(r.get("run_id"))),
     ]
     if r.get("error"):
@@ -205,7 +206,7 @@ def render_item_page(item: Item, page: Path, report_dir: Path) -> str:
         f"<title>{e(name)}</title>",
         f"<style>{CSS}</style></head><body>",
         f'<p class="note"><a href="{href(Path(back).as_posix())}#matrix">&larr; back to the report</a></p>',
-        f'<h1 class="item">{e(r.get("task"))}: {e(start_label(r))}</h1>',
+        f'<h1>{e(r.get("task"))}: {e(start_label(r))}</h1>',
         f'<p class="note">agent <code>{e(r.get("agent"))}</code></p>',
         f'<nav class="toc" id="contents">{toc}</nav>',
         _facts(r),

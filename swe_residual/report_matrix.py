@@ -123,7 +123,7 @@ def matrix_section(rows: Sequence[MatrixRow], agents: Sequence[str]) -> str:
     if not rows:
         return '<p class="note">No items.</p>'
     tracks = {row.track for row in rows if row.track is not None}
-    legend = " &middot; ".join(f'<span class="cell o-{o}">{s} {w}</span>' for o, (s, w) in CELLS.items())
+    legend = " ".join(f'<span class="cell o-{o}">{s} {w}</span>' for o, (s, w) in CELLS.items())
     head = '<tr><th class="l">Task</th><th class="l">Start</th>' + "".join(
         f'<th class="agent" title="{e(agent)}"><span>{wrap(agent)}</span></th>' for agent in agents) + "</tr>"
     body = []
@@ -142,6 +142,6 @@ def matrix_section(rows: Sequence[MatrixRow], agents: Sequence[str]) -> str:
         cells += [_cell(row, agent) for agent in agents]
         body.append(f'<tr class="{"first" if first else ""}">' + "".join(cells) + "</tr>")
     return (f'<p class="note">Each cell links to the item\'s page: its failing tests by name, the final diff, '
-            f"the agent's own output and the verifier's log. {legend}; the count is tests passed / run.</p>"
+            f"the agent's own output and the verifier's log. Outcomes: {legend}; the count is tests passed / run.</p>"
             f'<div class="scroll"><table class="matrix"><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
             "</table></div>")

@@ -67,7 +67,7 @@ table.matrix td.cell a, table.matrix td.cell span.plain { display: block; paddin
 .o-infra_error { background: #fff8c5; color: #7d4e00; }
 .o-skipped { background: #eaeef2; color: #424a53; }
 .o-missing { background: #ffffff; color: #57606a; }
-span.cell { padding: 1px 6px; border-radius: 4px; white-space: nowrap; }
+span.cell { padding: 1px 6px; border-radius: 4px; white-space: nowrap; border: 1px solid #d0d7de; }
 /* Item pages */
 table.facts th { text-align: left; white-space: nowrap; vertical-align: top; }
 table.facts td { white-space: normal; overflow-wrap: anywhere; }
