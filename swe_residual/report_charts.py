@@ -35,6 +35,11 @@ BAR_HEIGHT = 0.36
 BAR_OFFSET = 0.19
 INSIDE_FROM = 80.0  # a value this large is printed inside its bar, where there is room
 MAX_PANELS_PER_LINE = 3  # repo, machine, overall: a line of three still fits the page column
+LABEL_WIDTH = 24  # characters per line of an agent's label; longer names wrap onto more lines
+LINE_HEIGHT = 0.19  # inches per line of a label (BASE_SIZE text), so a row grows with its label
+# Figure 1 is drawn at most this wide (inches, before the tight crop): shown shrunk to an 800 px
+# window's column (~750 px), its smallest text (VALUE_SIZE, 12 px at natural size) stays >= 10 px.
+FIGURE_1_MAX_WIDTH = 9.0
 
 
 def missing_dependency() -> str | None:
@@ -78,9 +83,28 @@ def _svg(fig: Any) -> str:
     return re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.DOTALL)
 
 
-def _label(name: str, width: int = 26) -> str:
-    # Keep the end: agent specs differ at the end (module:pkg.mod:Class, cmd:... --model X).
-    return name if len(name) <= width else "..." + name[-(width - 3) :]
+def _label(name: str, width: int = LABEL_WIDTH) -> str:
+    """The whole name, on lines of at most ``width`` characters, broken after a separator
+    (``:/.-`` or a space) where there is one: an agent spec is never cut (two specs often
+    differ only at one end: module:pkg.mod:Class, cmd:... --model X)."""
+    lines: list[str] = []
+    line = ""
+    for piece in re.findall(r"[^:/.\s-]*[:/.\s-]?", name):
+        while len(piece) > width:  # no separator for a whole line: broken where it must be
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(piece[:width])
+            piece = piece[width:]
+        if len(line) + len(piece) > width:
+            lines.append(line)
+            line = ""
+        line += piece
+    return "\n".join(text.rstrip() for text in ([*lines, line] if line else lines))
+
+
+def _label_lines(names: Sequence[str]) -> int:
+    return max((_label(n).count("\n") + 1 for n in names), default=1)
 
 
 def _metrics(agent_block: Mapping[str, Any], scope: str) -> Mapping[str, Any]:
@@ -99,9 +123,10 @@ def _value_label(ax: Any, value: float, y: float) -> None:
 
 
 def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -> str | None:
-    """Figure 1 (right): one row per agent, holding its Ref. Clean success (upper bar) and its
-    Residual success (lower bar), the value printed on each; one panel per scope, side by side
-    (at most three to a line, so the figure's natural width stays within the page's column).
+    """Clean and Residual success per agent (the paper's Figure 1, right panel): one row per
+    agent, labelled with its whole name (wrapped, never cut), holding its Ref. Clean success
+    (upper bar) and its Residual success (lower bar), the value printed on each; one panel per
+    scope, side by side (at most three to a line, the whole at most ``FIGURE_1_MAX_WIDTH`` wide).
 
     Each agent's label is an SVG group ``figure-1-agent-<i>`` (the first panel's; a further
     line of panels repeats them as ``figure-1-agent-<i>-<line>``) and each bar is
@@ -117,9 +142,11 @@ def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -
         names = list(agents)  # the summary's agent order, as in the tables
         ncols = min(MAX_PANELS_PER_LINE, len(scopes))
         lines = -(-len(scopes) // ncols)
-        panel_width = min(4.6, 8.0 / ncols)  # inches; with the labels, three panels are ~1000 px
-        row_height = 0.62  # inches per agent: two bars tall enough for their values
-        fig = figure(figsize=(2.3 + panel_width * ncols, lines * (row_height * len(names) + 1.0) + 0.45),
+        label_width = 2.0  # inches: LABEL_WIDTH characters of BASE_SIZE text
+        panel_width = min(4.6, (FIGURE_1_MAX_WIDTH - label_width) / ncols)
+        # inches per agent: two bars tall enough for their values, or the label's lines
+        row_height = max(0.62, LINE_HEIGHT * _label_lines(names) + 0.1)
+        fig = figure(figsize=(label_width + panel_width * ncols, lines * (row_height * len(names) + 1.0) + 0.45),
                      layout="constrained")  # fmt: skip
         grid = fig.subplots(lines, ncols, sharey=True, squeeze=False)
         for index, scope in enumerate(scopes):
@@ -159,9 +186,10 @@ def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -
 
 
 def chart_conditional(summary: Mapping[str, Any]) -> str | None:
-    """Figure 2: per agent (all tracks pooled, the ``overall`` block), a stacked bar of its
-    Residual Starts on the tasks it solves from Clean Start: failed (= CondFail) and solved,
-    with the tasks and states behind them; each agent's label is the group ``figure-2-agent-<i>``.
+    """CondFail per agent (the paper's Figure 2): per agent (all tracks pooled, the ``overall``
+    block), a stacked bar of its Residual Starts on the tasks it solves from Clean Start: failed
+    (= CondFail) and solved, with the tasks and states behind them; each agent's label (its
+    whole name, wrapped) is the group ``figure-2-agent-<i>``.
     None when no agent has a CondFail."""
     agents: Mapping[str, Any] = summary.get("agents", {})
     overall = {agent: block.get("overall") or {} for agent, block in agents.items()}
@@ -172,7 +200,8 @@ def chart_conditional(summary: Mapping[str, Any]) -> str | None:
     figure = _figure_class()
     with matplotlib.rc_context(_rc()):
         names = list(overall)  # the summary's agent order, as in the tables
-        fig = figure(figsize=(6.4, 0.55 * len(names) + 1.6), layout="constrained")
+        row_height = max(0.55, LINE_HEIGHT * _label_lines(names) + 0.1)
+        fig = figure(figsize=(6.4, row_height * len(names) + 1.6), layout="constrained")
         ax = fig.subplots()
         labelled = False  # label the first drawn bar only, so the legend has one entry each
         for y, agent in enumerate(names):

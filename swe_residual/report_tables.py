@@ -28,12 +28,20 @@ __all__ = [
     "predecessor_table",
     "scopes",
     "table",
+    "wrap",
 ]
 
 
 def e(value: Any) -> str:
     """``value`` as escaped HTML text (None is empty)."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def wrap(value: Any) -> str:
+    """``value`` as escaped HTML text with a break opportunity (``<wbr>``) after each ``:``,
+    ``/``, ``.`` and ``_``: a long agent spec or test id wraps at its own separators in a
+    narrow column, never cut and never broken letter by letter."""
+    return "<wbr>".join(e(piece) for piece in re.split(r"(?<=[:/._])", "" if value is None else str(value)))
 
 
 def pct(value: Any, digits: int = 1) -> str:
@@ -64,12 +72,14 @@ def heading(level: int, anchor: str, title: str, *, paper: str | None = None) ->
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, left: int = 1, raw: bool = False) -> str:
     """A table; the first ``left`` columns are left-aligned. Cells are escaped unless ``raw``
-    (then the caller has escaped them)."""
+    (then the caller has escaped them); the first column (an agent, as a rule) may wrap at
+    its separators (:func:`wrap`)."""
     out = ['<div class="scroll"><table><thead><tr>']
     out += [f'<th class="{"l" if i < left else ""}">{e(h)}</th>' for i, h in enumerate(header)]
     out.append("</tr></thead><tbody>")
     for row in rows:
-        cells = [f'<td class="{"l" if i < left else ""}">{c if raw else e(c)}</td>' for i, c in enumerate(row)]
+        cells = [f'<td class="{"l" if i < left else ""}">{c if raw else (wrap(c) if i == 0 else e(c))}</td>'
+                 for i, c in enumerate(row)]
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -86,7 +96,7 @@ def headline_table(summary: Mapping[str, Any]) -> str:
     sub += "</tr>"
     rows = []
     for agent, block in agents.items():
-        cells = [f'<td class="l">{e(agent)}</td>']
+        cells = [f'<td class="l">{wrap(agent)}</td>']
         for scope in all_scopes:
             m = _metrics(block, scope) or {}
             title = f"{m.get('n_tasks', 0)} tasks, {m.get('n_states', 0)} states"
@@ -157,7 +167,7 @@ def comparison_section(block: Mapping[str, Any], all_scopes: Sequence[str]) -> s
                 f'<span class="up">&#9650; {moved}</span>' if moved > 0 else f'<span class="down">&#9660; {-moved}</span>'
             )
             rows.append([
-                e(r["agent"]),
+                wrap(r["agent"]),
                 "-" if r["clean_rank"] is None else f"{r['clean_rank']} ({pct(r['clean'])})",
                 "-" if r["residual_rank"] is None else f"{r['residual_rank']} ({pct(r['residual'])})",
                 arrow,
@@ -178,11 +188,14 @@ def comparison_section(block: Mapping[str, Any], all_scopes: Sequence[str]) -> s
             out.append('<p class="note">No pair of agents reverses its order.</p>')
     states = block.get("states") or {}
     unsolved = states.get("unsolved") or []
-    title = f"Residual States no agent solved ({len(unsolved)} of {states.get('n_states', 0)})"
-    out.append(heading(3, "unsolved-states", title))
+    n_states = states.get("n_states", 0)
     if unsolved:
+        out.append(heading(3, "unsolved-states", f"Residual States no agent solved ({len(unsolved)} of {n_states})"))
         rows = [[u["track"], u["task"], u["state"], str(u["agents"])] for u in unsolved]
         out.append(table(["Track", "Task", "State", "Agents that ran it"], rows, left=3))
+    else:  # a heading over nothing reads as a page that failed to load: say it in one line
+        said = f"none (each of the {e(n_states)} was solved by at least one agent)" if n_states else "none ran"
+        out.append(f'<p class="note" id="unsolved-states">Residual States no agent solved: {said}.</p>')
     return "".join(out)
 
 

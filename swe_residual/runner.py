@@ -459,6 +459,9 @@ def run_item(
         except OSError as exc:  # a read-only or full results disk must not cost the record
             record["error"] = "; ".join(filter(None, [record["error"], f"trajectory not written: {exc}"]))
     _redact_artifacts(options.run_dir, record["artifacts"], secrets)
+    record["verifier_log"] = _keep_verifier_log(
+        final.verification, item_verifier_log(options.run_dir, agent_name, task, state, options.handoff),
+        options.run_dir, secrets, record["verifier_notes"])
     return redact(record, secrets)
 
 
@@ -479,6 +482,29 @@ def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: Residu
     """Where an item's collected artifacts are kept, beside its trajectory."""
     return run_dir / "artifacts" / agent_slug(agent_name) / task.id / (
         f"{state.id}{view_suffix(handoff)}" if state else "clean")
+
+
+def item_verifier_log(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
+                      handoff: str = BLIND) -> Path:
+    """Where an item's verifier output (test.sh's stdout and stderr) is kept: under `verifier/`,
+    laid out as the artifacts are, in a file named as Harbor names it."""
+    return run_dir / "verifier" / agent_slug(agent_name) / task.id / (
+        f"{state.id}{view_suffix(handoff)}" if state else "clean") / "test-stdout.txt"
+
+
+def _keep_verifier_log(verification: _Verification | None, path: Path, run_dir: Path, secrets: list[str],
+                       notes: list[str]) -> str | None:
+    """Write what the verifier printed for the final verdict to `path`; its path relative to the
+    run directory, or None when there was nothing to keep (no verification) or it was not written."""
+    if verification is None or (not verification.output.output and verification.output.exit_code is None):
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(redact(verification.output.output, secrets), encoding="utf-8", errors="replace")
+    except OSError as exc:  # a read-only or full results disk must not cost the record
+        notes.append(f"verifier output not kept: {exc}")
+        return None
+    return path.relative_to(run_dir).as_posix()
 
 
 def _verifier_notes(task: Task, final: _Attempt) -> list[str]:

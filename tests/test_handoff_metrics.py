@@ -132,7 +132,7 @@ def test_views_add_a_by_handoff_part_and_leave_the_headline_to_blind() -> None:
     assert any(line.startswith("by handoff view") for line in terminal)
     assert all(len(line) <= 100 for line in terminal)
     html = render_html(summary, view_records(), Path("run"))
-    assert 'id="by-handoff"' in html and "residual: P-1 @trace" in html
+    assert 'id="by-handoff"' in html and "Residual: P-1@trace" in html
 
 
 def test_a_run_of_one_non_blind_view_has_no_by_handoff_part() -> None:

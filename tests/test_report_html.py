@@ -29,8 +29,9 @@ from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
 from swe_residual.cli import main as cli_main
-from swe_residual.report_html import render_html
-from swe_residual.summary import build_summary
+from swe_residual.report_html import render_html, write_report
+from swe_residual.report_paths import item_href
+from swe_residual.summary import build_summary, in_agent_order
 
 INSTALL = "apt-get update && apt-get install -y chromium"
 SCREENSHOT_COPY = REPO_ROOT / "reports" / "screenshots" / "report.png"
@@ -65,10 +66,33 @@ class Links(HTMLParser):
         super().__init__()
         self.urls: list[str] = []
         self.tags: set[str] = set()
+        self.ids: set[str] = set()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.add(tag)
         self.urls += [v for k, v in attrs if k in ("href", "src") and v]
+        self.ids |= {v for k, v in attrs if k == "id" and v}
+
+
+def parse_links(page: Path) -> Links:
+    links = Links()
+    links.feed(page.read_text())
+    return links
+
+
+def broken_links(page: Path) -> list[str]:
+    """Every link of ``page`` that leads nowhere: a file that is not there (relative to the
+    page), or an anchor (``#id``, ``file.html#id``) that names no element of its page."""
+    links = parse_links(page)
+    broken = []
+    for url in links.urls:
+        path, _, anchor = url.partition("#")
+        target = (page.parent / unquote(path)) if path else page
+        if not target.is_file():
+            broken.append(f"{url}: no file {target}")
+        elif anchor and anchor not in (links.ids if not path else parse_links(target).ids):
+            broken.append(f"{url}: no element with id {anchor!r}")
+    return broken
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -78,9 +102,8 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def suite_checkout(root: Path) -> dict[str, str]:
-    """Lay out the evaluation suite and a small dataset in ``root`` (task alpha: a Clean
-    Start only; beta: two Residual States, one with a hostile file name); return the
-    environment to run it with."""
+    """Lay out the evaluation suite and a small dataset in ``root`` (task alpha: one Residual
+    State; beta: two, one with a hostile file name); return the environment to run it with."""
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     (root / "residual_tests").mkdir()
     shutil.copy(REPO_ROOT / "residual_tests" / "test_starts.py", root / "residual_tests")
@@ -146,14 +169,28 @@ def test_merged_report_renders_in_chromium(shards: Path, tmp_path: Path, capsys:
     # untrusted text (file names, agent specs) is escaped, never markup
     assert "<script>alert" not in page
     # every relative link resolves: 5 items per agent, each with its trajectory; diffs where
-    # the final state differs from the base
+    # the final state differs from the base; the contents' anchors name the page's sections
     trajectories = [u for u in links.urls if "trajectories/" in u]
     diffs = [u for u in links.urls if u.startswith("diffs/")]
     assert len(trajectories) == 10 and len(diffs) >= 6
-    for url in links.urls:
-        assert (merged / unquote(url)).is_file(), url
+    assert broken_links(page_path) == []
+    contents = page[page.index('<nav class="toc" id="contents">') : page.index("</nav>")]
+    assert {"success", "matrix", "ranking", "acceptance-bias", "by-predecessor", "infrastructure", "items"} <= set(
+        re.findall(r'href="#([^"]+)"', contents))
     # trajectories stay where the shards wrote them, linked relative to the merged report
     assert all(u.startswith("../") for u in trajectories)
+    # the matrix: one cell per agent and start (alpha: clean and one state; beta: clean and two),
+    # each linking to the item's page; every link there resolves too (trajectory, diff, verifier log)
+    cells = re.findall(r'<td class="cell o-(\w+)" data-outcome="\w+" data-agent="([^"]+)"[^>]*><a href="([^"]+)"',
+                       page)
+    assert len(cells) == 2 * 5 and len({(agent, url) for _, agent, url in cells}) == 10
+    item_pages = [merged / unquote(url) for _, _, url in cells]
+    for item_page in item_pages:
+        assert broken_links(item_page) == [], item_page
+    # the verifier's log of each item is kept beside its record, and its page shows it
+    verifier_logs = [u for p in item_pages for u in parse_links(p).urls if u.endswith("/test-stdout.txt")]
+    assert len(verifier_logs) == 10
+    assert all(re.search(r"\d+ passed in [\d.]+s", p.read_text()) for p in item_pages)  # pytest's own summary line
 
     # the DOM chromium builds: both charts present as SVG, every section there
     dom = run_chromium(tmp_path, page_path, "--dump-dom")
@@ -276,3 +313,126 @@ def test_report_without_matplotlib_says_so_and_keeps_its_tables(
         "(pip install &#x27;swe-residual[report]&#x27;).</p>"
     ]
     assert 'id="success"' in page and "<td>100.0</td><td><b>100.0</b></td><td>100.0</td>" in page
+
+
+class Cells(HTMLParser):
+    """The matrix's agent headers and cells: (data-* attributes, class, link, text) of each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.agents: list[str] = []
+        self.cells: list[dict[str, str]] = []
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "th" and a.get("class") == "agent":
+            self.agents.append(a["title"])
+        if tag == "td" and "cell" in a.get("class", "").split():
+            self.cells.append({**a, "href": "", "text": ""})
+            self._in = "cell"
+        if tag == "a" and self._in == "cell":
+            self.cells[-1]["href"] = a["href"]
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "cell":
+            self.cells[-1]["text"] += data
+
+
+def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
+    """The task x start x agent matrix: agents in the summary's order (not by name), one cell per
+    agent and start, the outcome as a class and as text, the start one agent skipped or never ran
+    said so; each cell's link leads to the item's page, which names the failing tests and links
+    the diff, the trajectory and the verifier's log."""
+    run = tmp_path / "run"
+    (run / "trajectories").mkdir(parents=True)
+    (run / "trajectories" / "z-s1.json").write_text(json.dumps({"schema": 1, "agent": "zeta", "final_message": "done",
+        "steps": [{"index": 0, "action": "command", "command": "pytest -q", "output": "1 failed", "exit_code": 1}]}))
+    (run / "verifier" / "zeta").mkdir(parents=True)
+    (run / "verifier" / "zeta" / "test-stdout.txt").write_text("FAILED test_b - assert 1 == 2\n")
+    records = [
+        make_record("t1", None, "success", agent="zeta", tests={"test_a": "passed", "test_b": "passed"}),
+        make_record("t1", "s1", "failure", agent="zeta", tests={"test_a": "passed", "test_b": "failed",
+                    "test_c": "passed"}, initial_tests={"test_a": "passed", "test_b": "failed", "test_c": "failed"},
+                    final_patch="diff --git a/x b/x\n+y\n", trajectory="trajectories/z-s1.json",
+                    verifier_log="verifier/zeta/test-stdout.txt", message="I fixed <c>."),
+        make_record("t1", None, "infra_error", agent="alpha", error="lost container"),
+        make_record("t2", None, "success", agent="zeta", track="machine"),
+    ]  # alpha never ran t1/s1; the run skipped its t2 clean start
+    summary = in_agent_order(build_summary(records, compare=True), ["zeta", "alpha"])
+    summary["skipped"] = [{"item": "alpha/t2/clean", "reason": "needs docker"}]
+    out = tmp_path / "report"
+    page_path = write_report(out, summary, records, record_dirs=[run] * len(records))
+    page = page_path.read_text()
+
+    parsed = Cells()
+    parsed.feed(page[page.index('<table class="matrix">') :])
+    assert parsed.agents == ["zeta", "alpha"]  # the summary's order, as every table
+    got = {(c["data-task"], c["data-state"], c["data-agent"]): c for c in parsed.cells}
+    assert len(parsed.cells) == len(got) == 3 * 2  # rows t1/clean, t1/s1, t2/clean; one cell per agent
+    expected = {("t1", "", "zeta"): ("success", "\u2713 pass 2/2"), ("t1", "s1", "zeta"): ("failure", "\u2717 fail 2/3"),
+                ("t1", "", "alpha"): ("infra_error", "! infra"), ("t1", "s1", "alpha"): ("missing", "\u00b7 not run"),
+                ("t2", "", "zeta"): ("success", "\u2713 pass"), ("t2", "", "alpha"): ("skipped", "\u2013 skipped")}
+    assert {k: (c["data-outcome"], c["text"].strip()) for k, c in got.items()} == expected
+    assert all(c["class"] == f"cell o-{c['data-outcome']}" for c in parsed.cells)
+    assert got[("t2", "", "alpha")]["title"] == "skipped: needs docker"
+    assert got[("t2", "", "zeta")]["data-track"] == "machine"
+    # a cell with a record links to its page; one without has no link
+    for (task, state, agent), cell in got.items():
+        record = next((r for r in records if (r["task"], r["state"] or "", r["agent"]) == (task, state, agent)), None)
+        assert cell["href"] == (item_href(record) if record else ""), (task, state, agent)
+        if record:
+            assert (out / cell["href"]).is_file()
+    assert "not passing: test_b" in page  # a failed cell's tooltip names its failing tests
+
+    item = (out / got[("t1", "s1", "zeta")]["href"]).read_text()
+    failing = item[item.index('id="tests"') : item.index('id="agent-output"')].replace("<wbr>", "")
+    rows = re.findall(r'<td class="l test">(.*?)</td><td class="l \w+">(\w+)</td><td class="l">(\w+)</td>', failing)
+    assert rows == [("test_b", "failed", "failed"), ("test_c", "passed", "failed")]  # still failing; fixed
+    assert "<b>1 of 3</b> tests did not pass; 1 that failed at the start now pass" in failing
+    assert "I fixed &lt;c&gt;." in item and "pytest -q (exit 1)" in item  # its message, its steps
+    assert "FAILED test_b - assert 1 == 2" in item  # the verifier's log, inline
+    assert broken_links(out / got[("t1", "s1", "zeta")]["href"]) == []
+    item_links = parse_links(out / got[("t1", "s1", "zeta")]["href"]).urls
+    for wanted in ("diffs/zeta/t1/residual-s1.diff", "run/trajectories/z-s1.json", "run/verifier/zeta/test-stdout.txt",
+                   "report.html#matrix"):
+        assert any(u.endswith(wanted) for u in item_links), (wanted, item_links)
+    infra = (out / got[("t1", "", "alpha")]["href"]).read_text()
+    assert "lost container" in infra and "No valid verdict" in infra and "No verifier output kept" in infra
+    # the table of contents links every section, the matrix among them
+    assert broken_links(page_path) == []
+    assert '<a href="#matrix">' in page[page.index('id="contents"') : page.index("</nav>")]
+
+
+def test_no_heading_over_an_empty_list_of_unsolved_states(tmp_path: Path) -> None:
+    records = [make_record("t", None, "success"), make_record("t", "s", "success")]
+    page = render_html(build_summary(records, compare=True), records, tmp_path)
+    assert '<h3 id="unsolved-states">' not in page
+    assert ('<p class="note" id="unsolved-states">Residual States no agent solved: none (each of the 1 was solved '
+            "by at least one agent).</p>") in page
+    failed = [make_record("t", None, "success"), make_record("t", "s", "failure")]
+    page = render_html(build_summary(failed, compare=True), failed, tmp_path)
+    assert '<h3 id="unsolved-states">Residual States no agent solved (1 of 1)</h3>' in page
+
+
+def test_chart_labels_hold_whole_agent_names(tmp_path: Path) -> None:
+    """Agent specs are long and differ at either end: the charts label each row with the whole
+    name, wrapped at its separators, never cut; and no caption says what only the paper can."""
+    agents = ["cmd:/tmp/h4/weak/weak-agent.sh", "cmd:/tmp/h4/strong/strong-agent.sh --model some-model-name"]
+    records = [make_record("t", s, o, agent=a) for a in agents for s, o in ((None, "success"), ("s", "failure"))]
+    summary = build_summary(records, compare=True)
+    page = render_html(summary, records, tmp_path)
+    for figure_id in ("figure-1", "figure-2"):
+        figure = _figure(page, figure_id)
+        assert "..." not in figure and "\u2026" not in figure
+        for index, agent in enumerate(summary["agents"]):  # rows in the summary's order
+            group = re.search(rf'<g id="{figure_id}-agent-{index}">(.*?)</g>', figure, flags=re.DOTALL)
+            assert group, (figure_id, index)
+            lines = re.findall(r"<text[^>]*>([^<]*)</text>", group.group(1))
+            assert " ".join(lines).replace(" ", "") == agent.replace(" ", ""), (lines, agent)
+            assert len(lines) >= 2 and all(len(line) <= 24 for line in lines)  # wrapped to the label column
+    assert "(right)" not in page and "the paper's Figure 1, right panel" in page

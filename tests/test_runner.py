@@ -53,6 +53,10 @@ def test_record_has_the_contract_fields(setup) -> None:
     assert {"setup_sec", "agent_sec", "verify_sec", "total_sec"} <= set(record["durations"])
     trajectory = json.loads((options.run_dir / record["trajectory"]).read_text())
     assert trajectory["schema"] == 1 and trajectory["steps"] == []
+    # what test.sh printed for the verdict is kept beside the record (Harbor's test-stdout.txt)
+    assert record["verifier_log"] == f"verifier/noop/{entry.task.id}/drafter-1/test-stdout.txt"
+    log = (options.run_dir / record["verifier_log"]).read_text()
+    assert "test_clamp_high" in log and "failed" in log.lower()
     json.dumps(record)  # serializable as it is
 
 
