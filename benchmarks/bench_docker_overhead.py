@@ -33,14 +33,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import DockerBackend, remove_cached_images
-from swe_residual.environment.docker.verification import verifier_image
-from swe_residual.images import ensure_base_image
-from swe_residual.patches import capture_patch
-from swe_residual.state import ResidualState, load_state
-from swe_residual.task import Task, load_task
-from swe_residual.verifier_environment import SHARED, plan_verifier_environment
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import DockerBackend, remove_cached_images
+from swe_residual.environments.docker.verification import verifier_image
+from swe_residual.environments.docker.base_image import ensure_base_image
+from swe_residual.states.patches import capture_patch
+from swe_residual.states.state import ResidualState, load_state
+from swe_residual.dataset.task import Task, load_task
+from swe_residual.verifier.environment import SHARED, plan_verifier_environment
 
 DOCKERFILE = """\
 ARG BASE_IMAGE=swe-residual-base:bookworm

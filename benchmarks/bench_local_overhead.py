@@ -18,11 +18,11 @@ from pathlib import Path
 
 from swe_residual.agents import resolve_agent
 from swe_residual.agents.base import AgentSession, Budget
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.local import LocalBackend
-from swe_residual.patches import capture_patch
-from swe_residual.trajectory import Trajectory
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.local import LocalBackend
+from swe_residual.states.patches import capture_patch
+from swe_residual.trial.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 

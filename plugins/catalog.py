@@ -14,11 +14,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swe_residual.dataset import _is_task_dir, not_a_directory  # load_dataset's rules: both see the same tasks
+from swe_residual.dataset.load import _is_task_dir, not_a_directory  # load_dataset's rules: both see the same tasks
 from swe_residual.errors import DatasetError
-from swe_residual.items import ItemSpec
-from swe_residual.state import ResidualState, load_state
-from swe_residual.task import Task, load_task
+from swe_residual.run.items import ItemSpec
+from swe_residual.states.state import ResidualState, load_state
+from swe_residual.dataset.task import Task, load_task
 
 RESIDUAL_DIR = "residual"
 
@@ -50,7 +50,7 @@ class Catalog:
 
     def items(self, agents: list[str], skip_reason_for_track: dict[str, str] | None = None,
               views: tuple[str, ...] = ("blind",)) -> list[ItemSpec]:
-        """The run's items, in the order of `swe_residual.items.build_items`: the same on every worker.
+        """The run's items, in the order of `swe_residual.run.items.build_items`: the same on every worker.
         Each Residual State gives one item per handoff view; a Clean Start one item whatever the views."""
         skips = skip_reason_for_track or {}
         items = [ItemSpec(agent="-", task_id=name, state_id=None, track="-", error=error)

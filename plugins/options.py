@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from swe_residual.agents import AGENT_FORMS
-from swe_residual.gates import parse_gate
-from swe_residual.settings import (
+from swe_residual.run.gates import parse_gate
+from swe_residual.run.settings import (
     WATCHDOG_MARGIN_SEC, RunSettings, parse_backend, parse_model, parse_non_negative_int, parse_positive_float,
     parse_positive_int, resolve, resolve_agent_environment, resolve_agent_names, resolve_agent_options,
     resolve_handoff,
 )
-from swe_residual.sharding import parse_shard
+from swe_residual.run.sharding import parse_shard
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -123,7 +123,7 @@ def read_settings(config: pytest.Config) -> RunSettings:
     )
 
 
-# Each kept run setting (swe_residual/run_config.py) and the options and ini keys that give it.
+# Each kept run setting (swe_residual/run/config.py) and the options and ini keys that give it.
 _GIVEN_BY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "agents": (("agent",), ("residual_agents",)),
     "agent_names": (("agent_name",), ("residual_agent_name",)),

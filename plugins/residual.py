@@ -23,30 +23,30 @@ from plugins.context import (
 )
 from plugins.legend import legend
 from plugins.options import given_settings, read_settings
-from swe_residual.agent_environment import require_docker
-from swe_residual.agent_identity import AgentConfigConflict
+from swe_residual.agents.environment import require_docker
+from swe_residual.agents.identity import AgentConfigConflict
 from swe_residual.agents import AGENT_FORMS, resolve_agent
-from swe_residual.backend_choice import BackendChoice
-from swe_residual.backends import checked_docker_hosts
-from swe_residual.dataset import not_a_directory
-from swe_residual.dataset_check import not_a_dataset
+from swe_residual.environments.choice import BackendChoice
+from swe_residual.environments.registry import checked_docker_hosts
+from swe_residual.dataset.load import not_a_directory
+from swe_residual.dataset.check import not_a_dataset
 from swe_residual.errors import ConfigError, DatasetError
-from swe_residual.gates import GateResult, evaluate_gates
-from swe_residual.handoff import BLIND, VIEWS
-from swe_residual.items import ItemSpec
-from swe_residual.records import (
+from swe_residual.run.gates import GateResult, evaluate_gates
+from swe_residual.handoff.views import BLIND, VIEWS
+from swe_residual.run.items import ItemSpec
+from swe_residual.trial.records import (
     append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_records,
 )
-from swe_residual.report_html import write_report
-from swe_residual.resume import prepare_resume
-from swe_residual.run_config import RUN_CONFIG, changes, read_run_config, resume_settings, write_run_config
-from swe_residual.run_lock import RunLock
-from swe_residual.settings import RunSettings
-from swe_residual.sharding import assign_tasks
-from swe_residual.run_status import interrupted_lines, resume_command, with_run_status
-from swe_residual.summary import build_summary, in_agent_order, render_markdown, render_terminal
-from swe_residual.summary_files import write_summary_files
-from swe_residual.terminations import TerminationReport, termination_report
+from swe_residual.report.html import write_report
+from swe_residual.run.resume import prepare_resume
+from swe_residual.run.config import RUN_CONFIG, changes, read_run_config, resume_settings, write_run_config
+from swe_residual.run.lock import RunLock
+from swe_residual.run.settings import RunSettings
+from swe_residual.run.sharding import assign_tasks
+from swe_residual.run.status import interrupted_lines, resume_command, with_run_status
+from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
+from swe_residual.summary.files import write_summary_files
+from swe_residual.summary.terminations import TerminationReport, termination_report
 
 reporter_key = pytest.StashKey["ResidualReporter"]()
 lock_key = pytest.StashKey[RunLock]()

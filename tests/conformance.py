@@ -24,7 +24,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from swe_residual.images import BASE_IMAGE
+from swe_residual.environments.docker.base_image import BASE_IMAGE
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost", "GIT_COMMITTER_NAME": "t",

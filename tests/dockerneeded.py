@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from swe_residual.environment.docker import DockerBackend
+from swe_residual.environments.docker import DockerBackend
 
 ENGINE_ANSWERS = DockerBackend.available()
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")

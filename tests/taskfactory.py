@@ -15,7 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from swe_residual.environment.base import BASE_COMMIT_ENV
+from swe_residual.environments.base import BASE_COMMIT_ENV
 
 TEST_SH = textwrap.dedent(
     """\

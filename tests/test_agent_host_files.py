@@ -20,8 +20,8 @@ from taskfactory import make_task
 from swe_residual.agents import AgentSession, Budget, resolve_agent
 from swe_residual.agents.host_files import host_program
 from swe_residual.errors import ConfigError
-from swe_residual.task import load_task
-from swe_residual.trajectory import Trajectory
+from swe_residual.dataset.task import load_task
+from swe_residual.trial.trajectory import Trajectory
 
 # Prints where it runs (hostname, working directory, its own path), then fixes the task.
 FIX_AGENT = f"""#!/bin/bash
@@ -138,8 +138,8 @@ def test_local_backend_refuses_agent_mounts_and_setup(suite: pytest.Pytester) ->
 
 
 def test_copy_is_gone_after_the_agent_on_local(tmp_path: Path, cache_dir: Path) -> None:
-    from swe_residual.environment.base import StartSpec
-    from swe_residual.environment.local import LocalBackend
+    from swe_residual.environments.base import StartSpec
+    from swe_residual.environments.local import LocalBackend
 
     task = load_task(make_task(tmp_path / "data", "calc"))
     write_agent(tmp_path / "host")

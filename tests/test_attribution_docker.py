@@ -32,12 +32,12 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_n
 from scripted_agents import FIX_CLAMP
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
 from swe_residual.metrics.headline import is_excluded, success
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.summary import build_summary, render_terminal
-from swe_residual.terminations import termination_table
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.summary.aggregate import build_summary, render_terminal
+from swe_residual.summary.terminations import termination_table
 
 pytestmark = requires_docker
 

@@ -15,9 +15,9 @@ from attackers import CORRUPT_GIT, HANG_ON_IMPORT, USER_SITE_PTH, attack_task
 from scripted_agents import FIX_CLAMP
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.local import LocalBackend
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.runner import RunOptions, run_item
 
 
 def _run(tmp_path: Path, command: str, **task_options: Any) -> dict[str, Any]:

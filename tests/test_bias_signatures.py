@@ -11,11 +11,11 @@ import pytest
 from taskfactory import BASE_SOURCE, SOLVED_SOURCE, git_diff_of, make_task
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.local import LocalBackend
-from swe_residual.records import append_record, read_records
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.summary import build_summary
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import append_record, read_records
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.summary.aggregate import build_summary
 
 # Two predecessors that each add several lines to calc.py, fix only the low side of clamp (so
 # exactly test_clamp_high still fails, as their state.toml says), and never touch README.md,

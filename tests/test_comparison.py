@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from swe_residual.comparison import (
+from swe_residual.metrics.comparison import (
     comparison,
     headline_line,
     rank,
@@ -16,7 +16,7 @@ from swe_residual.comparison import (
     reversals,
     unsolved_states,
 )
-from swe_residual.summary import build_summary, render_terminal
+from swe_residual.summary.aggregate import build_summary, render_terminal
 
 
 def summary_of(rates: dict[str, dict[str, tuple[float | None, float | None]]]) -> dict[str, Any]:

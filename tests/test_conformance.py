@@ -19,14 +19,14 @@ from conformance import F2P_IDS, P2P_IDS, TB2_IDS, write_deepswe_task, write_tb2
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - the autouse fixture
 
 from swe_residual.agents.builtin import NoopAgent, OracleAgent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.docker import DockerBackend
-from swe_residual.environment.docker.engine import default_client, remove_images
-from swe_residual.environment.docker.images import remove_cached_images
-from swe_residual.environment.docker.verification import VERIFIER_REPO
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.report_html import render_html
-from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.docker import DockerBackend
+from swe_residual.environments.docker.engine import default_client, remove_images
+from swe_residual.environments.docker.images import remove_cached_images
+from swe_residual.environments.docker.verification import VERIFIER_REPO
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.report.html import render_html
+from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
 pytestmark = [*requires_docker, pytest.mark.slow]
 
@@ -166,7 +166,7 @@ def test_an_oracle_that_cannot_solve_is_listed_not_silent(tmp_path: Path, backen
 
 
 def test_validate_names_track_and_workdir_and_why(dataset_dir: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "swe_residual.cli", "validate", str(dataset_dir)],
+    done = subprocess.run([sys.executable, "-m", "swe_residual.cli.main", "validate", str(dataset_dir)],
                           capture_output=True, text=True)
     out = done.stdout
     assert "calc-deepswe: track repo" in out
@@ -177,7 +177,7 @@ def test_validate_names_track_and_workdir_and_why(dataset_dir: Path) -> None:
 
 
 def test_validate_verify_runs_the_oracle_from_every_start(dataset_dir: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "swe_residual.cli", "validate", str(dataset_dir / "publish-page-tb2"),
+    done = subprocess.run([sys.executable, "-m", "swe_residual.cli.main", "validate", str(dataset_dir / "publish-page-tb2"),
                            "--verify", "--backend=docker"], capture_output=True, text=True)
     assert "ok: publish-page-tb2: oracle-solvable: yes" in done.stdout, done.stdout + done.stderr
     assert "ok: publish-page-tb2/edited: oracle-solvable: yes" in done.stdout
@@ -217,7 +217,7 @@ def test_stage_iv_excludes_a_state_no_reference_solution_can_finish(dataset_dir:
 
 def test_validate_verify_flags_a_state_the_oracle_cannot_finish(dataset_dir: Path, tmp_path: Path) -> None:
     task_dir = _destroyed_copy(dataset_dir, tmp_path)
-    done = subprocess.run([sys.executable, "-m", "swe_residual.cli", "validate", str(task_dir), "--verify",
+    done = subprocess.run([sys.executable, "-m", "swe_residual.cli.main", "validate", str(task_dir), "--verify",
                            "--backend=docker"], capture_output=True, text=True)
     assert "error: publish-page-tb2/destroyed: oracle-solvable: no" in done.stdout, done.stdout + done.stderr
     assert "ok: publish-page-tb2/edited: oracle-solvable: yes" in done.stdout

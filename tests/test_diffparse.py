@@ -1,8 +1,8 @@
-"""Tests of swe_residual.diffparse on diffs produced by real `git diff --binary` runs."""
+"""Tests of swe_residual.states.diffparse on diffs produced by real `git diff --binary` runs."""
 
 from __future__ import annotations
 
-from swe_residual.diffparse import FileDiff, changed_files, parse_diff, unquote_path
+from swe_residual.states.diffparse import FileDiff, changed_files, parse_diff, unquote_path
 
 # `git diff --cached --binary` of a real repository (git 2.x), pasted verbatim. Note the TAB
 # after paths containing a space in the ---/+++ lines, and git's C-quoting of "tab\té.txt".

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import (
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import (
     LABEL,
     TEMP_REPO,
     DockerBackend,
@@ -34,10 +34,10 @@ from swe_residual.environment.docker import (
     sweep,
 )
 from swe_residual.errors import DatasetError, InfraError
-from swe_residual.images import BASE_IMAGE, debian_mirror, ensure_base_image, parse_deb822, parse_one_line
-from swe_residual.patches import capture_patch
-from swe_residual.state import ResidualState, load_state
-from swe_residual.task import Task, load_task
+from swe_residual.environments.docker.base_image import BASE_IMAGE, debian_mirror, ensure_base_image, parse_deb822, parse_one_line
+from swe_residual.states.patches import capture_patch
+from swe_residual.states.state import ResidualState, load_state
+from swe_residual.dataset.task import Task, load_task
 
 pytestmark = requires_docker
 
@@ -333,8 +333,8 @@ def test_second_prepare_reuses_and_changed_dockerfile_rebuilds(
 PREPARE = '''
 import sys
 from pathlib import Path
-from swe_residual.environment.docker import DockerBackend
-from swe_residual.task import load_task
+from swe_residual.environments.docker import DockerBackend
+from swe_residual.dataset.task import load_task
 with DockerBackend(cache_dir=Path(sys.argv[2]), progress=lambda line: print(line, flush=True)) as backend:
     print("image", backend.task_image(load_task(Path(sys.argv[1]))).image_id, flush=True)
 '''
@@ -663,9 +663,9 @@ def test_sweep_removes_containers_of_dead_owners(backend: DockerBackend, base_im
 CHILD = '''
 import sys, time
 from pathlib import Path
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import DockerBackend
-from swe_residual.task import load_task
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import DockerBackend
+from swe_residual.dataset.task import load_task
 backend = DockerBackend(cache_dir=Path(sys.argv[2]), progress=lambda _: None)
 task = load_task(Path(sys.argv[1]))
 envs = [backend.start(task, None, StartSpec("sig-run", f"child-{i}", 1)) for i in range(2)]

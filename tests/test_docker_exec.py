@@ -19,8 +19,8 @@ import docker
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import (
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import (
     LABEL,
     OUTPUT_HEAD_BYTES,
     OUTPUT_TAIL_BYTES,
@@ -29,8 +29,8 @@ from swe_residual.environment.docker import (
     DockerEnvironment,
 )
 from swe_residual.errors import InfraError
-from swe_residual.images import BASE_IMAGE, ensure_base_image
-from swe_residual.task import Task, load_task
+from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
+from swe_residual.dataset.task import Task, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,9 +94,9 @@ pytestmark = requires_docker
 MEASURE = '''
 import json, sys, time
 from pathlib import Path
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import DockerBackend
-from swe_residual.task import load_task
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import DockerBackend
+from swe_residual.dataset.task import load_task
 
 
 def rss_kib(field):

@@ -29,15 +29,15 @@ from scripted_agents import DISCARD, FIX_CLAMP
 from taskfactory import make_task
 
 from swe_residual.agents import AgentResult, AgentSession
-from swe_residual.backends import make_backend
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import LABEL, DockerBackend, remove_cached_images
-from swe_residual.environment.docker.fleet import DockerFleet, engine_cache_dir, preferred_index
+from swe_residual.environments.registry import make_backend
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.environments.docker.fleet import DockerFleet, engine_cache_dir, preferred_index
 from swe_residual.errors import ConfigError, InfraError
-from swe_residual.images import ensure_base_image
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.state import load_state
-from swe_residual.task import Task, load_task
+from swe_residual.environments.docker.base_image import ensure_base_image
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.states.state import load_state
+from swe_residual.dataset.task import Task, load_task
 
 
 def _engine_socket() -> str | None:

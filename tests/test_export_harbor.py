@@ -24,15 +24,15 @@ import pytest
 from conftest import REPO_ROOT
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
-from swe_residual.cli import main
-from swe_residual.dataset import load_dataset
-from swe_residual.diffparse import parse_diff
+from swe_residual.cli.main import main
+from swe_residual.dataset.load import load_dataset
+from swe_residual.states.diffparse import parse_diff
 from swe_residual.errors import DatasetError
-from swe_residual.harbor_export import export_dataset
-from swe_residual.harbor_export_states import PATCH_IN_IMAGE, PATCH_NAME
-from swe_residual.harbor_export_toml import edit_task_toml
-from swe_residual.state import ResidualState
-from swe_residual.task import Task
+from swe_residual.harbor.export import export_dataset
+from swe_residual.harbor.export_states import PATCH_IN_IMAGE, PATCH_NAME
+from swe_residual.harbor.export_toml import edit_task_toml
+from swe_residual.states.state import ResidualState
+from swe_residual.dataset.task import Task
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 TEST_REPO = "swe-residual-export-test"
@@ -290,7 +290,7 @@ class Engine:
     repository, runs throwaway containers of them, and remembers every tag for removal."""
 
     def __init__(self, lock_dir: Path) -> None:
-        from swe_residual.environment.docker.engine import default_client
+        from swe_residual.environments.docker.engine import default_client
 
         self.client = default_client()
         self.lock_dir = lock_dir
@@ -298,7 +298,7 @@ class Engine:
         self.tags: list[str] = []
 
     def build(self, context: Path, name: str) -> str:
-        from swe_residual.environment.docker.images import build_image
+        from swe_residual.environments.docker.images import build_image
 
         tag, _ = build_image(self.client, context, context / "Dockerfile", repo=TEST_REPO, name=f"{name}-{self.token}",
                              timeout_sec=1800, lock_dir=self.lock_dir, progress=lambda _message: None)
@@ -329,7 +329,7 @@ class Engine:
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    from swe_residual.environment.docker.engine import remove_images
+    from swe_residual.environments.docker.engine import remove_images
 
     made = Engine(tmp_path_factory.mktemp("build-locks"))
     try:

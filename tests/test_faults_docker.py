@@ -33,7 +33,7 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_n
 from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
-from swe_residual.environment.docker import LABEL, remove_cached_images
+from swe_residual.environments.docker import LABEL, remove_cached_images
 
 pytestmark = requires_docker
 

@@ -26,12 +26,12 @@ from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment import local
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.local import LocalBackend
-from swe_residual.records import fallback_path
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments import local
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import fallback_path
+from swe_residual.trial.runner import RunOptions, run_item
 
 SPEC = StartSpec("run", "item", 1)
 LOCAL_KILLER = "[t]ests/(test\\.sh|pytest\\.ini)"  # the verifier's files only: the harness is a pytest too

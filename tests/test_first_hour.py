@@ -116,8 +116,8 @@ def test_auto_says_why_it_chose_local(suite: pytest.Pytester, monkeypatch: pytes
 
 @pytest.mark.docker
 def test_auto_says_which_engine_answered(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    from swe_residual.backend_choice import environment_engine
-    from swe_residual.backends import docker_available
+    from swe_residual.environments.choice import environment_engine
+    from swe_residual.environments.registry import docker_available
 
     if not docker_available():
         pytest.skip("no Docker engine answers")

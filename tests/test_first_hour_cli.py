@@ -1,6 +1,6 @@
 """The small things a new user meets in the `swe-residual` command and `pytest --help`: the
 version, the help texts, quartiles with decimals, an empty Harbor jobs directory, the tasks
-`residualize generate` skips, a file given as a dataset (swe_residual/cli.py and friends)."""
+`residualize generate` skips, a file given as a dataset (swe_residual/cli/main.py and friends)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from taskfactory import make_task
 
 from swe_residual import __version__
 from swe_residual.agents import AGENT_FORMS
-from swe_residual.cli import build_parser, main as cli_main
+from swe_residual.cli.main import build_parser, main as cli_main
 from swe_residual.errors import DatasetError
-from swe_residual.dataset import load_dataset
+from swe_residual.dataset.load import load_dataset
 from swe_residual.residualize.stats import render_stats
 
 

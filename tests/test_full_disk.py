@@ -19,8 +19,8 @@ import pytest
 from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
-from swe_residual.cli import main as cli_main
-from swe_residual.records import (
+from swe_residual.cli.main import main as cli_main
+from swe_residual.trial.records import (
     append_record, append_record_or_fallback, fallback_path, infra_error_record, read_records,
 )
 

@@ -14,12 +14,12 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_n
 from handoff_task import make_handoff_task
 
 from swe_residual.agents import resolve_agent
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import DockerBackend, remove_cached_images
-from swe_residual.handoff_file import give_handoff
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.state import load_state
-from swe_residual.task import Task, load_task
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import DockerBackend, remove_cached_images
+from swe_residual.handoff.file import give_handoff
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.states.state import load_state
+from swe_residual.dataset.task import Task, load_task
 
 pytestmark = requires_docker
 

@@ -21,9 +21,9 @@ from conftest import TESTS_DIR
 from handoff_records import default_records, view_records
 from recordfactory import make_record
 
-from swe_residual.metrics.handoff import by_view, primary_records, quantity, takeover_cost, view_block, views_of
-from swe_residual.report_html import render_html
-from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.handoff.metrics import by_view, primary_records, quantity, takeover_cost, view_block, views_of
+from swe_residual.report.html import render_html
+from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
 FROZEN = TESTS_DIR / "data" / "handoff"
 approx = pytest.approx

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from conftest import REPO_ROOT
 
-from swe_residual.cli import main as cli_main
-from swe_residual.residualize.handoff_sources import predecessor_files
+from swe_residual.cli.main import main as cli_main
+from swe_residual.handoff.sources import predecessor_files
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"

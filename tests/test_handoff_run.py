@@ -12,13 +12,13 @@ from handoff_task import make_handoff_task
 from suitecheckout import make_checkout
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.local import LocalBackend
-from swe_residual.handoff_file import give_handoff, handoff_sentence
-from swe_residual.records import read_records
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.summary import DURATION_KEYS, build_summary
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.local import LocalBackend
+from swe_residual.handoff.file import give_handoff, handoff_sentence
+from swe_residual.trial.records import read_records
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.summary.aggregate import DURATION_KEYS, build_summary
 
 AGENT = "module:scripted_agents:FollowsHandoff"
 

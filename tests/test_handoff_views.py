@@ -12,15 +12,15 @@ from conftest import REPO_ROOT
 from handoff_task import NOTES, make_handoff_task
 
 from plugins.catalog import scan_dataset
-from swe_residual.dataset import load_dataset
-from swe_residual.diffparse import changed_files
+from swe_residual.dataset.load import load_dataset
+from swe_residual.states.diffparse import changed_files
 from swe_residual.errors import ConfigError, DatasetError
-from swe_residual.handoff import NO_NOTES, NO_TRAJECTORY, VIEWS, command_targets, fenced, render, render_structured
-from swe_residual.handoff_runs import find_test_runs, runs_tests, summary_line
-from swe_residual.records import dedupe_records, item_id, item_key, record_key
-from swe_residual.settings import resolve_handoff
-from swe_residual.state import load_state
-from swe_residual.trajectory import Step
+from swe_residual.handoff.views import NO_NOTES, NO_TRAJECTORY, VIEWS, command_targets, fenced, render, render_structured
+from swe_residual.handoff.runs import find_test_runs, runs_tests, summary_line
+from swe_residual.trial.records import dedupe_records, item_id, item_key, record_key
+from swe_residual.run.settings import resolve_handoff
+from swe_residual.states.state import load_state
+from swe_residual.trial.trajectory import Step
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 

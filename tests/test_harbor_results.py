@@ -18,11 +18,11 @@ from harborjobs import write_trial
 from taskfactory import make_task
 
 from swe_residual.agents import resolve_agent
-from swe_residual.cli import main as cli_main
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.local import LocalBackend
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.summary import build_summary
+from swe_residual.cli.main import main as cli_main
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.summary.aggregate import build_summary
 
 MODEL = {"provider": "test", "model": "m1"}
 FIGURES = ("residual", "clean", "gap", "condfail", "n_tasks", "n_states")

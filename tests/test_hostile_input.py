@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from taskfactory import make_task
 
-from swe_residual.backends import (
+from swe_residual.environments.registry import (
     MACHINE_TRACK_NEEDS_DOCKER,
     docker_available,
     unsupported_tracks,
 )
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.local import LocalBackend
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import DatasetError
-from swe_residual.items import build_items
-from swe_residual.state import MAX_PATCH_BYTES
+from swe_residual.run.items import build_items
+from swe_residual.states.state import MAX_PATCH_BYTES
 
 ESCAPING = {
     "parent directory": (
@@ -183,7 +183,7 @@ def test_local_backend_skips_machine_track_items_with_the_reason(tmp_path: Path)
 @pytest.mark.docker
 @pytest.mark.skipif(not docker_available(), reason="no Docker engine answers")
 def test_replay_runs_in_a_container_without_network_or_engine_socket(tmp_path: Path) -> None:
-    from swe_residual.environment.docker import DockerBackend, remove_cached_images
+    from swe_residual.environments.docker import DockerBackend, remove_cached_images
 
     # What the replay saw, from inside: only loopback, no engine socket, no raw-network or
     # admin capabilities. Kept in the snapshot, read back from an instance of it.

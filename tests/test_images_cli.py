@@ -24,13 +24,13 @@ import docker.errors
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
-from swe_residual.cli import main as cli_main
-from swe_residual.environment.docker import TASK_REPO, TEMP_REPO, DockerBackend, connect
-from swe_residual.environment.docker.ancestry import ImageGraph, Node
-from swe_residual.environment.docker.hygiene import HOST, LABEL, process_start
-from swe_residual.environment.docker.inventory import OTHER, kind_of
-from swe_residual.environment.docker.verification import VERIFIER_REPO
-from swe_residual.images import BASE_IMAGE, ensure_base_image
+from swe_residual.cli.main import main as cli_main
+from swe_residual.environments.docker import TASK_REPO, TEMP_REPO, DockerBackend, connect
+from swe_residual.environments.docker.ancestry import ImageGraph, Node
+from swe_residual.environments.docker.hygiene import HOST, LABEL, process_start
+from swe_residual.environments.docker.inventory import OTHER, kind_of
+from swe_residual.environments.docker.verification import VERIFIER_REPO
+from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
 
 pytestmark = requires_docker
 

@@ -28,12 +28,12 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_n
 from test_harbor_lint import harbor  # noqa: F401 - the fixture: Harbor required under CI=true
 
 from swe_residual.agents import resolve_agent
-from swe_residual.backends import make_backend
-from swe_residual.cli import main
-from swe_residual.dataset import TaskEntry, load_dataset
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.local import LocalBackend, default_cache_dir
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.environments.registry import make_backend
+from swe_residual.cli.main import main
+from swe_residual.dataset.load import TaskEntry, load_dataset
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.local import LocalBackend, default_cache_dir
+from swe_residual.trial.runner import RunOptions, run_item
 
 # Unique per run: the docker images named after the task are removed at the end.
 TASK_ID = f"textstats-{secrets.token_hex(3)}"
@@ -311,7 +311,7 @@ def test_oracle_solves_and_noop_fails_every_start(imported: Path, tmp_path: Path
     finally:
         backend.close()
         if backend_name == "docker":
-            from swe_residual.environment.docker import remove_cached_images
+            from swe_residual.environments.docker import remove_cached_images
 
             remove_cached_images(TASK_ID)
 

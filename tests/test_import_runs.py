@@ -25,10 +25,10 @@ import pytest
 from harborjobs import _atif, _stamp, write_trial
 from taskfactory import BASE_SOURCE, RESIDUAL_SOURCE, git_diff_of, make_task
 
-from swe_residual.cli import main as cli_main
-from swe_residual.importing import harbor_jobs
-from swe_residual.importing.atif import atif_to_trajectory
-from swe_residual.importing.harbor_layout import ArtifactEntry, find_artifact, read_jobs
+from swe_residual.cli.main import main as cli_main
+from swe_residual.harbor import jobs as harbor_jobs
+from swe_residual.harbor.atif import atif_to_trajectory
+from swe_residual.harbor.layout import ArtifactEntry, find_artifact, read_jobs
 from swe_residual.importing.predictions import read_predictions
 from swe_residual.errors import ConfigError
 

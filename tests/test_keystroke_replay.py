@@ -14,12 +14,12 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_n
 
 from taskfactory import assert_replayed_as_recorded, make_machine_task
 
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import DockerBackend, remove_cached_images
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.errors import DatasetError
-from swe_residual.images import ensure_base_image
-from swe_residual.state import load_state
-from swe_residual.task import load_task
+from swe_residual.environments.docker.base_image import ensure_base_image
+from swe_residual.states.state import load_state
+from swe_residual.dataset.task import load_task
 
 pytestmark = requires_docker
 

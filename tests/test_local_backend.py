@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from taskfactory import make_task
 
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.local import LocalBackend
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import DatasetError
 
 SPEC = StartSpec(run_id="test", item_id="item", attempt=1)
@@ -173,10 +173,10 @@ _LOUD_AGENT = """
 import json, resource, sys
 from pathlib import Path
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.local import LocalBackend
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.runner import RunOptions, run_item
 
 root = Path(sys.argv[1])
 entry = load_dataset(root / "data").entries[0]

@@ -12,8 +12,8 @@ from pathlib import Path
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from conftest import REPO_ROOT
 
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.docker import checkpoint_support
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.docker import checkpoint_support
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"
@@ -66,7 +66,7 @@ def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
         ["build", str(work), "--out", str(out)],
     ]
     for step in steps:
-        done = subprocess.run([sys.executable, "-m", "swe_residual.cli", "residualize", *step], cwd=REPO_ROOT,
+        done = subprocess.run([sys.executable, "-m", "swe_residual.cli.main", "residualize", *step], cwd=REPO_ROOT,
                               capture_output=True, text=True, env=env, timeout=900)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Included" in done.stdout

@@ -15,8 +15,8 @@ from recordfactory import make_record
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.headline import dedupe_records
 from swe_residual.metrics.inspection import inspected, opened_files
-from swe_residual.records import record_key
-from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.trial.records import record_key
+from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
 S, F = "success", "failure"
 P, X = "passed", "failed"

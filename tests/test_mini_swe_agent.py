@@ -21,11 +21,11 @@ from conftest import REPO_ROOT, TESTS_DIR
 
 from swe_residual.agents import resolve_agent
 from swe_residual.agents.mini_swe import PINNED_VERSION, load_script
-from swe_residual.dataset import TaskEntry, load_dataset
-from swe_residual.environment.local import LocalBackend
+from swe_residual.dataset.load import TaskEntry, load_dataset
+from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import ConfigError
 from swe_residual.metrics.acceptance import acceptance_bias
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.trial.runner import RunOptions, run_item
 
 SAMPLE_TASK = REPO_ROOT / "datasets" / "sample" / "lru-cache-ttl"
 STATE = "drafter-1"
@@ -34,7 +34,7 @@ ACCEPT = ["git status --short", "git diff", SUBMIT]
 
 
 def docker_available() -> bool:
-    from swe_residual.environment.docker import DockerBackend
+    from swe_residual.environments.docker import DockerBackend
 
     return DockerBackend.available()
 
@@ -78,7 +78,7 @@ def scripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def docker_base_image() -> str:
-    from swe_residual.images import ensure_base_image
+    from swe_residual.environments.docker.base_image import ensure_base_image
 
     return ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
 
@@ -90,7 +90,7 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if request.param == "local":
         yield LocalBackend(cache_dir=tmp_path_factory.mktemp("cache"), work_dir=tmp_path_factory.mktemp("work"))
         return
-    from swe_residual.environment.docker import LABEL, DockerBackend
+    from swe_residual.environments.docker import LABEL, DockerBackend
 
     request.getfixturevalue("docker_base_image")
     with DockerBackend(cache_dir=tmp_path_factory.mktemp("docker-cache"), progress=lambda line: None) as created:

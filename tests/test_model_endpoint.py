@@ -28,10 +28,10 @@ from model_server import ModelServer, Reply  # noqa: E402
 from test_mini_swe_agent import SUBMIT, copy_sample_task, solving_script  # noqa: E402
 
 from swe_residual.agents import resolve_agent  # noqa: E402
-from swe_residual.dataset import TaskEntry, load_dataset  # noqa: E402
-from swe_residual.environment.local import LocalBackend  # noqa: E402
+from swe_residual.dataset.load import TaskEntry, load_dataset  # noqa: E402
+from swe_residual.environments.local import LocalBackend  # noqa: E402
 from swe_residual.errors import ConfigError  # noqa: E402
-from swe_residual.runner import RunOptions, run_item  # noqa: E402
+from swe_residual.trial.runner import RunOptions, run_item  # noqa: E402
 
 SERVED = "served-model"  # the name the server serves; litellm's "openai/" prefix picks the protocol
 QUICK = {"model_retries": "0"}  # fail fast: no retry inside an attempt unless a test asks for one
@@ -176,8 +176,8 @@ def test_options_are_checked_and_mapped(server) -> None:
 @pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=requires_docker)])
 def test_the_agent_loop_reaches_the_host_server_with_docker(entry, server, backend_name, tmp_path: Path) -> None:
     """The loop and its model calls run in this process; only the commands run in the container."""
-    from swe_residual.environment.docker import LABEL, DockerBackend
-    from swe_residual.images import ensure_base_image
+    from swe_residual.environments.docker import LABEL, DockerBackend
+    from swe_residual.environments.docker.base_image import ensure_base_image
 
     ensure_base_image(progress=lambda line: None)
     with DockerBackend(cache_dir=tmp_path / "docker-cache", progress=lambda line: None) as backend:

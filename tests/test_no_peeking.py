@@ -20,10 +20,10 @@ from scripted_agents import PEEK_MARKER_HALVES
 from taskfactory import make_task
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import TaskEntry, load_dataset
-from swe_residual.environment.docker import LABEL, DockerBackend, remove_cached_images
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.validation import check_state_verdict
+from swe_residual.dataset.load import TaskEntry, load_dataset
+from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.verifier.state_check import check_state_verdict
 
 pytestmark = requires_docker
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from swe_residual.dataset import load_dataset
-from swe_residual.dataset_check import dockerfile_workdir, grading_warnings
-from swe_residual.environment.base import VerifierOutput
-from swe_residual.task import load_task
-from swe_residual.tracks import resolve_track
-from swe_residual.verifier import evaluate, read_test_reports
+from swe_residual.dataset.load import load_dataset
+from swe_residual.dataset.check import dockerfile_workdir, grading_warnings
+from swe_residual.environments.base import VerifierOutput
+from swe_residual.dataset.task import load_task
+from swe_residual.dataset.tracks import resolve_track
+from swe_residual.verifier.outputs import evaluate, read_test_reports
 
 CTRF = b'{"results": {"tests": [{"name": "[f2p] tests.t.test_a", "status": "passed"}, ' \
        b'{"name": "[p2p] tests.t.test_b", "status": "failed"}]}}'

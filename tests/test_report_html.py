@@ -28,10 +28,10 @@ from recordfactory import make_record
 from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
-from swe_residual.cli import main as cli_main
-from swe_residual.report_html import render_html, write_report
-from swe_residual.report_paths import item_href
-from swe_residual.summary import build_summary, in_agent_order
+from swe_residual.cli.main import main as cli_main
+from swe_residual.report.html import render_html, write_report
+from swe_residual.report.paths import item_href
+from swe_residual.summary.aggregate import build_summary, in_agent_order
 
 INSTALL = "apt-get update && apt-get install -y chromium"
 SCREENSHOT_COPY = REPO_ROOT / "reports" / "screenshots" / "report.png"

@@ -35,7 +35,7 @@ from test_report_html import (
     suite_checkout,
 )
 
-from swe_residual.cli import main as cli_main
+from swe_residual.cli.main import main as cli_main
 
 WINDOW = (1400, 2400)  # wide enough for the page's column, tall enough to hold both figures
 NARROW = 800  # a laptop's half screen: the page must still read without scrolling sideways

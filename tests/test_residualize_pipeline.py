@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from swe_residual.cli import main as cli_main
-from swe_residual.dataset import load_dataset
+from swe_residual.cli.main import main as cli_main
+from swe_residual.dataset.load import load_dataset
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"

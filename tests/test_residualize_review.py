@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from taskfactory import make_task
 
-from swe_residual.environment.local import LocalBackend
+from swe_residual.environments.local import LocalBackend
 from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import review
 from swe_residual.residualize.generate import generate

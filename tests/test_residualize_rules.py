@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from taskfactory import make_task
 
-from swe_residual.environment.base import VerifierOutput
-from swe_residual.environment.local import LocalBackend
+from swe_residual.environments.base import VerifierOutput
+from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import InfraError
 from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import reconstruct, review
@@ -136,7 +136,7 @@ def test_stage_iv_exclusions_and_table5(pipeline: dict[str, Any]) -> None:
 def test_unusable_environment_probe(tmp_path: Path) -> None:
     """Step 2: an environment in which a trivial command does not run is unusable."""
     make_task(tmp_path, "calc", states={"s-1": {"calc.py": "def add(a, b):\n    return a + b\n"}})
-    from swe_residual.dataset import load_dataset
+    from swe_residual.dataset.load import load_dataset
     from swe_residual.residualize.workdir import RunRef
 
     entry = load_dataset(tmp_path).entry("calc")

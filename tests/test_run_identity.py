@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from test_plugin import records, run, suite  # noqa: F401  (the `suite` fixture)
 
-from swe_residual.cli import main as cli_main
-from swe_residual.records import append_record
+from swe_residual.cli.main import main as cli_main
+from swe_residual.trial.records import append_record
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
@@ -69,7 +69,7 @@ def test_one_agent_name_with_two_configurations_is_an_error_naming_both(suite: p
     hash5, hash6 = five[0]["agent_config"]["hash"], six[0]["agent_config"]["hash"]
     assert hash5 != hash6 and {r["agent_config"]["hash"] for r in five} == {hash5}
     merged = subprocess.run(
-        [sys.executable, "-m", "swe_residual.cli", "report", "out/steps5", "out/steps6", "--out", str(tmp_path / "m")],
+        [sys.executable, "-m", "swe_residual.cli.main", "report", "out/steps5", "out/steps6", "--out", str(tmp_path / "m")],
         cwd=suite.path, capture_output=True, text=True, check=False,
     )
     assert merged.returncode == 2, merged.stdout + merged.stderr

@@ -9,10 +9,10 @@ import pytest
 from taskfactory import make_task
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.local import LocalBackend
-from swe_residual.records import REQUIRED_FIELDS
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import REQUIRED_FIELDS
+from swe_residual.trial.runner import RunOptions, run_item
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import sys
 import pytest
 from conftest import REPO_ROOT
 
-from swe_residual.dataset import load_dataset
+from swe_residual.dataset.load import load_dataset
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 

@@ -21,11 +21,11 @@ from scripted_agents import FIX_CLAMP
 from taskfactory import make_task
 
 from swe_residual.agents import AgentResult, AgentSession, resolve_agent
-from swe_residual.dataset import TaskEntry, load_dataset
-from swe_residual.environment.base import VerifierOutput
-from swe_residual.environment.local import LocalBackend
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.verifier import evaluate
+from swe_residual.dataset.load import TaskEntry, load_dataset
+from swe_residual.environments.base import VerifierOutput
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.verifier.outputs import evaluate
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 

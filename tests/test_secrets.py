@@ -16,10 +16,10 @@ from suitecheckout import make_checkout
 from taskfactory import make_task
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.local import LocalBackend
-from swe_residual.redaction import REDACTED, redact, secret_values
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.redaction import REDACTED, redact, secret_values
+from swe_residual.trial.runner import RunOptions, run_item
 
 FAKE_KEY = "sk-fake-0123456789abcdef"
 FAKE_TOKEN = "ghp_fakeTokenValue42"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_residual.cli import main as cli_main
+from swe_residual.cli.main import main as cli_main
 from swe_residual.residualize.stats import dataset_stats
 
 PATCHES = {

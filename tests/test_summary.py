@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from recordfactory import make_record
 
-from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
 S, F, X = "success", "failure", "infra_error"
 

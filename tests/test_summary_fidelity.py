@@ -8,8 +8,8 @@ from pathlib import Path
 
 from recordfactory import make_record
 
-from swe_residual.report_html import write_report
-from swe_residual.summary import build_summary, render_markdown, render_terminal
+from swe_residual.report.html import write_report
+from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
 
 def _records() -> list[dict]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from swe_residual.errors import DatasetError
-from swe_residual.image_recipes import ImageRecipe, find_recipe, load_recipes
-from swe_residual.task import ArtifactSpec, CollectStep, VerifierEnvironment, load_task
+from swe_residual.dataset.image_recipes import ImageRecipe, find_recipe, load_recipes
+from swe_residual.dataset.task import ArtifactSpec, CollectStep, VerifierEnvironment, load_task
 
 
 def _task(root: Path, toml: str, name: str = "t") -> Path:

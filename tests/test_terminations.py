@@ -1,10 +1,10 @@
-"""Goldens of the terminal's termination counts and first agent errors (swe_residual/terminations.py)."""
+"""Goldens of the terminal's termination counts and first agent errors (swe_residual/summary/terminations.py)."""
 
 from __future__ import annotations
 
 from recordfactory import make_record
 
-from swe_residual.terminations import ERROR_LINE_WIDTH, column_of, one_line, termination_report
+from swe_residual.summary.terminations import ERROR_LINE_WIDTH, column_of, one_line, termination_report
 
 CMD = "cmd:./missing.sh"
 

@@ -18,12 +18,12 @@ from dockerneeded import _check_engine, requires_docker
 from harborjobs import terminus_atif, write_episodes, write_trial
 from taskfactory import assert_replayed_as_recorded, make_machine_task, make_task
 
-from swe_residual.cli import main as cli_main
-from swe_residual.harbor_export import export_dataset
-from swe_residual.harbor_results import read_harbor_results
-from swe_residual.importing.harbor_checksum import task_checksum
-from swe_residual.importing.harbor_jobs import import_harbor_jobs
-from swe_residual.importing.terminus import read_keystrokes
+from swe_residual.cli.main import main as cli_main
+from swe_residual.harbor.export import export_dataset
+from swe_residual.harbor.results import read_harbor_results
+from swe_residual.harbor.checksum import task_checksum
+from swe_residual.harbor.jobs import import_harbor_jobs
+from swe_residual.harbor.terminus import read_keystrokes
 
 TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
 # Three model turns of a Terminus-2 run: an unclosed quote that swallows the next line, a
@@ -185,7 +185,7 @@ def test_the_checksum_is_harbors(exported: dict[str, Path]) -> None:
 
 @pytest.fixture
 def machine_task_id() -> Iterator[str]:
-    from swe_residual.environment.docker import remove_cached_images
+    from swe_residual.environments.docker import remove_cached_images
 
     name = f"ticker-{secrets.token_hex(3)}"
     yield name
@@ -195,11 +195,11 @@ def machine_task_id() -> Iterator[str]:
 @pytest.mark.parametrize("_", [pytest.param(None, marks=requires_docker)])
 def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, machine_task_id: str, _: None) -> None:
     _check_engine()
-    from swe_residual.environment.base import StartSpec
-    from swe_residual.environment.docker import DockerBackend
-    from swe_residual.images import ensure_base_image
-    from swe_residual.state import load_state
-    from swe_residual.task import load_task
+    from swe_residual.environments.base import StartSpec
+    from swe_residual.environments.docker import DockerBackend
+    from swe_residual.environments.docker.base_image import ensure_base_image
+    from swe_residual.states.state import load_state
+    from swe_residual.dataset.task import load_task
 
     ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
     dataset = tmp_path / "dataset"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from swe_residual.environment.base import VerifierOutput
-from swe_residual.verifier import evaluate, parse_ctrf, parse_junit, read_reward
+from swe_residual.environments.base import VerifierOutput
+from swe_residual.verifier.outputs import evaluate, parse_ctrf, parse_junit, read_reward
 
 JUNIT = b"""<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="5">

@@ -20,14 +20,14 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - the auto
 
 from swe_residual.agents import resolve_agent
 from swe_residual.agents.base import SUBMITTED, AgentResult, AgentSession
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.base import StartSpec
-from swe_residual.environment.docker import DockerBackend
-from swe_residual.environment.docker.engine import default_client, remove_images
-from swe_residual.environment.local import LocalBackend
-from swe_residual.images import BASE_IMAGE
-from swe_residual.runner import RunOptions, run_item
-from swe_residual.task import load_task
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker import DockerBackend
+from swe_residual.environments.docker.engine import default_client, remove_images
+from swe_residual.environments.local import LocalBackend
+from swe_residual.environments.docker.base_image import BASE_IMAGE
+from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.dataset.task import load_task
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SPANFMT = REPO_ROOT / "datasets" / "sample" / "spanfmt-days-weeks"

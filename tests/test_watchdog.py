@@ -15,11 +15,11 @@ from taskfactory import make_task
 from test_plugin import only_run_dir, records, run, suite  # noqa: F401  (the `suite` fixture)
 
 from swe_residual.agents import AgentSession, Budget, BudgetExhausted
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.local import LocalBackend
-from swe_residual.runner import AGENT_GRACE_SEC, RunOptions, run_agent, run_item
-from swe_residual.settings import WATCHDOG_MARGIN_SEC
-from swe_residual.trajectory import Trajectory
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.runner import AGENT_GRACE_SEC, RunOptions, run_agent, run_item
+from swe_residual.run.settings import WATCHDOG_MARGIN_SEC
+from swe_residual.trial.trajectory import Trajectory
 
 BUDGET_SEC = 2.0
 

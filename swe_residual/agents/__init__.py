@@ -13,7 +13,7 @@ from swe_residual.agents.base import Agent, AgentResult, AgentSession, Budget, B
 from swe_residual.agents.builtin import CommandAgent, NoopAgent, OracleAgent
 from swe_residual.agents.host_files import host_program
 from swe_residual.agents.mini_swe import NAME as MINI_SWE_AGENT, OPTION_KEYS as MINI_SWE_OPTION_KEYS
-from swe_residual.environment.base import ExecResult
+from swe_residual.environments.base import ExecResult
 from swe_residual.errors import ConfigError
 
 __all__ = [

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from swe_residual.environment.base import Environment, ExecResult
-from swe_residual.trajectory import Trajectory
+from swe_residual.environments.base import Environment, ExecResult
+from swe_residual.trial.trajectory import Trajectory
 
 SUBMITTED = "submitted"
 TIME_LIMIT, STEP_LIMIT, COST_LIMIT = "time_limit", "step_limit", "cost_limit"

@@ -44,9 +44,9 @@ from swe_residual.agents.base import (
 from swe_residual.agents.mini_swe_model import (
     UsageTrackingModel, configure_model, is_model_service_failure, model_retry_attempts, parse_retries,
 )
-from swe_residual.environment.base import ExecResult
+from swe_residual.environments.base import ExecResult
 from swe_residual.errors import ConfigError, DatasetError, InfraError
-from swe_residual.trajectory import Step
+from swe_residual.trial.trajectory import Step
 
 NAME = "mini-swe-agent"
 PINNED_VERSION = "2.4.6"  # keep equal to the pin in pyproject.toml

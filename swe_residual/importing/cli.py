@@ -9,7 +9,8 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from swe_residual.importing import commit, harbor_jobs, predictions
+    from swe_residual.harbor import jobs as harbor_jobs
+    from swe_residual.importing import commit, predictions
 
     parser = sub.add_parser("import", help="bring real runs and fixes in: Harbor jobs, prediction files, fix commits")
     sources = parser.add_subparsers(dest="source", required=True)

@@ -91,12 +91,12 @@ def recorded_command(fix: FixCommit, args: argparse.Namespace) -> str:
 
 def import_commit(args: argparse.Namespace, progress: Callable[[str], None] = print) -> Path:
     """Import one fix commit into `args.out`; returns the task directory."""
-    from swe_residual.backends import make_backend, resolve_backend_name
+    from swe_residual.environments.registry import make_backend, resolve_backend_name
     from swe_residual.importing.commit_measure import measure
     from swe_residual.importing.commit_source import open_fix
     from swe_residual.importing.commit_states import write_left_out_states
     from swe_residual.importing.commit_task import TaskSpec, write_config, write_task
-    from swe_residual.task import load_task
+    from swe_residual.dataset.task import load_task
 
     fix = open_fix(args.repo, args.fix_sha, args.tests)
     try:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from swe_residual.environment.base import StartSpec
+from swe_residual.environments.base import StartSpec
 from swe_residual.errors import ConfigError, InfraError
-from swe_residual.patches import apply_patch
-from swe_residual.task import Task
-from swe_residual.verifier import PASSED, Verdict, evaluate
+from swe_residual.states.patches import apply_patch
+from swe_residual.dataset.task import Task
+from swe_residual.verifier.outputs import PASSED, Verdict, evaluate
 
 
 class NothingToImport(ConfigError):

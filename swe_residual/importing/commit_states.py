@@ -21,8 +21,8 @@ from swe_residual.importing.commit_measure import run_verifier_on
 from swe_residual.importing.commit_source import FixCommit
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.reconstruct import STATE_SCHEMA, _validation_table  # the Stage IV table, not a copy
-from swe_residual.task import Task
-from swe_residual.verifier import PASSED, Verdict
+from swe_residual.dataset.task import Task
+from swe_residual.verifier.outputs import PASSED, Verdict
 
 PREDECESSOR = "left-out"
 PATCH = "changes.patch"

@@ -55,7 +55,7 @@ def base_commit_hash(repo_dir: Path) -> tuple[str, list[str]]:
     """
     import git
 
-    from swe_residual.environment.local import _commit_base  # the backends' base commit, not a copy
+    from swe_residual.environments.local import _commit_base  # the backends' base commit, not a copy
 
     with tempfile.TemporaryDirectory(prefix="swe-residual-import-base-") as tmp:
         copy = Path(tmp) / "repo"

@@ -9,7 +9,7 @@ scripts themselves are the same bytes in every imported task.
 from __future__ import annotations
 
 # The same base commit as the local backend makes from `[metadata] repo_dir` (fixed identity
-# and dates: swe_residual.environment.base.BASE_COMMIT_ENV), so task.toml's base_commit_hash
+# and dates: swe_residual.environments.base.BASE_COMMIT_ENV), so task.toml's base_commit_hash
 # holds on both backends. Dependencies go before the repository is copied: anything written
 # under /app before the commit changes that hash, and anything after it would be an
 # untracked change in every start.
@@ -40,7 +40,7 @@ cd "${APP_DIR:-/app}"
 git apply --whitespace=nowarn "${SOLUTION_DIR:-/solution}/solution.patch"
 """
 
-# The JUnit ids in config.json are the suite's (swe_residual.verifier.parse_junit):
+# The JUnit ids in config.json are the suite's (swe_residual.verifier.outputs.parse_junit):
 # `<classname>.<name>`, e.g. `tests.test_words.test_keeps_contractions` with --rootdir at the
 # repository, so they read the same on every backend and pytest version.
 TEST_SH = """\

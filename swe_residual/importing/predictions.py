@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swe_residual.dataset import load_dataset
+from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
-from swe_residual.task import Task
+from swe_residual.dataset.task import Task
 
 SPEC_PREFIX = "predictions:"
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swe_residual.dataset import Dataset
+from swe_residual.dataset.load import Dataset
 from swe_residual.errors import ConfigError
-from swe_residual.records import RECORD_SCHEMA, agent_slug
+from swe_residual.trial.records import RECORD_SCHEMA, agent_slug
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
-from swe_residual.task import Task
-from swe_residual.trajectory import Trajectory
+from swe_residual.dataset.task import Task
+from swe_residual.trial.trajectory import Trajectory
 
 GENERATE = "generate.json"
 _NOT_IN_NAME = re.compile(r"[^a-z0-9.]+")

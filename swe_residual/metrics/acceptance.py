@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from swe_residual.diffparse import changed_files, parse_diff
+from swe_residual.states.diffparse import changed_files, parse_diff
 from swe_residual.metrics.headline import Record, is_excluded
 from swe_residual.metrics.lines import lcs_length
 

@@ -4,7 +4,7 @@ Paper Appendix C.2, equations (3)-(5) and Table 8. Pure functions over run-recor
 (DESIGN.md section 5). Records whose outcome is ``infra_error`` are excluded, never counted as
 failures; a task needs a non-excluded Clean Start record and at least one non-excluded Residual
 Start record of the agent to enter the task set T. Records are deduplicated by
-:func:`swe_residual.records.record_key` (re-exported here with :func:`dedupe_records`).
+:func:`swe_residual.trial.records.record_key` (re-exported here with :func:`dedupe_records`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from swe_residual.records import dedupe_records, record_key
+from swe_residual.trial.records import dedupe_records, record_key
 
 __all__ = [
     "Record",

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
-from swe_residual.diffparse import parse_diff
+from swe_residual.states.diffparse import parse_diff
 from swe_residual.metrics.actions import READS_STDIN, Finding, classify, resolve
 from swe_residual.metrics.shell import SimpleCommand, pipelines, unwrap
 

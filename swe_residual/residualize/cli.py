@@ -51,7 +51,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _checkpoints(args: argparse.Namespace) -> int:
-    from swe_residual.environment.docker import checkpoint_support
+    from swe_residual.environments.docker import checkpoint_support
 
     report = checkpoint_support()
     print(json.dumps(report, indent=2))

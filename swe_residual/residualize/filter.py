@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from swe_residual.diffparse import changed_files
+from swe_residual.states.diffparse import changed_files
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir
-from swe_residual.state import load_commands
+from swe_residual.states.state import load_commands
 
 DEFAULT_ARTIFACT_PATTERNS = ("*.log", "__pycache__/", ".cache/", "*.pyc", "node_modules/", "build/", "dist/")
 NO_FINAL_STATE = "no_final_state"

@@ -21,13 +21,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from swe_residual.backends import make_backend, resolve_backend_name, unsupported_tracks
-from swe_residual.dataset import load_dataset
+from swe_residual.environments.registry import make_backend, resolve_backend_name, unsupported_tracks
+from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.residualize.predecessors import Predecessor
 from swe_residual.residualize.recording import RecordingBackend
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
-from swe_residual.runner import RunOptions, run_item
+from swe_residual.trial.runner import RunOptions, run_item
 
 DEFAULT_TIMEOUT_SEC = 8 * 3600.0  # the paper's predecessor budget: eight hours per run
 

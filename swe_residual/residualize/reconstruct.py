@@ -36,20 +36,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swe_residual.backends import make_backend, resolve_backend_name
-from swe_residual.dataset import load_dataset
-from swe_residual.environment.base import StartSpec
+from swe_residual.environments.registry import make_backend, resolve_backend_name
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec
 from swe_residual.errors import ConfigError, DatasetError, InfraError
-from swe_residual.image_recipes import IMAGES_FILE
-from swe_residual.oracle_check import oracle_solvable
+from swe_residual.dataset.image_recipes import IMAGES_FILE
+from swe_residual.summary.oracle import oracle_solvable
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import RULES
-from swe_residual.residualize.handoff_sources import predecessor_files
+from swe_residual.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir, write_bytes
-from swe_residual.state import ResidualState, load_state
-from swe_residual.task import Task
-from swe_residual.verifier import PASSED, Verdict, evaluate
+from swe_residual.states.state import ResidualState, load_state
+from swe_residual.dataset.task import Task
+from swe_residual.verifier.outputs import PASSED, Verdict, evaluate
 
 PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, NOT_SOLVABLE, INCLUDED = (
     "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing",
@@ -215,7 +215,7 @@ def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
     tag_of = getattr(backend, "state_tag", None)
     if tag_of is None:
         return
-    from swe_residual.environment.docker import remove_image
+    from swe_residual.environments.docker import remove_image
 
     try:
         remove_image(tag_of(task, state))

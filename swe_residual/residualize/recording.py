@@ -18,9 +18,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from swe_residual.environment.base import ExecResult, StartSpec
-from swe_residual.state import ResidualState
-from swe_residual.task import Task
+from swe_residual.environments.base import ExecResult, StartSpec
+from swe_residual.states.state import ResidualState
+from swe_residual.dataset.task import Task
 
 LONG_COMMAND_SEC = 300.0
 WRITE_CHUNK_BYTES = 48 * 1024

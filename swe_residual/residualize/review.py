@@ -31,11 +31,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from swe_residual.dataset import load_dataset
+from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.workdir import RunRef, Workdir
-from swe_residual.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
+from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
 
 CRITERIA = ("task_directed", "consistent")
 REVIEWERS = ("reviewer_1", "reviewer_2")

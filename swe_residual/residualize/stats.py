@@ -15,9 +15,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from swe_residual.dataset import Dataset, load_dataset
-from swe_residual.diffparse import parse_diff
-from swe_residual.state import ResidualState
+from swe_residual.dataset.load import Dataset, load_dataset
+from swe_residual.states.diffparse import parse_diff
+from swe_residual.states.state import ResidualState
 
 
 def _median(values: list[float]) -> float | None:

@@ -1,0 +1,1 @@
+"""The `swe-residual` command."""

@@ -1,0 +1,208 @@
+"""The `swe-residual` command: everything that does not need pytest.
+
+    swe-residual report RESULTS... [--out DIR]   recompute the summary from results files
+    swe-residual validate DATASET [--verify]     check a dataset's tasks, states and patches
+    swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
+    swe-residual images list|prune [--all]       list or prune the docker backend's cached images
+    swe-residual import SOURCE ...               Harbor jobs, prediction files or fix commits in (docs/importing.md)
+    swe-residual residualize STAGE ...           build Residual States (generate, filter, review, build)
+    swe-residual stats DATASET                   Table 2 / Appendix A statistics of a dataset
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+from pathlib import Path
+
+from swe_residual import __version__
+from swe_residual.dataset.load import load_dataset
+from swe_residual.errors import DatasetError, SuiteError
+from swe_residual.run.gates import evaluate_gates, parse_gate
+from swe_residual.trial.records import append_record, read_records
+from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.report.html import write_report_from_results
+from swe_residual.summary.files import write_summary_files
+
+
+def _default_out(paths: list[Path]) -> Path:
+    if len(paths) == 1:
+        only = paths[0]
+        return only if only.is_dir() else only.parent
+    return Path("reports") / "merged"
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    # A bad gate value is an error before any file is read or written.
+    gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
+    gates += [parse_gate("gap_fail_over", v) for v in args.gap_fail_over]
+    paths = [Path(p) for p in args.results]
+    if args.harbor_jobs:
+        paths.append(_harbor_results(args))
+    elif not paths:
+        print("error: give results files or run directories, or --harbor-jobs JOBS_DIR", file=sys.stderr)
+        return 2
+    loaded = read_records(paths)
+    for problem in loaded.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if not loaded.records:
+        print("error: no run records found in " + ", ".join(map(str, paths)), file=sys.stderr)
+        return 2
+    summary = build_summary(loaded.records, compare=True, sources=loaded.sources)
+    out = Path(args.out) if args.out else _default_out(paths)
+    write_summary_files(out, summary, render_markdown(summary))
+    # diffs/ beside it; trajectories linked relative to each results file's directory
+    report = write_report_from_results(out, summary, paths)
+    for line in render_terminal(summary):
+        print(line)
+    print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
+    results = evaluate_gates(summary, gates)
+    for result in results:
+        print(result.describe())
+    return 1 if any(not result.passed for result in results) else 0
+
+
+def _harbor_results(args: argparse.Namespace) -> Path:
+    """Harbor's trials of exported starts as run records in `<out>/results.jsonl` (replaced)."""
+    from swe_residual.harbor.results import read_harbor_results
+
+    jobs = Path(args.harbor_jobs)
+    if not jobs.is_dir():
+        raise SuiteError(f"--harbor-jobs {jobs}: no such directory")
+    out = Path(args.out) if args.out else Path("reports") / f"harbor-{jobs.resolve().name}"
+    read = read_harbor_results(jobs, [Path(p) for p in args.harbor_export], run_id=out.name, run_dir=out)
+    for problem in read.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if not read.records:  # nothing to read into anything: say so, and write nothing
+        raise SuiteError(f"--harbor-jobs {jobs}: no trial of an exported task found there "
+                         f"({len(read.problems)} problem(s) above)" if read.problems else
+                         f"--harbor-jobs {jobs}: no Harbor trial found there (a job directory holds "
+                         "<trial>/result.json files)")
+    results = out / "results.jsonl"
+    results.unlink(missing_ok=True)
+    for record in read.records:
+        append_record(results, record)
+    print(f"{len(read.records)} Harbor trial(s) read as run records into {results}")
+    return results
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from swe_residual.dataset.check import (
+        PROBLEM,
+        check_patches,
+        grading_warnings,
+        not_a_dataset,
+        task_settings,
+        verify_task,
+    )
+
+    root = Path(args.dataset)
+    dataset = load_dataset(root)  # a missing directory: DatasetError, exit 2
+    problems = 0
+    shape = not_a_dataset(root)
+    if shape is not None:
+        print(f"error: {shape}")
+        problems += 1
+    for name, error in dataset.task_errors:
+        print(f"error: task {name}: {error}")
+        problems += 1
+    backend = None
+    run_id = f"validate-{secrets.token_hex(3)}"  # labels what --verify starts
+    if args.verify:
+        from swe_residual.environments.registry import make_backend
+
+        backend = make_backend(args.backend, run_id)
+    try:
+        for entry in dataset.entries:
+            task = entry.task
+            missing = task.missing_files()
+            for name, error in entry.state_errors:
+                print(f"error: state {task.id}/{name}: {error}")
+                problems += 1
+            status = "ok" if not missing else "incomplete, lacks " + ", ".join(missing)
+            if missing:
+                problems += 1
+            print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
+            for line in task_settings(task):
+                print(f"  {line}")
+            for warning in [*task.config.warnings, *grading_warnings(task)]:  # as `harbor lint` reports them: not errors
+                print(f"  warning: {warning}")
+            findings = check_patches(task, entry.states)
+            if backend is not None:
+                findings += verify_task(backend, task, entry.states, run_id)
+            for finding in findings:
+                print(f"  {finding.line()}")
+                problems += finding.status == PROBLEM
+    finally:
+        if backend is not None:
+            backend.close()
+    print(f"{len(dataset.entries)} task(s), {dataset.n_states} state(s), {problems} problem(s)")
+    return 1 if problems else 0
+
+
+def cmd_build_base(args: argparse.Namespace) -> int:
+    from swe_residual.environments.docker.base_image import ensure_base_image
+
+    tag = ensure_base_image(rebuild=args.rebuild)
+    print(tag)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="swe-residual", description="SWE-Residual: Starting-State Robustness of coding agents")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    report = sub.add_parser("report", help="recompute the summary from results.jsonl files (merges shards)")
+    report.add_argument("results", nargs="*", help="results.jsonl files or run directories")
+    report.add_argument("--harbor-jobs", metavar="JOBS_DIR",
+                        help="read Harbor's trials of tasks made by `swe-residual export harbor` as run records")
+    report.add_argument("--harbor-export", action="append", default=[], metavar="DIR",
+                        help="where the exported tasks are, when the trials' task paths do not lead there")
+    report.add_argument("--out", metavar="DIR",
+                        help="directory to write summary.json, summary.md, report.html and diffs/ into (with "
+                             "--harbor-jobs also the trials' results.jsonl); default: the run directory of a "
+                             "single input, reports/merged for several, reports/harbor-<JOBS> for --harbor-jobs")
+    report.add_argument("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
+                        help="exit 1 when an agent's Residual success is below PCT")
+    report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
+                        help="exit 1 when an agent's Gap is above POINTS")
+    report.set_defaults(func=cmd_report)
+    validate = sub.add_parser("validate", help="check a dataset's tasks and states before it runs")
+    validate.add_argument("dataset")
+    validate.add_argument("--verify", action="store_true",
+                          help="also run the verifier on each task's base and each state (they must fail, "
+                               "with the statuses state.toml records)")
+    validate.add_argument("--backend", default="auto", help="backend for --verify: auto, local, docker (default auto)")
+    validate.set_defaults(func=cmd_validate)
+    base = sub.add_parser("build-base", help="build the Debian base image the sample tasks start FROM")
+    base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
+    base.set_defaults(func=cmd_build_base)
+    from swe_residual.cli.images import add_parser as add_images_parser
+
+    add_images_parser(sub)  # `images list|prune`
+    from swe_residual.importing.cli import add_parser as add_import_parser
+
+    add_import_parser(sub)  # `import harbor-jobs|predictions|commit`
+    from swe_residual.residualize.cli import add_parsers as add_residualize_parsers
+
+    add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`
+    from swe_residual.harbor.export import add_parser as add_export_parser
+    add_export_parser(sub)  # `export harbor`
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (SuiteError, DatasetError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,5 +1,0 @@
-"""Environments: where a start is instantiated, the agent acts, and the verifier runs."""
-
-from swe_residual.environment.base import Backend, Environment, ExecResult, VerifierOutput
-
-__all__ = ["Backend", "Environment", "ExecResult", "VerifierOutput"]

@@ -1,0 +1,136 @@
+"""The environment protocol shared by the `local` and `docker` backends.
+
+A `Backend` turns a (task, state) into a fresh, independent `Environment` for one attempt,
+and runs the task's hidden verifier on it after the agent stops. Agents only see the
+`Environment` methods: exec, read_file, write_file (paths relative to `workdir` or absolute
+inside the environment). Every failure of the machinery raises `InfraError`; a malformed
+task or state raises `DatasetError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from swe_residual.states.state import ResidualState
+from swe_residual.dataset.task import Task
+
+# Fixed identity and date for the base commit, so every backend makes the same commit hash
+# from the same repository source (and `base_commit_hash` in task.toml can be checked).
+BASE_COMMIT_ENV = {
+    "GIT_AUTHOR_NAME": "swe-residual",
+    "GIT_AUTHOR_EMAIL": "swe-residual@localhost",
+    "GIT_COMMITTER_NAME": "swe-residual",
+    "GIT_COMMITTER_EMAIL": "swe-residual@localhost",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None  # None when the command was killed (timeout)
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_sec: float = 0.0
+    # Output bytes left out of stdout/stderr by a backend's output cap (a marker line says where).
+    dropped_bytes: int = 0
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@dataclass(frozen=True)
+class VerifierOutput:
+    """What running the hidden tests produced, before any interpretation."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    # file name (relative to the verifier log dir) -> content
+    files: dict[str, bytes] = field(default_factory=dict)
+    duration_sec: float = 0.0
+    # Which environment verified (see swe_residual/verifier/environment.py).
+    environment: str = "shared"
+    # The task's [[verifier.collect]] steps as they ran in the agent's environment.
+    collect: tuple[CollectResult, ...] = ()
+    # The artifact paths (as inside the environment) that were collected and given to the verifier.
+    artifacts: tuple[str, ...] = ()
+    # Why verification itself failed before the tests could give a verdict (infra), or None.
+    error: str | None = None
+    # Hidden test files that changed between their copy into a shared environment and the end
+    # of test.sh (swe_residual/verifier/inputs.py): tampering, a failure whatever they reported.
+    tampered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CollectResult:
+    """One [[verifier.collect]] step, run in the agent's environment after the agent stopped."""
+
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    duration_sec: float
+    output_tail: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {"command": self.command, "exit_code": self.exit_code, "timed_out": self.timed_out,
+                "duration_sec": round(self.duration_sec, 3), "output_tail": self.output_tail}
+
+
+@dataclass(frozen=True)
+class StartSpec:
+    """Identifies one attempt, for labels and log locations."""
+
+    run_id: str
+    item_id: str
+    attempt: int
+    # "agent" (an attempt's own start), or a start the harness makes for itself after the agent
+    # stopped: "reverify" (the saved final state again) or "canary" (the clean state, no agent).
+    purpose: str = "agent"
+
+
+class Environment(Protocol):
+    """One running instance of a starting state."""
+
+    workdir: str  # the repository (or working directory) as the agent sees it
+    scratch_dir: str  # a directory outside `workdir` for the harness's own files
+    solution_dir: str  # where the oracle puts the task's solution/ (Harbor: /solution)
+    base_commit: str | None  # HEAD of the clean repository, for the final diff
+
+    def exec(
+        self,
+        command: str,
+        *,
+        timeout_sec: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def write_file(self, path: str, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def prepare(self, task: Task) -> None:
+        """Build what every start of `task` shares (image, base repository); idempotent."""
+
+    def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> Environment:
+        """A fresh, independent instance of the clean state or of `state`."""
+
+    def run_verifier(self, environment: Environment, task: Task, artifacts_dir: Path | None = None) -> VerifierOutput:
+        """Verify the final state as Harbor does (DESIGN §4): run the collect steps in
+        `environment`, copy the artifacts out (into `artifacts_dir`, kept when given), then run
+        tests/test.sh in the verifier environment of the task's mode, the hidden tests arriving
+        only now and stale rewards cleared."""
+
+    def close(self) -> None:
+        """Release everything this backend created (containers, networks, temp dirs)."""

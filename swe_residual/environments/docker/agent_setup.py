@@ -1,0 +1,69 @@
+"""The agent's set-up layer: `--agent-setup=SCRIPT` run once per task image, then cached.
+
+The script runs as root in a container of the task's image, with the engine's default
+network (installing a CLI needs a package index) even when the task's agent runs without
+one, and the container is committed as `swe-residual-agent:<task>-<hash of image id and
+script>`. Every Clean and Residual start of the task starts from that layer (state snapshots
+are built on it), so both kinds of start hold the same tools; a separate verifier still
+starts from the task's own image, without them. The script must leave the repository as it
+found it: a set-up that edits the repository would change the state being measured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import time
+from typing import TYPE_CHECKING
+
+from swe_residual.agents.environment import AgentSetup
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker.environment import SCRATCH_DIR
+from swe_residual.environments.docker.images import SETUP_REPO, slug
+from swe_residual.errors import InfraError
+from swe_residual.dataset.task import Task
+
+if TYPE_CHECKING:
+    from swe_residual.environments.docker.backend import DockerBackend, PreparedImage
+
+SETUP_NETWORK = "bridge"  # the engine's default network
+SETUP_DIR = f"{SCRATCH_DIR}/agent-setup"  # on the scratch tmpfs: never in the commit, nothing to remove
+
+
+def setup_tag(task: Task, prepared: PreparedImage, setup: AgentSetup) -> str:
+    key = hashlib.sha256(prepared.image_id.encode() + b"\0" + setup.content).hexdigest()[:16]
+    return f"{SETUP_REPO}:{slug(task.id, 80)}-{key}"
+
+
+def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImage, setup: AgentSetup,
+                      tag: str) -> None:
+    """Run the set-up script in a container of the task image and tag the result as `tag`."""
+    backend.progress(f"agent set-up: running {setup.script.name} in the image of {task.id}")
+    started = time.monotonic()
+    spec = StartSpec(run_id=backend.run_id, item_id=f"agent-setup:{task.id}", attempt=0)
+    with backend.start_container(prepared.image_id, task, spec, SETUP_NETWORK, prepared.head,
+                                 kind="agent-setup") as builder:
+        builder.copy_in({"setup.sh": setup.content}, SETUP_DIR)
+        result = builder.exec(f"bash {shlex.quote(SETUP_DIR)}/setup.sh", timeout_sec=task.config.build_timeout_sec,
+                              env={"APP_DIR": builder.workdir})
+        if result.exit_code != 0:
+            what = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+            raise InfraError(f"{setup.script} {what} in the image of {task.id}: {result.output.strip()[-800:]}",
+                             stage="agent-setup")
+        if prepared.head is not None:
+            status = builder.exec("git status --porcelain --untracked-files=all", timeout_sec=120)
+            if status.exit_code != 0 or status.stdout.strip():
+                raise InfraError(
+                    f"{setup.script} changed the repository of {task.id} at {builder.workdir} "
+                    f"({status.output.strip()[:300]}): install the agent's tools outside it", stage="agent-setup",
+                )
+        labels = {"kind": "agent-setup", "task": task.id, "script-sha": setup.digest, "base-commit": prepared.head or ""}
+        candidate = backend.commit(builder.container_id, labels)
+    try:
+        # The layer keeps the builder's idle command as its own: the suite always starts
+        # containers with an explicit entrypoint, so it is never run.
+        backend.keep_as(candidate, tag)
+    finally:
+        backend.remove_temp_image(candidate)
+    backend.progress(f"agent set-up: {task.id} ready as {tag} in {time.monotonic() - started:.1f}s")
+

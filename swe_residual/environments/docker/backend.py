@@ -1,0 +1,436 @@
+"""`DockerBackend`: every start in its own container (DESIGN §9).
+
+The orchestrator: task images (images.py), state snapshots (states.py), containers with the
+suite's security options, the verifier (verification.py), and cleanup (hygiene.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+from filelock import FileLock
+
+from swe_residual.agents.environment import AgentEnvironment, mount_conflict
+from swe_residual.environments.base import Environment, StartSpec, VerifierOutput
+from swe_residual.environments.docker import agent_setup, hygiene, images, states, verification
+from swe_residual.environments.docker.engine import (
+    ENGINE_EXCEPTIONS,
+    PROBE_TIMEOUT_SEC,
+    available,
+    connect,
+    engine_errors,
+    infra_error,
+    inspect_image,
+    remove_containers,
+    remove_images,
+)
+from swe_residual.environments.docker.environment import SCRATCH_DIR, DockerEnvironment
+from swe_residual.environments.docker.failures import StateFailures
+from swe_residual.environments.docker.hygiene import LABEL
+from swe_residual.environments.docker.named_images import named_image_id
+from swe_residual.environments.local import default_cache_dir, tree_digest
+from swe_residual.errors import ConfigError, DatasetError, InfraError
+from swe_residual.states.state import ResidualState
+from swe_residual.dataset.task import Task
+
+DEFAULT_PIDS_LIMIT = 4096
+# Capabilities an agent plausibly needs as root in its container (file ownership, package
+# installs, dropping privileges to a user, killing its own processes, binding low ports).
+# Everything else Docker grants by default (raw sockets, mknod, chroot, setfcap, audit) is dropped.
+KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE")
+# The harness's scratch space: a fresh tmpfs, so it is never part of a snapshot (exec allowed:
+# agents run scripts from it).
+SCRATCH_TMPFS = "rw,exec,nosuid,nodev,mode=1777"
+
+Progress = Callable[[str], None]
+# (backend, environment of the freshly applied state, task, state) -> None; raises to reject.
+StateValidator = Callable[["DockerBackend", DockerEnvironment, Task, ResidualState], None]
+
+
+def _stderr_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """A task's image, ready to start from."""
+
+    reference: str  # tag or docker_image as written
+    image_id: str
+    head: str | None  # git HEAD at the workdir (the base commit), None without a repository
+    workdir: str = "/"  # where commands run: [metadata] workdir, else the image's WORKDIR
+
+
+class DockerBackend:
+    """Starts containers of tasks and states on one engine."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        *,
+        run_id: str = "",
+        cache_dir: Path | None = None,
+        validate_state: StateValidator | None = None,
+        pids_limit: int = DEFAULT_PIDS_LIMIT,
+        progress: Progress = _stderr_progress,
+        sweep_at_start: bool = True,
+        engine_url: str | None = None,
+        client: docker.DockerClient | None = None,
+        agent_environment: AgentEnvironment | None = None,
+        snapshot_repo_states: bool = False,
+    ) -> None:
+        # Labels the containers this backend makes outside any StartSpec (state builds, probes).
+        # Never used to sweep on close: xdist workers share a run id.
+        self.run_id = run_id
+        self.cache_dir = (cache_dir or default_cache_dir()) / "docker"
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.validate_state = validate_state
+        # Repo-track states: applied at each start (default), or committed once as snapshots
+        # (kept for comparison: benchmarks/bench_state_setup.py times both).
+        self.snapshot_repo_states = snapshot_repo_states
+        self.pids_limit = pids_limit
+        self.progress = progress
+        # The agent's set-up layer and mounts (`--agent-setup`, `--agent-mount`), for its containers only.
+        self.agent_environment = agent_environment or AgentEnvironment()
+        self.engine_url = engine_url
+        self.client = client or connect(engine_url)
+        self.token = secrets.token_hex(6)  # this backend instance, for close()
+        self.closed = False
+        self._containers: set[str] = set()
+        self._temp_images: set[str] = set()
+        self._prepared: dict[tuple[str, str], PreparedImage] = {}
+        # Separate verifiers' images, resolved once per (task, source, content) by verification.py.
+        self.verifier_images: dict[tuple[str, ...], tuple[str, str | None]] = {}
+        self._states: dict[str, tuple[str, str | None]] = {}
+        self._image_workdirs: dict[str, str] = {}
+        self._agent_images: dict[str, PreparedImage] = {}
+        self._setup_failures: dict[str, InfraError] = {}  # a broken script fails once per process
+        self._state_failures = StateFailures(self.cache_dir / "failed-states", run_id)
+        self._lock = threading.Lock()
+        hygiene.register(self)
+        if sweep_at_start:
+            self.sweep()
+
+    @staticmethod
+    def available(timeout_sec: float = PROBE_TIMEOUT_SEC, engine_url: str | None = None) -> bool:
+        """Whether a Docker engine answers within `timeout_sec`."""
+        return available(engine_url, timeout_sec)
+
+    def sweep(self, run_id: str | None = None) -> int:
+        try:
+            return hygiene.sweep(run_id, self.client)
+        except ENGINE_EXCEPTIONS as exc:
+            raise infra_error(exc, "sweeping old containers") from exc
+
+    @staticmethod
+    def unsupported_reason(task: Task) -> str | None:
+        """Why this backend cannot run `task` at all (shown on its skipped items), or None."""
+        if task.config.docker_image is None and not (task.environment_dir / "Dockerfile").is_file():
+            return "the task has neither environment/Dockerfile nor [environment] docker_image"
+        return None
+
+    # -- images --------------------------------------------------------------------------------
+    def prepare(self, task: Task) -> None:
+        self.task_image(task)
+
+    def build_image(self, context_dir: Path, dockerfile: Path, *, repo: str, name: str,
+                    timeout_sec: float) -> tuple[str, str]:
+        """Build a Dockerfile + context into `<repo>:<name>-<content hash>` once per machine;
+        returns (tag, image id). See images.build_image."""
+        return images.build_image(self.client, context_dir, dockerfile, repo=repo, name=name,
+                                  timeout_sec=timeout_sec, lock_dir=self.cache_dir, progress=self.progress)
+
+    def task_image(self, task: Task) -> PreparedImage:
+        """The task's image (built if needed) and its base commit; memoized per build context."""
+        configured = task.config.docker_image
+        if configured:
+            key = (task.id, "image:" + configured)
+        else:
+            if not (task.environment_dir / "Dockerfile").is_file():
+                raise DatasetError(task.path / "task.toml", "no environment/Dockerfile and no [environment] docker_image",
+                                   field="environment.docker_image")
+            key = (task.id, tree_digest(task.environment_dir))
+        if key in self._prepared:
+            return self._prepared[key]
+        if configured:
+            reference = configured
+            image_id = named_image_id(self, task, configured, field="environment.docker_image")
+        else:
+            reference, image_id = self.build_image(task.environment_dir, task.environment_dir / "Dockerfile",
+                                                   repo=images.TASK_REPO, name=task.id,
+                                                   timeout_sec=task.config.build_timeout_sec)
+        labels = hygiene.container_labels("head", task.id, self.run_id, self.token)
+        workdir = self.workdir_for(task, image_id)
+        head = images.image_head(self.client, task, image_id, workdir, self.cache_dir, labels)
+        expected = task.config.base_commit
+        if expected and head != expected:
+            raise DatasetError(task.path / "task.toml", f"the environment builds commit {head}, not {expected}",
+                               field="metadata.base_commit_hash")
+        self._prepared[key] = PreparedImage(reference, image_id, head, workdir)
+        return self._prepared[key]
+
+    def workdir_for(self, task: Task, image: str) -> str:
+        """Where the agent, solve.sh and test.sh run in containers of `image`: the task's
+        `[metadata] workdir`, else the image's own WORKDIR (`/` when it sets none), as Harbor
+        runs them (its exec takes the image's working directory)."""
+        if task.config.workdir is not None:
+            return task.config.workdir
+        if image not in self._image_workdirs:
+            found = inspect_image(self.client, image)
+            if found is None:
+                raise InfraError(f"the image {image[:40]} vanished before its container started")
+            self._image_workdirs[image] = (found.get("Config") or {}).get("WorkingDir") or "/"
+        return self._image_workdirs[image]
+
+    def agent_image(self, task: Task) -> PreparedImage:
+        """What the agent's starts are made of: the task image, plus the agent's set-up layer
+        when `--agent-setup` is given (built once per task image and script, then cached)."""
+        prepared = self.task_image(task)
+        setup = self.agent_environment.setup
+        if setup is None:
+            return prepared
+        tag = agent_setup.setup_tag(task, prepared, setup)
+        if tag in self._agent_images:
+            return self._agent_images[tag]
+        if tag in self._setup_failures:
+            raise self._setup_failures[tag]
+        with FileLock(str(self.cache_dir / f"{images.slug(tag, 200)}.lock")):
+            found = inspect_image(self.client, tag)
+            if found is None:
+                try:
+                    agent_setup.build_setup_image(self, task, prepared, setup, tag)
+                except InfraError as exc:
+                    if exc.stage == "agent-setup":
+                        self._setup_failures[tag] = exc
+                    raise
+                found = inspect_image(self.client, tag)
+        if found is None:
+            raise InfraError(f"the agent set-up layer {tag} vanished after its build")
+        self._agent_images[tag] = PreparedImage(tag, found["Id"], prepared.head, prepared.workdir)
+        return self._agent_images[tag]
+
+    # -- states --------------------------------------------------------------------------------
+    def state_tag(self, task: Task, state: ResidualState) -> str:
+        """The snapshot's tag: content-addressed by the agent's image and the state's payload."""
+        return states.state_tag(self.agent_image(task), task, state)
+
+    def state_image(self, task: Task, state: ResidualState) -> tuple[str, str | None]:
+        """(image reference, base commit) of a state's snapshot, applied and validated once.
+
+        A state whose apply or replay fails is not built again in this run: the failure is
+        remembered (in this process, and for the run id in the cache, so every xdist worker of
+        the run reads it) and raised again for every other item of the state.
+        """
+        prepared = self.agent_image(task)
+        tag = self.state_tag(task, state)
+        if tag in self._states:
+            return self._states[tag]
+        failure = self._state_failures.read(tag)
+        if failure is not None:
+            raise failure
+        with FileLock(str(self.cache_dir / f"{images.slug(tag, 200)}.lock")):
+            failure = self._state_failures.read(tag)  # another worker of this run got there first
+            if failure is not None:
+                raise failure
+            if inspect_image(self.client, tag) is None:
+                try:
+                    states.build_state_image(self, task, state, prepared, tag)
+                except DatasetError as exc:
+                    self._state_failures.remember(tag, exc)
+                    raise
+        self._states[tag] = (tag, prepared.head)
+        return self._states[tag]
+
+    def patches_at_start(self, state: ResidualState) -> bool:
+        """Whether instances of `state` get its patch applied at start (no snapshot image)."""
+        return state.track == "repo" and not self.snapshot_repo_states
+
+    def check_repo_state(self, task: Task, state: ResidualState) -> PreparedImage:
+        """The agent's image, after the state's one check (it applies, the validation hook
+        accepts it), done once per image and patch: remembered in this process, and in the
+        cache for later runs; a failure is remembered for the run like a snapshot's."""
+        prepared = self.agent_image(task)
+        key = self.state_tag(task, state)  # the same content address a snapshot would have
+        if key in self._states:
+            return prepared
+        failure = self._state_failures.read(key)
+        if failure is not None:
+            raise failure
+        # Without a validation hook the check is the strict apply every instance does anyway.
+        if self.validate_state is not None:
+            marker = self.cache_dir / "validated-states" / f"{images.slug(key, 200)}.ok"
+            with FileLock(str(self.cache_dir / f"{images.slug(key, 200)}.lock")):
+                failure = self._state_failures.read(key)  # another worker of this run got there first
+                if failure is not None:
+                    raise failure
+                if not marker.is_file():
+                    try:
+                        states.check_repo_state(self, task, state, prepared)
+                    except DatasetError as exc:
+                        self._state_failures.remember(key, exc)
+                        raise
+                    marker.parent.mkdir(parents=True, exist_ok=True)
+                    marker.write_text(f"{task.id}/{state.id}\n", encoding="utf-8")
+        self._states[key] = (prepared.image_id, prepared.head)
+        return prepared
+
+    def state_fidelity(self, task: Task, state: ResidualState) -> str | None:
+        """How instances of `state` hold it: None (repo track), "snapshot" or "replay"."""
+        if state.track != "machine":
+            return None
+        tag, _ = self.state_image(task, state)
+        return states.state_fidelity(self.client, tag)
+
+    def live_processes(self, environment: DockerEnvironment) -> list[str]:
+        return states.live_processes(environment)
+
+    def commit(self, container_id: str, labels: dict[str, str]) -> str:
+        """Commit a container to a temporary image of this backend (removed on close)."""
+        tag = states.commit(self.client, container_id, labels, self.token)
+        with self._lock:
+            self._temp_images.add(tag)
+        return tag
+
+    def keep_as(self, temporary: str, tag: str) -> None:
+        """Keep a temporary commit under its cache tag `tag` (the temporary name goes with
+        `remove_temp_image`): one way for state snapshots and agent set-up layers alike."""
+        repository, _, name = tag.partition(":")
+        with engine_errors(f"tagging {tag}"):
+            self.client.api.tag(temporary, repository, name)
+
+    def remove_temp_image(self, tag: str) -> None:
+        states.remove_temp_image(self.client, tag)
+        with self._lock:
+            self._temp_images.discard(tag)
+
+    # -- starts --------------------------------------------------------------------------------
+    def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> DockerEnvironment:
+        conflict = mount_conflict(self.agent_environment.mounts, self.agent_image(task).workdir)
+        if conflict:
+            raise ConfigError(conflict)
+        if state is None:
+            prepared = self.agent_image(task)
+            image, head = prepared.image_id, prepared.head
+        elif self.patches_at_start(state):
+            prepared = self.check_repo_state(task, state)
+            environment = self.start_container(prepared.image_id, task, spec, task.config.agent_network_mode,
+                                               prepared.head)
+            try:
+                states.apply_state_patch(environment, state)
+            except DatasetError as exc:
+                environment.close()
+                self._state_failures.remember(self.state_tag(task, state), exc)  # the state's next items fail at once
+                raise
+            except BaseException:
+                environment.close()
+                raise
+            environment.base_image = self.task_image(task).image_id
+            return environment
+        else:
+            image, head = self.state_image(task, state)
+        fidelity = self.state_fidelity(task, state) if state is not None else None
+        if fidelity == states.FIDELITY_REPLAY:
+            # Live processes are not in the snapshot: replay into this instance (validated once).
+            assert state is not None
+            try:
+                replayed = states.replayed_instance(self, task, state, spec, self.agent_image(task))
+            except DatasetError as exc:
+                self._state_failures.remember(image, exc)  # the next item of the state fails at once
+                raise
+            replayed.base_image = self.task_image(task).image_id
+            return replayed
+        environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
+        environment.fidelity = fidelity
+        environment.base_image = self.task_image(task).image_id
+        return environment
+
+    def start_container(
+        self, image: str, task: Task, spec: StartSpec, network: str, head: str | None, *,
+        cpus: float | None = None, memory_mb: int | None = None, env: dict[str, str] | None = None,
+        kind: str = "agent",
+    ) -> DockerEnvironment:
+        """A running container of `image` with the suite's security options, idling under
+        `sleep infinity`; `cpus`, `memory_mb` and `env` override the task's `[environment]`."""
+        if self.closed:
+            raise InfraError("the docker backend is closed")
+        config = task.config
+        workdir = self.workdir_for(task, image)
+        name = f"swe-residual-{images.slug(spec.item_id, 80)}-{secrets.token_hex(4)}"
+        labels = {**hygiene.container_labels(kind, spec.item_id, spec.run_id, self.token),
+                  f"{LABEL}.attempt": str(spec.attempt)}
+        cpus = cpus if cpus is not None else config.cpus
+        memory_mb = memory_mb if memory_mb is not None else config.memory_mb
+        host_config = self.client.api.create_host_config(
+            init=True, network_mode=network, pids_limit=self.pids_limit, cap_drop=["ALL"],
+            cap_add=list(KEPT_CAPABILITIES), security_opt=["no-new-privileges"], privileged=False,
+            tmpfs={SCRATCH_DIR: SCRATCH_TMPFS},
+            nano_cpus=int(cpus * 1e9) if cpus else None,
+            # Swap equal to memory: no swap, so the limit is a limit.
+            mem_limit=f"{memory_mb}m" if memory_mb else None, memswap_limit=f"{memory_mb}m" if memory_mb else None,
+            # The agent's own tools, in its containers only (never a build, a validation or a verifier).
+            binds={str(mount.host): {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
+                   for mount in self.agent_environment.mounts} if kind == "agent" else None,
+        )
+        environment = {**config.environment_env, **(env or {})}
+        try:
+            # An explicit entrypoint: the container idles and everything runs through exec.
+            created = self.client.api.create_container(
+                image, command=["infinity"], entrypoint=["sleep"], name=name, working_dir=workdir,
+                labels=labels, environment=environment, host_config=host_config,
+            )
+        except ENGINE_EXCEPTIONS as exc:
+            remove_containers(self.client, [name])  # whatever of it the engine made
+            raise infra_error(exc, f"could not start a container of {image[:40]}") from exc
+        container_id = created["Id"]
+        with self._lock:
+            self._containers.add(container_id)
+        try:
+            self.client.api.start(container_id)
+        except ENGINE_EXCEPTIONS as exc:
+            self.forget(container_id)  # a created-but-not-started container
+            raise infra_error(exc, f"could not start a container of {image[:40]}") from exc
+        environment = DockerEnvironment(self, container_id, name=name, image=image, workdir=workdir,
+                                        base_commit=head, spec=spec)
+        environment.task = task
+        return environment
+
+    def forget(self, container_id: str) -> None:
+        """Remove a container of this backend."""
+        with self._lock:
+            self._containers.discard(container_id)
+        try:
+            remove_containers(self.client, [container_id])
+        except ENGINE_EXCEPTIONS as exc:
+            raise infra_error(exc, f"removing container {container_id[:12]}") from exc
+
+    # -- the verifier --------------------------------------------------------------------------
+    def run_verifier(self, environment: Environment, task: Task, artifacts_dir: Path | None = None) -> VerifierOutput:
+        return verification.run_verifier(self, environment, task, artifacts_dir)
+
+    # -- hygiene -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Remove every container and temporary image this backend created; idempotent."""
+        self.closed = True
+        with self._lock:
+            containers, self._containers = set(self._containers), set()
+            temporary, self._temp_images = set(self._temp_images), set()
+        try:
+            # Also by label: a container whose creation was interrupted is not in the set.
+            listed = self.client.api.containers(all=True, quiet=True, filters={"label": f"{LABEL}.backend={self.token}"})
+            remove_containers(self.client, containers | {entry["Id"] for entry in listed})
+            remove_images(self.client, temporary)
+        except ENGINE_EXCEPTIONS as exc:
+            raise infra_error(exc, "removing this backend's containers") from exc
+
+    def __enter__(self) -> DockerBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,320 @@
+"""The base image that sample tasks start FROM, built from Debian's packages only.
+
+The machines this suite runs on have a Docker engine but no image registry: nothing can be
+pulled. So the base image is made the way Debian's own images are: `debootstrap` of a minimal
+system into a directory, then a tar of it imported through the engine's API. The Debian mirror is read from the
+machine's apt configuration at run time (whatever mirror apt already uses is reachable), never
+written into the code.
+
+The image is labelled with a hash of its recipe (release, variant, packages, image config);
+an existing image carrying the same label is reused, so the build happens once per machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from swe_residual.environments.local import default_cache_dir
+from swe_residual.errors import InfraError
+
+BASE_IMAGE = "swe-residual-base:bookworm"
+BASE_RELEASE = "bookworm"
+BASE_VARIANT = "minbase"
+# What every sample task needs: the interpreter and pytest for the verifier, git and patch for
+# the states, procps for `ps`/`pkill` in agents' hands, CA certificates for tasks that go
+# online. `timeout` (used to kill timed-out commands inside containers) is in coreutils,
+# which minbase always has.
+BASE_PACKAGES = ("python3", "python3-pytest", "git", "patch", "procps", "ca-certificates")
+BASE_CHANGES = (
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "ENV LANG=C.UTF-8",
+    "ENV PYTHONDONTWRITEBYTECODE=1",
+    'CMD ["bash"]',
+)
+# Bump when the build procedure changes in a way the fields above do not show.
+RECIPE_VERSION = 1
+RECIPE_LABEL = "swe-residual.recipe"
+
+APT_SOURCE_FILES = (Path("/etc/apt/sources.list"),)
+APT_SOURCE_DIR = Path("/etc/apt/sources.list.d")
+DEFAULT_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class AptSource:
+    """One (URI, suite) pair of the machine's apt configuration."""
+
+    uri: str
+    suite: str
+    components: tuple[str, ...]
+    signed_by: str | None
+    origin: Path
+
+
+def parse_deb822(text: str, origin: Path) -> list[AptSource]:
+    """Sources from a deb822 `.sources` file (stanzas separated by blank lines)."""
+    sources: list[AptSource] = []
+    for stanza in re.split(r"\n\s*\n", text):
+        fields: dict[str, str] = {}
+        current: str | None = None
+        for line in stanza.splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if line[0] in " \t" and current:  # folded continuation line
+                fields[current] += " " + line.strip()
+                continue
+            key, sep, value = line.partition(":")
+            if not sep:
+                continue
+            current = key.strip().lower()
+            fields[current] = value.strip()
+        if "deb" not in fields.get("types", "").split():
+            continue
+        if fields.get("enabled", "yes").lower() == "no":
+            continue
+        signed_by = fields.get("signed-by") or None
+        components = tuple(fields.get("components", "").split())
+        for uri in fields.get("uris", "").split():
+            for suite in fields.get("suites", "").split():
+                sources.append(AptSource(uri, suite, components, signed_by, origin))
+    return sources
+
+
+def parse_one_line(text: str, origin: Path) -> list[AptSource]:
+    """Sources from a one-line-style `sources.list`: `deb [opts] URI suite comp...`."""
+    sources: list[AptSource] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line.startswith("deb "):
+            continue  # deb-src and blank lines
+        rest = line[4:].strip()
+        options: dict[str, str] = {}
+        if rest.startswith("["):
+            inside, _, rest = rest[1:].partition("]")
+            for option in inside.split():
+                key, _, value = option.partition("=")
+                options[key] = value
+        parts = rest.split()
+        if len(parts) < 2:
+            continue
+        sources.append(AptSource(parts[0], parts[1], tuple(parts[2:]), options.get("signed-by"), origin))
+    return sources
+
+
+def apt_sources(files: Iterable[Path] | None = None) -> list[AptSource]:
+    """Every enabled binary source of the machine's apt configuration, in apt's reading order."""
+    if files is None:
+        listed = list(APT_SOURCE_FILES)
+        if APT_SOURCE_DIR.is_dir():
+            listed += sorted(APT_SOURCE_DIR.glob("*.list")) + sorted(APT_SOURCE_DIR.glob("*.sources"))
+        files = listed
+    sources: list[AptSource] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        parser = parse_deb822 if path.suffix == ".sources" else parse_one_line
+        sources += parser(text, path)
+    return sources
+
+
+def debian_mirror(release: str = BASE_RELEASE, sources: list[AptSource] | None = None) -> AptSource:
+    """The apt source to bootstrap `release` from.
+
+    Prefer an entry naming `release` itself; otherwise the machine may run another Debian
+    release, and its main archive (a suite without `-updates`/`-security`) serves `release` too.
+    """
+    sources = apt_sources() if sources is None else sources
+    exact = [s for s in sources if s.suite == release]
+    if exact:
+        return exact[0]
+    archives = [s for s in sources if "-" not in s.suite and "/" not in s.suite and "security" not in s.uri]
+    if archives:
+        first = archives[0]
+        return AptSource(first.uri, release, first.components, first.signed_by, first.origin)
+    looked = ", ".join(str(p) for p in (*APT_SOURCE_FILES, APT_SOURCE_DIR))
+    raise InfraError(
+        f"no Debian mirror found in the apt configuration ({looked}): need a `deb URI {release} main` "
+        "line or a deb822 stanza with URIs:/Suites:",
+        stage="build",
+    )
+
+
+def recipe_digest(
+    release: str = BASE_RELEASE,
+    packages: tuple[str, ...] = BASE_PACKAGES,
+    changes: tuple[str, ...] = BASE_CHANGES,
+) -> str:
+    """Hash of what goes into the base image (not of where it is downloaded from)."""
+    recipe = {"version": RECIPE_VERSION, "release": release, "variant": BASE_VARIANT,
+              "packages": sorted(packages), "changes": list(changes)}
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _client() -> Any:
+    # Imported here: the docker backend's package imports this module for BASE_IMAGE.
+    from swe_residual.environments.docker.engine import default_client
+
+    return default_client()
+
+
+def image_labels(reference: str, client: Any = None) -> tuple[str, dict[str, str]] | None:
+    """(image id, labels) of an image of `client`'s engine (default: the environment's), or None."""
+    from swe_residual.environments.docker.engine import inspect_image
+
+    found = inspect_image(client or _client(), reference)
+    if found is None:
+        return None
+    return found["Id"], (found.get("Config") or {}).get("Labels") or {}
+
+
+def _cache_dir() -> Path:
+    path = default_cache_dir() / "docker"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, image: str = BASE_IMAGE,
+                      report_current: bool = True, client: Any = None) -> str:
+    """Build (or reuse) `image` from Debian packages; return its image id.
+
+    Reuses an existing image whose recipe label matches unless `rebuild`. One build per machine
+    at a time (file lock), so xdist workers and parallel runs wait for the first one. `client`
+    is the engine to build on (default: the environment's, DOCKER_HOST or the local socket). A build
+    always reports its progress; finding the image current does only when `report_current`
+    (the docker backend checks before every task image build: once said is enough).
+    """
+    digest = recipe_digest()
+    with FileLock(str(_cache_dir() / "base-image.lock")):
+        client = client or _client()
+        found = image_labels(image, client)
+        if found and not rebuild and found[1].get(RECIPE_LABEL) == digest:
+            if report_current:
+                progress(f"base image {image} is up to date ({found[0][7:19]}, recipe {digest})")
+            return found[0]
+        previous = found[0] if found else None
+        started = time.monotonic()
+        image_id = _build_base_image(image, digest, progress, client)
+        if previous and previous != image_id:
+            # The tag moved to the new image: drop the old one so it does not linger dangling
+            # (fails harmlessly if some task image still builds on it).
+            from swe_residual.environments.docker.engine import remove_images
+
+            remove_images(client, [previous])
+        progress(f"built {image} ({image_id[7:19]}) in {time.monotonic() - started:.0f}s")
+        return image_id
+
+
+def _ensure_debootstrap(progress: Progress) -> str:
+    found = shutil.which("debootstrap")
+    if found:
+        return found
+    if os.geteuid() != 0:
+        raise InfraError("debootstrap is not installed and we are not root: `apt-get install debootstrap`", stage="build")
+    progress("installing debootstrap with apt-get")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for args in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", "debootstrap"]):
+        done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise InfraError(f"`{' '.join(args)}` failed: {done.stderr.strip()[-800:]}", stage="build")
+    found = shutil.which("debootstrap")
+    if not found:
+        raise InfraError("debootstrap is still missing after apt-get install", stage="build")
+    return found
+
+
+def _build_base_image(image: str, digest: str, progress: Progress, client: Any) -> str:
+    if os.geteuid() != 0:
+        raise InfraError("building the base image needs root (debootstrap creates device nodes and chroots)", stage="build")
+    debootstrap = _ensure_debootstrap(progress)
+    mirror = debian_mirror()
+    progress(f"bootstrapping Debian {mirror.suite} ({BASE_VARIANT}) from {mirror.uri} (found in {mirror.origin})")
+    work = Path(tempfile.mkdtemp(prefix="swe-residual-base-"))
+    root = work / "root"
+    try:
+        args = [
+            debootstrap, f"--variant={BASE_VARIANT}", "--include=" + ",".join(BASE_PACKAGES),
+        ]
+        keyring = mirror.signed_by if mirror.signed_by and Path(mirror.signed_by).is_file() else None
+        if keyring is None and DEFAULT_KEYRING.is_file():
+            keyring = str(DEFAULT_KEYRING)
+        if keyring:
+            args.append(f"--keyring={keyring}")
+        args += [mirror.suite, str(root), mirror.uri]
+        _stream(args, progress)
+        _trim_root(root)
+        progress("importing the root file system into docker")
+        changes = [*BASE_CHANGES, f"LABEL {RECIPE_LABEL}={digest}", "LABEL swe-residual.kind=base"]
+        _import_root(root, image, changes, client)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    found = image_labels(image, client)
+    if not found:
+        raise InfraError(f"{image} is missing right after its import", stage="build")
+    return found[0]
+
+
+def _import_root(root: Path, image: str, changes: list[str], client: Any) -> None:
+    """`tar` of the root file system streamed into the engine's image import."""
+    from swe_residual.environments.docker.engine import engine_errors
+
+    tar = subprocess.Popen(
+        ["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert tar.stdout is not None and tar.stderr is not None
+    repository, _, tag = image.partition(":")
+    try:
+        with engine_errors(f"importing the root file system as {image}", stage="build"):
+            client.api.import_image(src=tar.stdout, repository=repository, tag=tag or None,
+                                       changes=changes, stream_src=True)
+    finally:
+        tar.stdout.close()
+        tar_err = tar.stderr.read()
+        tar.stderr.close()
+        code = tar.wait()
+    if code != 0:
+        raise InfraError(f"tar of the root file system failed: {tar_err.decode(errors='replace')[-500:]}", stage="build")
+
+
+def _stream(args: list[str], progress: Progress) -> None:
+    """Run a long command, passing on a progress line now and then (debootstrap's I: lines)."""
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    tail: list[str] = []
+    assert process.stdout is not None
+    last = 0.0
+    for line in process.stdout:
+        line = line.rstrip()
+        tail = (tail + [line])[-30:]
+        # debootstrap prints one line per package; a line every few seconds is enough.
+        if line.startswith(("I: Retrieving Release", "I: Base system installed")) or time.monotonic() - last > 10:
+            progress(f"  {line}")
+            last = time.monotonic()
+    if process.wait() != 0:
+        raise InfraError(f"{Path(args[0]).name} failed:\n" + "\n".join(tail), stage="build")
+
+
+def _trim_root(root: Path) -> None:
+    """Drop what an image does not need: downloaded .debs, apt lists, device nodes, logs."""
+    for pattern in ("var/cache/apt/archives/*.deb", "var/lib/apt/lists/*", "var/log/*.log", "dev/*"):
+        for path in root.glob(pattern):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+    # etc/apt/sources.list stays: a task Dockerfile may `apt-get install` at build time.

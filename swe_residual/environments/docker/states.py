@@ -1,0 +1,241 @@
+"""Repo-track states applied at each start, state snapshots, machine-track replay and fidelity.
+
+A repo-track Residual State is a patch: every instance is a fresh container of the task image
+into which the patch is applied (strict `git apply`, no commit) before the agent starts, the
+same bytes onto the same image, so every instance starts from the same tree and none shares a
+file system with another. The state is checked once per task image and patch (it applies, and
+the validation hook accepts it, in a throwaway container), and the check is remembered in the
+cache (`validated-states/`), so later runs skip it. Applying a patch costs one exec; committing
+a snapshot costs seconds per state on slow storage drivers (benchmarks/bench_state_setup.py
+prints both), which is why snapshots are no longer the default for patches.
+
+A state can still be committed into `swe-residual-state:<task>-<state>-<hash of image id +
+payload>` (always for the machine track; for patches when the backend is made with
+`snapshot_repo_states=True`), applied once and validated in a throwaway container; every
+instance is then a new container of that snapshot.
+
+A machine-track state is rebuilt by replaying its `commands.jsonl` in a fresh container and
+committing the result (one-command entries run on their own; keystroke entries are typed into
+a tmux session that stays running, terminal.py). A commit holds files, installed software and configuration, not running
+processes, so the snapshot records whether the replay left processes running (or the state
+declares `[machine] live_processes`). Such a state cannot be restored from its snapshot alone:
+without engine checkpoints (CRIU, see `checkpoint_support()`), every instance is a fresh
+container of the task image into which the commands are replayed again ("replay"); other
+machine states start from the snapshot ("snapshot").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import shutil
+import subprocess
+import time
+from typing import TYPE_CHECKING, Any
+
+import docker
+
+from swe_residual.environments.base import StartSpec
+from swe_residual.environments.docker.engine import (
+    ENGINE_EXCEPTIONS,
+    default_client,
+    engine_errors,
+    inspect_image,
+    remove_images,
+)
+from swe_residual.environments.docker.environment import DockerEnvironment
+from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, owner_labels
+from swe_residual.environments.docker.images import STATE_REPO, slug
+from swe_residual.errors import DatasetError
+from swe_residual.states.patches import apply_patch
+from swe_residual.environments.docker.terminal import TerminalSession
+from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, ResidualState, is_keystrokes
+from swe_residual.dataset.task import Task
+
+if TYPE_CHECKING:
+    from swe_residual.environments.docker.backend import DockerBackend, PreparedImage
+
+# How a machine-track instance holds its state: a CRIU checkpoint (files + live processes),
+# the commands replayed into the instance (live processes restarted), or the committed
+# snapshot (files only).
+FIDELITY_CRIU, FIDELITY_REPLAY, FIDELITY_SNAPSHOT = "criu", "replay", "snapshot"
+LIVE_LABEL = f"{LABEL}.live-processes"
+# Processes left behind by a replay: everything but the container's own init and idle command
+# and the listing itself (the shell running it and its children).
+_LIST_PROCESSES = (
+    "ps -eo pid=,ppid=,args= 2>/dev/null | "
+    "awk -v me=$$ '$1 != 1 && $1 != me && $2 != me && $3 != \"ps\" "
+    "&& !($3 == \"sleep\" && $4 == \"infinity\" && NF == 4) "
+    "{ $1 = \"\"; $2 = \"\"; sub(/^ +/, \"\"); print }'"
+)
+
+
+# -- commits -------------------------------------------------------------------------------------
+def commit(client: docker.DockerClient, container_id: str, labels: dict[str, str], backend_token: str) -> str:
+    """Commit a container to a temporary tag owned by this process; returns the tag.
+
+    The labels go in as LABEL changes of the commit itself (no extra image step): `swe-residual.<key>`
+    for each of `labels`, plus `swe-residual=1` and the owner labels, so a sweep finds it.
+    """
+    tag = secrets.token_hex(8)
+    owner = {LABEL: "1", **owner_labels(), f"{LABEL}.backend": backend_token}
+    changes = [f"LABEL {LABEL}.{key}={json.dumps(value)}" for key, value in labels.items()]
+    changes += [f"LABEL {key}={json.dumps(value)}" for key, value in owner.items()]
+    with engine_errors(f"committing container {container_id[:12]}"):
+        client.api.commit(container_id, repository=TEMP_REPO, tag=tag, changes=changes)
+    return f"{TEMP_REPO}:{tag}"
+
+
+def remove_temp_image(client: docker.DockerClient, tag: str) -> None:
+    # By tag: untags when the image is also tagged as a snapshot, deletes it otherwise, so it
+    # never lingers as a dangling image.
+    remove_images(client, [tag])
+
+
+# -- repo and machine states -----------------------------------------------------------------------
+def state_tag(prepared: PreparedImage, task: Task, state: ResidualState) -> str:
+    """The snapshot's tag: content-addressed by the task image and the state's payload."""
+    if state.track == "repo":
+        payload = state.patch_path.read_bytes() if state.patch_path else b""
+    else:
+        payload = state.commands_path.read_bytes() if state.commands_path else b""
+    key = hashlib.sha256(b"\0".join([prepared.image_id.encode(), state.track.encode(), payload])).hexdigest()[:16]
+    return f"{STATE_REPO}:{slug(task.id, 50)}-{slug(state.id, 50)}-{key}"
+
+
+def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, prepared: PreparedImage,
+                      tag: str) -> None:
+    """Apply (or replay) a state in a build container, validate it, and tag its snapshot."""
+    backend.progress(f"snapshotting state {task.id}/{state.id}")
+    started = time.monotonic()
+    spec = StartSpec(run_id=backend.run_id, item_id=f"build:{task.id}/{state.id}", attempt=0)
+    # A patch needs no network; replayed machine-track commands get the agent's.
+    network = "none" if state.track == "repo" else task.config.agent_network_mode
+    live = False
+    with backend.start_container(prepared.image_id, task, spec, network, prepared.head, kind="build") as builder:
+        if state.track == "repo":
+            apply_state_patch(builder, state)
+        else:
+            replay(builder, state)
+            live = state.live_processes if state.live_processes is not None else bool(live_processes(builder))
+        labels = {"kind": "state", "task": task.id, "state": state.id, "base-commit": prepared.head or ""}
+        if state.track == "machine":
+            labels["live-processes"] = "1" if live else "0"
+        candidate = backend.commit(builder.container_id, labels)
+    try:
+        if backend.validate_state is not None:
+            # In a throwaway container: the verifier's files never reach the snapshot. A state
+            # with live processes is validated the way its instances start: replayed.
+            if live:
+                trial = replayed_instance(backend, task, state, spec, prepared)
+            else:
+                trial = backend.start_container(candidate, task, spec, "none", prepared.head, kind="validate")
+            with trial:
+                backend.validate_state(backend, trial, task, state)
+        backend.keep_as(candidate, tag)
+    finally:
+        backend.remove_temp_image(candidate)
+    backend.progress(f"snapshotted state {task.id}/{state.id} in {time.monotonic() - started:.1f}s")
+
+
+def check_repo_state(backend: DockerBackend, task: Task, state: ResidualState, prepared: PreparedImage) -> None:
+    """A patch state's one check: it applies strictly to the task image and the validation hook
+    accepts the result, in a throwaway container that nothing is kept from."""
+    backend.progress(f"checking state {task.id}/{state.id}")
+    started = time.monotonic()
+    spec = StartSpec(run_id=backend.run_id, item_id=f"check:{task.id}/{state.id}", attempt=0)
+    with backend.start_container(prepared.image_id, task, spec, "none", prepared.head, kind="validate") as trial:
+        apply_state_patch(trial, state)
+        if backend.validate_state is not None:
+            backend.validate_state(backend, trial, task, state)
+    backend.progress(f"checked state {task.id}/{state.id} in {time.monotonic() - started:.1f}s")
+
+
+def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> None:
+    """The state's patch onto a fresh instance's working tree (strict: no fuzz, no commit)."""
+    apply_patch(environment, state.read_patch(), source=str(state.patch_path), strict=True)
+
+
+def live_processes(environment: DockerEnvironment) -> list[str]:
+    """Command lines of the processes running in a container besides its own idle ones."""
+    raw = environment.run(["sh", "-c", _LIST_PROCESSES])
+    return [line for line in raw.stdout.decode(errors="replace").splitlines() if line.strip()]
+
+
+def state_fidelity(client: docker.DockerClient, tag: str) -> str:
+    """How instances of a machine state's snapshot hold it: "snapshot" or "replay"."""
+    found = inspect_image(client, tag) or {}
+    labels = (found.get("Config") or {}).get("Labels") or {}
+    # CRIU restore is not implemented (no engine here supports checkpoints): live processes
+    # are always restored by replay.
+    return FIDELITY_REPLAY if labels.get(LIVE_LABEL) == "1" else FIDELITY_SNAPSHOT
+
+
+def replayed_instance(backend: DockerBackend, task: Task, state: ResidualState, spec: StartSpec,
+                      prepared: PreparedImage) -> DockerEnvironment:
+    """A fresh container of the task image with the state's commands replayed into it."""
+    environment = backend.start_container(prepared.image_id, task, spec, task.config.agent_network_mode,
+                                          prepared.head)
+    try:
+        replay(environment, state)
+    except BaseException:
+        environment.close()
+        raise
+    environment.fidelity = FIDELITY_REPLAY
+    return environment
+
+
+def replay(environment: DockerEnvironment, state: ResidualState) -> None:
+    """Machine track: the predecessor's terminal interactions, in order, in a fresh machine.
+
+    A `command` entry runs to its end (or deadline) on its own; `keystrokes` entries are typed
+    into one tmux session, started at the first of them and left running (terminal.py).
+    """
+    assert state.commands_path is not None
+    terminal = TerminalSession(environment, state.commands_path)
+    for number, entry in enumerate(state.read_commands(), start=1):
+        if is_keystrokes(entry):
+            terminal.send(entry[KEYSTROKES], float(entry.get("duration_sec", DEFAULT_KEYSTROKE_WAIT_SEC)))
+            continue
+        timeout = entry.get("timeout_sec", 600)
+        result = environment.exec(entry["command"], timeout_sec=float(timeout), cwd=entry.get("cwd"))
+        # `timed_out: true` was recorded: the predecessor's command was killed at its deadline too.
+        if result.timed_out and not entry.get("timed_out"):
+            raise DatasetError(state.commands_path, f"command {number} did not finish within {timeout}s while replaying")
+
+
+# -- checkpoints --------------------------------------------------------------------------------
+def checkpoint_support(timeout_sec: float = 20.0, client: docker.DockerClient | None = None) -> dict[str, Any]:
+    """Whether the engine can checkpoint live containers (an experimental daemon and a working
+    `criu`); `supported` and the evidence for the report."""
+    report: dict[str, Any] = {"experimental": None, "criu": None, "criu_check": None}
+    try:
+        client = client or default_client()
+        version = client.version()
+        experimental = version.get("Experimental")
+        if experimental is None:  # older API versions: only `info` says it
+            experimental = client.info().get("ExperimentalBuild")
+        report["experimental"] = bool(experimental)
+    except ENGINE_EXCEPTIONS:
+        report["experimental"] = None
+    criu = shutil.which("criu")
+    report["criu"] = criu
+    if criu:
+        try:
+            checked = subprocess.run([criu, "check"], capture_output=True, text=True, timeout=timeout_sec, check=False)
+            report["criu_check"] = "ok" if checked.returncode == 0 else (checked.stdout + checked.stderr).strip()[-300:]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            report["criu_check"] = str(exc)
+    report["supported"] = bool(report["experimental"]) and report["criu_check"] == "ok"
+    reasons = []
+    if not report["experimental"]:
+        reasons.append("the engine is not in experimental mode")
+    if not criu:
+        reasons.append("criu is not installed")
+    elif report["criu_check"] != "ok":
+        reasons.append(f"`criu check` failed: {report['criu_check']}")
+    report["reason"] = "; ".join(reasons) or "docker checkpoint is available"
+    # Restoring from a checkpoint is not implemented; live processes are restored by replay.
+    report["fidelity"] = FIDELITY_REPLAY
+    return report

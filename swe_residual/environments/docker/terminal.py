@@ -1,0 +1,124 @@
+"""A terminal session (tmux) in a container, driven by keystrokes as Terminus-2 drives it.
+
+A Terminus-2 run is not a list of commands: the agent typed keys into one long-lived shell in
+a tmux pane and waited a while after each batch. What that shell did depends on what was
+typed before: an unclosed quote turns the next lines into a string, a server started in the
+foreground keeps the pane busy (and keeps running), `C-c` interrupts whatever is in the
+foreground. Replaying such a run means replaying the keys into the same kind of session:
+
+- the session is started as Terminus-2 starts it (`tmux new-session -d` running `bash --login`,
+  TERM=xterm-256color, a 160x40 pane) in the environment's working directory;
+- each keystroke entry is sent with `tmux send-keys -t SESSION -- KEYS` (tmux reads a key name
+  such as `C-c` or `Enter` as that key, anything else as literal text), or, when it is too long
+  for one tmux command, through a paste buffer, as Terminus-2 does;
+- then the replay waits the entry's `duration_sec`, less the time the send took, as Terminus-2's
+  non-blocking sends do. It never waits for a command to finish.
+
+The session is left running when the replay ends: its shell and whatever the agent left in the
+foreground are live processes of the state (states.py then gives it the `replay` fidelity).
+
+tmux must be in the container. When it is not, it is installed with the image's package
+manager, as Terminus-2 installs it at set-up (the recorded run had it installed too); when that
+fails (no package manager, no network), the replay fails with one error saying so.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import time
+from pathlib import Path
+from typing import Protocol
+
+from swe_residual.errors import DatasetError
+from swe_residual.environments.base import ExecResult
+
+SESSION = "swe-residual"
+PANE_WIDTH, PANE_HEIGHT = 160, 40  # Terminus-2's defaults
+# tmux refuses a command longer than its message buffer (~16 KB); longer keys go through a
+# paste buffer (Terminus-2 uses the same bound).
+SEND_KEYS_MAX_BYTES = 16_000 - 64
+INSTALL_TIMEOUT_SEC = 300.0
+COMMAND_TIMEOUT_SEC = 30.0
+# Terminus-2's package-manager install of tmux, per package manager it knows.
+INSTALL_TMUX = (
+    "if command -v apt-get >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get update "
+    "&& DEBIAN_FRONTEND=noninteractive apt-get install -y tmux; "
+    "elif command -v dnf >/dev/null 2>&1; then dnf install -y tmux; "
+    "elif command -v yum >/dev/null 2>&1; then yum install -y tmux; "
+    "elif command -v apk >/dev/null 2>&1; then apk add --no-cache tmux; "
+    "elif command -v zypper >/dev/null 2>&1; then zypper install -y -n tmux; "
+    "elif command -v pacman >/dev/null 2>&1; then pacman -Sy --noconfirm tmux; "
+    "else echo 'no package manager found' >&2; exit 127; fi"
+)
+START_SESSION = (
+    "export TERM=xterm-256color && export SHELL=/bin/bash && "
+    f"tmux new-session -x {PANE_WIDTH} -y {PANE_HEIGHT} -d -s {SESSION} 'bash --login' && "
+    "tmux set-option -g history-limit 10000000"
+)
+
+
+class Shell(Protocol):
+    def exec(self, command: str, *, timeout_sec: float | None = None, env: dict[str, str] | None = None,
+             cwd: str | None = None) -> ExecResult: ...
+
+    def write_file(self, path: str, data: bytes) -> None: ...
+
+
+class TerminalSession:
+    """One tmux session in `environment`; `source` names the file being replayed in errors."""
+
+    def __init__(self, environment: Shell, source: Path) -> None:
+        self.environment = environment
+        self.source = source
+        self.started = False
+
+    def _run(self, command: str, what: str, timeout_sec: float = COMMAND_TIMEOUT_SEC) -> ExecResult:
+        result = self.environment.exec(command, timeout_sec=timeout_sec)
+        if result.timed_out or result.exit_code != 0:
+            raise DatasetError(self.source, f"replaying keystrokes: {what} failed "
+                                            f"(exit {result.exit_code}): {result.output.strip()[-400:]}")
+        return result
+
+    def ensure_tmux(self) -> None:
+        if self.environment.exec("tmux -V", timeout_sec=COMMAND_TIMEOUT_SEC).exit_code == 0:
+            return
+        installed = self.environment.exec(INSTALL_TMUX, timeout_sec=INSTALL_TIMEOUT_SEC)
+        if self.environment.exec("tmux -V", timeout_sec=COMMAND_TIMEOUT_SEC).exit_code != 0:
+            raise DatasetError(
+                self.source,
+                "replaying keystrokes needs tmux in the container: the task's image has none and installing it "
+                "with the package manager, as Terminus-2 does, failed"
+                + (" (timed out)" if installed.timed_out else f" (exit {installed.exit_code}): "
+                   f"{installed.output.strip()[-300:]}")
+                + "; add tmux to the task's image")
+
+    def start(self) -> None:
+        self.ensure_tmux()
+        self._run(START_SESSION, "starting the tmux session")
+        self.started = True
+
+    def send(self, keys: str, wait_sec: float) -> None:
+        """Type `keys` into the session, then wait `wait_sec` from the start of the send."""
+        if not self.started:
+            self.start()
+        began = time.monotonic()
+        if len(shlex.quote(keys).encode("utf-8")) <= SEND_KEYS_MAX_BYTES:
+            self._run(f"tmux send-keys -t {SESSION} -- {shlex.quote(keys)}", "tmux send-keys")
+        else:
+            self._paste(keys)
+        left = wait_sec - (time.monotonic() - began)
+        if left > 0:
+            time.sleep(left)
+
+    def _paste(self, keys: str) -> None:
+        # Literal text too long for send-keys: staged in a file and pasted, which turns its
+        # newlines into Enter as typing it would.
+        token = secrets.token_hex(8)
+        path, buffer = f"/tmp/.swe-residual-paste-{token}", f"swe-residual-{token}"
+        self.environment.write_file(path, keys.encode("utf-8"))
+        try:
+            self._run(f"tmux load-buffer -b {buffer} {path} && tmux paste-buffer -d -b {buffer} -t {SESSION}",
+                      "pasting long keystrokes")
+        finally:
+            self.environment.exec(f"rm -f {path}", timeout_sec=COMMAND_TIMEOUT_SEC)

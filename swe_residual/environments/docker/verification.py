@@ -1,0 +1,222 @@
+"""Verification on the docker backend, as Harbor runs it (DESIGN §4).
+
+After the agent stops, the task's `[[verifier.collect]]` steps run in the agent's container,
+then the top-level `artifacts` are copied out to the host (kept beside the run record). Then:
+- `shared` mode: the hidden tests are uploaded into the agent's own container and run there;
+- `separate` mode: a FRESH container verifies (swe_residual/verifier/environment.py says which
+  image) and receives the artifacts at their own paths, and nothing else of the agent's
+  container: no commit of the agent's file system is made.
+Stale reward files are removed before test.sh runs; what it leaves in /logs/verifier is read.
+On the repo track every process left in the agent's container is stopped first; collect steps
+get the clean image's git first on the suite's PATH (harness_tools.py). In shared mode test.sh
+gets no user site (and, on the repo track, a fresh HOME), and the hidden tests are hashed,
+through the engine, right after the copy and after the run (swe_residual/verifier/inputs.py).
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import docker.errors
+
+from swe_residual.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
+from swe_residual.environments.base import CollectResult, Environment, StartSpec, VerifierOutput
+from swe_residual.environments.docker import harness_tools
+from swe_residual.environments.docker.archives import digest_files, rooted_archive
+from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS
+from swe_residual.environments.docker.environment import DockerEnvironment
+from swe_residual.environments.docker.exec import lost_or_failed, to_result
+from swe_residual.environments.docker.images import dockerfile_bases
+from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
+from swe_residual.environments.local import MAX_LOG_FILE_BYTES
+from swe_residual.errors import InfraError
+from swe_residual.dataset.task import Task
+from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env
+from swe_residual.verifier.environment import (
+    SHARED,
+    TASK_ENVIRONMENT,
+    TESTS_DOCKERFILE,
+    VerifierEnvironmentPlan,
+    plan_verifier_environment,
+)
+
+if TYPE_CHECKING:
+    from swe_residual.environments.docker.backend import DockerBackend
+
+TESTS_DIR = "/tests"
+VERIFIER_LOGS_DIR = "/logs/verifier"
+VERIFIER_REPO = "swe-residual-verifier"
+# An artifact larger than this is not copied (and is reported missing): artifacts are patches
+# and logs, held in memory on their way to the verifier.
+MAX_ARTIFACT_FILE_BYTES = 256 * 1024 * 1024
+
+# The verifier's HOME, fresh for each run of test.sh (on the container's scratch tmpfs).
+SCRATCH_HOME = "/tmp/swe-residual/verifier-home"
+
+
+def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
+                 artifacts_dir: Path | None = None) -> VerifierOutput:
+    """Collect, copy the artifacts out (into `artifacts_dir` when given and writable), verify."""
+    if not isinstance(environment, DockerEnvironment):
+        raise TypeError(f"the docker backend cannot verify a {type(environment).__name__}")
+    if environment.closed:
+        raise InfraError("the environment was closed before verification", stage="verifier")
+    scratch = Path(tempfile.mkdtemp(prefix="swe-residual-artifacts-"))
+    try:
+        target, _ = prepare_artifacts_dir(artifacts_dir, scratch / "collected")
+        return _collect_and_verify(backend, environment, task, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, task: Task,
+                        artifacts_dir: Path) -> VerifierOutput:
+    plan = plan_verifier_environment(task)
+    if task.track == "repo":
+        # Nothing the agent left running (a loop killing pytest, a reward forger, thousands of
+        # processes at the pids limit) may run beside the collect steps or share the verifier's
+        # container: the engine kills them all (harness_tools.stop_processes; nothing to do when
+        # the runner did so before the patch capture). Machine-track processes are the state: kept.
+        environment.stop_processes()
+    collected, error = _collect(environment, task)
+    if task.track == "repo" and plan.source == SHARED:
+        environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
+    sources = [artifact.source for artifact in task.config.artifacts]
+    for source in sources:
+        _copy_out(environment, source, host_path(artifacts_dir, source))
+    present = collected_sources(artifacts_dir, sources)
+    if error is not None:
+        return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
+                              artifacts=tuple(present), error=error)
+    if plan.source == SHARED:
+        output = _run_tests(environment, task, fresh_container=False)
+    else:
+        output = _verify_separately(backend, environment, task, plan, artifacts_dir, present)
+    return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
+
+
+def _collect(environment: DockerEnvironment, task: Task) -> tuple[tuple[CollectResult, ...], str | None]:
+    """The task's collect steps, with the clean image's git first on a PATH the suite sets (so a
+    `git` the agent replaced or put on the PATH is not the one they run)."""
+    if not task.config.verifier_collect:
+        return (), None
+    git_dir = harness_tools.install_git(environment)
+    try:
+        env = {"APP_DIR": environment.workdir, "ARTIFACTS_DIR": ARTIFACTS_DIR,
+               "PATH": harness_tools.collect_path(environment, git_dir)}
+        return run_collect_steps(environment, task, env)
+    finally:
+        if git_dir is not None:
+            try:
+                environment.remove_paths(git_dir)
+            except InfraError:
+                pass  # the container is verified (or gone) next; nothing to clean up in it
+
+
+def _verify_separately(backend: DockerBackend, environment: DockerEnvironment, task: Task,
+                       plan: VerifierEnvironmentPlan, artifacts_dir: Path, present: list[str]) -> VerifierOutput:
+    image, head = verifier_image(backend, task, plan)
+    spec = StartSpec(environment.spec.run_id, environment.spec.item_id + ":verifier", environment.spec.attempt)
+    with backend.start_container(image, task, spec, plan.network, head, cpus=plan.cpus, memory_mb=plan.memory_mb,
+                                 env=plan.env, kind="verifier") as fresh:
+        # The artifacts at their own paths and, unless bundled, the hidden tests: one archive.
+        entries = [(source, host_path(artifacts_dir, source)) for source in present]
+        if not plan.bundled_tests:
+            entries.append((TESTS_DIR, task.tests_dir))
+        if entries:
+            fresh.copy_in(rooted_archive(entries), "/")
+        return _run_tests(fresh, task, fresh_container=True)
+
+
+def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
+    """(image id, base commit) of a separate verifier's environment, built when needed; resolved
+    once per task directory and backend, not once per item."""
+    key = (str(task.path), plan.source, plan.image or "")
+    if key not in backend.verifier_images:
+        backend.verifier_images[key] = _resolve_verifier_image(backend, task, plan)
+    return backend.verifier_images[key]
+
+
+def _resolve_verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
+    if plan.source == TASK_ENVIRONMENT:
+        prepared = backend.task_image(task)  # the clean image: the base commit, never the state
+        return prepared.image_id, prepared.head
+    if plan.source == TESTS_DOCKERFILE:
+        dockerfile = task.tests_dir / "Dockerfile"
+        bases = dockerfile_bases(dockerfile.read_text(encoding="utf-8", errors="replace"))
+        ensure_dockerfile_bases(backend, task, bases, field="verifier")
+        timeout = task.config.verifier_environment.build_timeout_sec if task.config.verifier_environment \
+            else task.config.build_timeout_sec
+        _, image_id = backend.build_image(task.tests_dir, dockerfile, repo=VERIFIER_REPO, name=task.id, timeout_sec=timeout)
+        return image_id, None
+    assert plan.image is not None
+    return named_image_id(backend, task, plan.image, field="verifier.environment.docker_image"), None
+
+
+def _copy_out(environment: DockerEnvironment, source: str, target: Path) -> None:
+    """Copy an artifact (a file or a directory) out of the container; absent: nothing."""
+    directory, files = environment.copy_out_entry(source, MAX_ARTIFACT_FILE_BYTES)
+    for relative, data in files.items():
+        path = target / relative if directory else target
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: bool) -> VerifierOutput:
+    """Run test.sh: in the agent's container (the tests uploaded only now), or in a fresh one
+    that already holds them."""
+    # Whatever the agent put at /tests or in the log directory (a reward file of its own
+    # making) is deleted first; a fresh container gets an empty log directory.
+    clear = f"rm -rf {VERIFIER_LOGS_DIR} && mkdir -p {VERIFIER_LOGS_DIR}"
+    expected: dict[str, str] = {}
+    changed: list[str] = []
+    if not fresh_container:
+        done = environment.run(["sh", "-c", f"rm -rf {TESTS_DIR} && {clear}"])
+        if done.exit_code != 0:
+            raise InfraError(f"could not clear the verifier's directories: {done.stderr.decode(errors='replace')[-500:]}",
+                             stage="verifier")
+        environment.copy_in(rooted_archive([(TESTS_DIR, task.tests_dir)]), "/")
+        # What the agent's container holds now must be what was copied in (a process left on the
+        # machine track may rewrite it): hashed on the host, through the engine, now and after.
+        expected = test_digests(task.tests_dir)
+        changed = changed_tests(expected, _digests_in(environment, TESTS_DIR))
+    paths = {"TESTS_DIR": TESTS_DIR, "VERIFIER_LOGS_DIR": VERIFIER_LOGS_DIR, "APP_DIR": environment.workdir,
+             "ARTIFACTS_DIR": ARTIFACTS_DIR}
+    if fresh_container:  # nothing of the agent's is in it: the task's environment as it is
+        env = {**task.config.verifier_env, **paths}
+        command = f"{clear} && exec bash {TESTS_DIR}/test.sh 2>&1"
+    else:
+        # Repo track: a fresh, empty HOME, nothing the agent left in its own reaches the tests.
+        # Machine track: the home is part of the machine graded (swe_residual/verifier/inputs.py).
+        home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == "repo" else None
+        env = verifier_env(task, home, paths)
+        command = f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home else f"exec bash {TESTS_DIR}/test.sh 2>&1"
+    result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
+                                       cwd=environment.workdir))
+    files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
+    if not fresh_container:
+        changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
+    return VerifierOutput(
+        exit_code=result.exit_code,
+        output=result.stdout + result.stderr,
+        timed_out=result.timed_out,
+        files=files,
+        duration_sec=result.duration_sec,
+        tampered=tuple(changed),
+    )
+
+
+def _digests_in(environment: DockerEnvironment, directory: str) -> dict[str, str]:
+    """sha256 of each file of a container directory, read through the engine's archive API."""
+    try:
+        chunks, _ = environment.client.api.get_archive(environment.container_id, directory)
+    except docker.errors.NotFound:
+        return {}  # gone (or the container is: the next engine call says so)
+    except ENGINE_EXCEPTIONS as exc:
+        raise lost_or_failed(environment.client, environment.container_id, exc, "reading the hidden tests") from exc
+    return digest_files(chunks)

@@ -1,0 +1,207 @@
+"""Harbor's trial results for exported starts, read back as the suite's run records.
+
+`swe-residual export harbor` writes one Harbor task per start, each naming its source in
+`[metadata] swe_residual_*` (harbor/export_toml.py). After `harbor run` on such a directory, a
+job directory holds one trial per (agent, exported task, attempt). This module turns each
+trial into the run record a suite run of the same outcome would write (docs/records.md), so
+`swe-residual report --harbor-jobs JOBS_DIR` prints the same summary, acceptance bias and
+report.html.
+
+How a trial maps (DESIGN §7): the agent is Harbor's agent name with the model when it has one;
+Harbor's exception type gives the termination (harbor/jobs.py: time and cost limits
+and the agent's own errors are the agent's; sandbox, model-provider and Harbor failures are
+infrastructure); a verifier failure or a missing reward is an infrastructure failure (no valid
+verdict); success needs a submission and reward 1. The final patch is the collected patch
+artifact where the task collects one. A trial of a task without the metadata is not a start of
+the suite: it is listed as a problem, never guessed; so is a trial whose exported directory's
+content is not what it ran (Harbor's task checksum, harbor/match.py). Several trials of one start by one agent
+(Harbor's attempts) make one item: the first with a valid verdict.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from swe_residual.states.diffparse import changed_files
+from swe_residual.harbor.export_states import PATCH_NAME
+from swe_residual.harbor.atif import read_atif
+from swe_residual.harbor.jobs import (
+    DEFAULT_PATCH, identity_of, outcome_of, termination_of, trial_durations, trial_tests,
+)
+from swe_residual.harbor.layout import HarborTrial, read_jobs
+from swe_residual.harbor.match import Checksums, local_task_dir, pick
+from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.agents.identity import with_hash
+from swe_residual.trial.records import RECORD_SCHEMA, agent_slug, record_key
+
+SOURCE_TASK_KEY = "swe_residual_source_task"
+
+
+@dataclass(frozen=True)
+class ExportedStart:
+    """What an exported task's metadata says about its source start."""
+
+    directory: Path
+    task: str
+    track: str
+    start: str
+    state: str | None
+    predecessor: str | None
+    workdir: str
+    inherited_patch: str | None
+    reference_files: list[str] | None
+    patch_sources: tuple[str, ...]  # the collected artifacts that hold the final patch
+
+
+@dataclass
+class HarborRecords:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+
+
+def exported_start(directory: Path) -> ExportedStart | None:
+    """The source start of an exported task directory, or None when it is not one."""
+    try:
+        config = tomllib.loads((directory / "task.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    metadata = config.get("metadata") or {}
+    if not isinstance(metadata, dict) or SOURCE_TASK_KEY not in metadata:
+        return None
+    state = metadata.get("swe_residual_source_state")
+    solution = _read_text(directory / "solution" / "solution.patch")
+    declared = [entry if isinstance(entry, str) else str((entry or {}).get("source", ""))
+                for entry in config.get("artifacts") or [] if isinstance(entry, (str, dict))]
+    return ExportedStart(
+        directory=directory,
+        task=str(metadata[SOURCE_TASK_KEY]),
+        track=str(metadata.get("track", "repo")),
+        start=str(metadata.get("swe_residual_start", "residual" if state else "clean")),
+        state=str(state) if state else None,
+        predecessor=metadata.get("swe_residual_predecessor"),
+        workdir=str((config.get("environment") or {}).get("workdir") or "/app"),
+        inherited_patch=_read_text(directory / "environment" / PATCH_NAME) if state else None,
+        reference_files=sorted(changed_files(solution)) if solution else None,
+        patch_sources=tuple(source for source in declared if source.endswith(".patch")) or (DEFAULT_PATCH,),
+    )
+
+
+def _locate(trial: HarborTrial, export_dirs: Iterable[Path],
+            checksums: Checksums) -> tuple[ExportedStart | None, str | None]:
+    """(the exported start the trial ran, None), or (None, why not) when a directory of its name
+    is there but is not what it ran; (None, None) when no exported task has its path or name.
+
+    By Harbor's task path and checksum (harbor/match.py): the recorded directory,
+    else the export directories' task of the trial's name; a candidate is the trial's only when
+    its content has the checksum result.json recorded."""
+    local = local_task_dir(trial)
+    names = {trial.task_name.rsplit("/", 1)[-1]}
+    if trial.task_path:
+        names.add(PurePosixPath(trial.task_path).name)
+    candidates = ([local] if local is not None else []) + [
+        root / name for root in export_dirs for name in sorted(names) if (root / name / "task.toml").is_file()]
+    starts = [(directory, start) for directory in candidates if (start := exported_start(directory)) is not None]
+    if not starts:
+        return None, None
+    chosen, why = pick(trial, [(directory, False) for directory, _ in starts], checksums)
+    if chosen is None:
+        return None, why
+    return next(start for directory, start in starts if directory == chosen), None
+
+
+def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir: Path) -> dict[str, Any]:
+    """One trial as the run record of its source start."""
+    agent = identity_of(trial, "agent+model")
+    reward = trial.reward
+    termination = termination_of(trial.exception_type)
+    outcome = outcome_of(termination, reward)
+    error = None
+    if outcome == "infra_error":
+        error = f"harbor: {trial.exception_type or 'no valid reward'}: {(trial.exception_message or '').strip()[:500]}"
+    final_patch = None
+    if source.track == "repo":
+        found = next((path for path in map(trial.artifact, source.patch_sources) if path is not None), None)
+        final_patch = _read_text(found) if found is not None else None
+    trajectory = None
+    if trial.trajectory_path is not None:
+        trajectory, _ = read_atif(trial.trajectory_path, agent)
+    record: dict[str, Any] = {
+        "schema": RECORD_SCHEMA, "run_id": run_id, "agent": agent, "task": source.task, "track": source.track,
+        "start": source.start, "state": source.state, "predecessor": source.predecessor,
+        "outcome": outcome, "reward": reward if outcome != "infra_error" else None,
+        "submitted": termination == "submitted", "termination": termination,
+        "tests": trial_tests(trial) if outcome != "infra_error" else None, "initial_tests": None,
+        "steps": len(trajectory.steps) if trajectory is not None else None,
+        "final_patch": final_patch, "trajectory": None,
+        "attempts": [{"attempt": 1, "outcome": outcome, "termination": termination, "error": error}],
+        "durations": trial_durations(trial), "inherited_patch": source.inherited_patch,
+        "reference_files": source.reference_files, "opened_files": None, "inspected": None,
+        "agent_config": with_hash({"agent": trial.agent_name, "version": trial.agent_version,
+                                   "model": trial.model_name}),
+        "cost": trial.cost_usd,
+        "tokens": ({"prompt": trial.n_input_tokens or 0, "completion": trial.n_output_tokens or 0}
+                   if trial.n_input_tokens is not None or trial.n_output_tokens is not None else None),
+        "message": None, "error": error, "rewards": dict(trial.rewards) if trial.rewards else None,
+        "harbor_trial": trial.relative,
+    }
+    if trajectory is not None:
+        steps = [step.as_dict() for step in trajectory.steps]
+        inherited = changed_files(source.inherited_patch) if source.inherited_patch else set()
+        record["opened_files"] = sorted(opened_files(steps, set(source.reference_files or []) | inherited,
+                                                    root=source.workdir))
+        record["inspected"] = inspected(steps, inherited, root=source.workdir) if source.state else None
+        steps_file = Path("trajectories") / agent_slug(agent) / source.task / (
+            f"{source.state}.json" if source.state else "clean.json")
+        trajectory.write(run_dir / steps_file)
+        record["trajectory"] = steps_file.as_posix()
+    return record
+
+
+def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), *, run_id: str,
+                        run_dir: Path) -> HarborRecords:
+    """Every trial of `jobs_dir` that ran an exported start, as run records (trajectories into
+    `run_dir`); trials that cannot be read or traced back are listed as problems."""
+    jobs = read_jobs(jobs_dir)
+    result = HarborRecords(problems=[f"{problem.relative}: {problem.reason}" for problem in jobs.problems])
+    exports = [Path(directory) for directory in export_dirs]
+    checksums = Checksums()
+    for trial in sorted(jobs.trials, key=lambda t: t.relative):
+        source, mismatch = _locate(trial, exports, checksums)
+        if mismatch is not None:
+            result.problems.append(f"{trial.relative}: not read: {mismatch}")
+            continue
+        if source is None:
+            result.problems.append(f"{trial.relative}: task {trial.task_name!r} is not a task exported by "
+                                   "`swe-residual export harbor` (no [metadata] swe_residual_source_task); "
+                                   "pass the export directory with --harbor-export")
+            continue
+        result.records.append(trial_record(trial, source, run_id, run_dir))
+    result.records = _one_per_item(result.records)
+    return result
+
+
+def _one_per_item(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Several trials of one start by one agent (Harbor's attempts): the item's record is the
+    first with a valid verdict, as after the suite's own retries of infrastructure failures;
+    every trial stays listed in its `attempts`."""
+    items: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for record in records:
+        items.setdefault(record_key(record), []).append(record)
+    kept = []
+    for trials in items.values():
+        chosen = next((r for r in trials if r["outcome"] != "infra_error"), trials[-1])
+        attempts = [{**r["attempts"][0], "attempt": number, "harbor_trial": r["harbor_trial"]}
+                    for number, r in enumerate(trials, start=1)]
+        kept.append({**chosen, "attempts": attempts})
+    return kept

@@ -1,0 +1,260 @@
+"""``report.html``: the paper's tables and figures, and every item, in one self-contained page.
+
+One HTML file that needs no network to view: inline CSS, no scripts, no fonts fetched, the
+charts drawn by :mod:`swe_residual.report.charts` (matplotlib, optional) and inlined, the
+summary's tables by :mod:`swe_residual.report.tables`, each named by what it shows, and a table
+of contents at the top linking each section.
+
+Every figure and every table cell holding a metric is read from the summary dict (what
+``summary.json`` holds, computed once by :func:`swe_residual.summary.aggregate.build_summary` with
+``compare=True``); nothing here computes a metric, so the page and ``summary.json`` cannot
+disagree. The run records are read only for the items: the task x start x agent matrix
+(:mod:`swe_residual.report.matrix`) and the per-item table link each item to its own page
+(``items/...html``, :mod:`swe_residual.report.item_page`: failing tests, the agent's output,
+the final diff, the verifier's log), its trajectory JSON and its final diff (``diffs/...``),
+all with relative links, so the report directory can be copied or archived as a whole.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from swe_residual.metrics.comparison import headline_line
+from swe_residual.metrics.headline import Record
+from swe_residual.summary.oracle import oracle_lines
+from swe_residual.trial.records import read_records
+from swe_residual.handoff.report import handoff_section
+from swe_residual.report.item_page import render_item_page
+from swe_residual.report.matrix import matrix_rows, matrix_section
+from swe_residual.report.paths import Item, agent_order, diff_href, href, item_href, latest_items, start_label
+from swe_residual.report.style import CSS
+from swe_residual.summary.fidelity import fidelity_html
+from swe_residual.report.charts import chart_clean_vs_residual, chart_conditional, missing_dependency
+from swe_residual.run.status import status_html
+from swe_residual.report.tables import (
+    acceptance_table,
+    comparison_section,
+    counts_table,
+    heading,
+    headline_table,
+    infra_section,
+    predecessor_table,
+    scopes,
+    table,
+    wrap,
+)
+from swe_residual.report.tables import e as _e, pct as _pct
+
+__all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report", "write_report_from_results"]
+
+REPORT_NAME = "report.html"
+
+
+# --------------------------------------------------------------------------- per-item table
+
+
+def _trajectory_cell(item: Item, run_dir: Path) -> str:
+    if not item.record.get("trajectory"):
+        return "-"
+    target = item.file("trajectory")
+    if target is None:
+        return f'<span title="{_e(item.source / str(item.record["trajectory"]))}">missing</span>'
+    return f'<a href="{href(Path(os.path.relpath(target, run_dir)).as_posix())}">json</a>'
+
+
+def _items_table(items: Sequence[Item], run_dir: Path) -> str:
+    rows = []
+    for item in items:
+        r = item.record
+        outcome = str(r.get("outcome"))
+        css = {"success": "ok", "failure": "bad"}.get(outcome, "infra")
+        tests = r.get("tests")
+        passed = "-" if not isinstance(tests, dict) else f"{sum(v == 'passed' for v in tests.values())}/{len(tests)}"
+        patch = r.get("final_patch")
+        if patch is None:
+            diff = "-"
+        elif not patch:
+            diff = "empty"
+        else:
+            diff = f'<a href="{href(diff_href(r))}">diff</a> ({len(patch.splitlines())} lines)'
+        wall = (r.get("durations") or {}).get("wall_sec")
+        rows.append([
+            wrap(r.get("agent")), _e(r.get("task")), _e(r.get("track")), _e(start_label(r)), _e(r.get("predecessor") or ""),
+            f'<a class="{css}" href="{href(item_href(r))}">{_e(outcome)}</a>', _e(r.get("termination")), passed,
+            _e(r.get("steps") if r.get("steps") is not None else "-"),
+            _pct(wall, 1) if isinstance(wall, (int, float)) else "-",
+            _trajectory_cell(item, run_dir), diff,
+        ])  # fmt: skip
+    header = ["Agent", "Task", "Track", "Start", "Predecessor", "Outcome", "Termination", "Tests passed",
+              "Steps", "Wall s", "Trajectory", "Final diff"]
+    return table(header, rows, left=7, raw=True)
+
+
+def _figures(summary: Mapping[str, Any], all_scopes: Sequence[str], agents: Sequence[str]) -> list[str]:
+    """The two charts, each a block of its own under a heading naming what it shows (side by
+    side they would be shrunk, and their text with them), or the one line saying why they are
+    not drawn."""
+    missing = missing_dependency()
+    if missing:
+        return [f'<p class="note" id="charts-missing">{_e(missing)}</p>']
+    parts = []
+    fig1 = chart_clean_vs_residual(summary, all_scopes)
+    if fig1:
+        parts += [
+            heading(3, "chart-clean-vs-residual", "Chart: Clean and Residual success per agent",
+                    paper="Figure 1, right panel"),
+            f'<figure id="figure-1">{fig1}<figcaption>Ref. Clean (blue, upper bar) and Residual (orange, lower '
+            "bar) success per agent, one row per agent and one panel per track; the difference between the two "
+            "bars is the Gap.</figcaption></figure>",
+        ]
+    fig2 = chart_conditional(summary)
+    if fig2:
+        parts += [
+            heading(3, "chart-cond-fail", "Chart: Residual Starts on the tasks each agent solves from Clean Start",
+                    paper="Figure 2"),
+            f'<figure id="figure-2">{fig2}<figcaption>Outcomes of Residual Starts on the tasks each agent '
+            "solves from Clean Start (all tracks); the failed share is CondFail.</figcaption></figure>",
+        ]
+    elif agents:
+        parts.append('<p class="note">No chart of CondFail: no agent solves any task from Clean Start.</p>')
+    return parts
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def _oracle_section(summary: Mapping[str, Any]) -> list[str]:
+    """The starts the reference solution did not solve (nothing when it solved them all)."""
+    lines = oracle_lines(summary)
+    if not lines:
+        return []
+    items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines[1:])
+    return [heading(2, "oracle", "Starts the reference solution did not solve"),
+            f'<p class="note">{_e(lines[0])}</p>', f"<ul>{items}</ul>"]
+
+
+_H2 = re.compile(r'<h2 id="([^"]+)">(.*?)</h2>', flags=re.DOTALL)
+
+
+def contents(body: str) -> str:
+    """The table of contents: a link to every section (each ``<h2>`` with an id) in ``body``,
+    in page order, so the sections a run has (views, oracle, skipped items) are listed too."""
+    entries = "".join(f'<li><a href="#{anchor}">{title}</a></li>' for anchor, title in _H2.findall(body))
+    return f'<nav class="toc" id="contents"><b>Contents</b><ol>{entries}</ol></nav>' if entries else ""
+
+
+def render_html(
+    summary: Mapping[str, Any],
+    records: Sequence[Record],
+    run_dir: Path,
+    *,
+    record_dirs: Sequence[Path] | None = None,
+) -> str:
+    """The whole page. ``run_dir`` is where the page will live (links are relative to it);
+    ``record_dirs[i]``, when given, is the directory of the results file ``records[i]`` came
+    from (its trajectory path is relative to that), else ``run_dir``."""
+    run_dir = Path(run_dir)
+    block: Mapping[str, Any] | None = summary.get("comparison")
+    all_scopes = scopes(summary)
+    run_ids = sorted({str(r.get("run_id")) for r in records if r.get("run_id")})
+    agents = list(summary.get("agents", {}))
+    every_agent = agent_order(summary, records)
+    items = latest_items(records, record_dirs, run_dir, every_agent)
+    no_comparison = '<p class="note">The summary holds no comparison (build it with compare=True).</p>'
+
+    top = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>SWE-Residual report {_e(', '.join(run_ids))}</title>",
+        f"<style>{CSS}</style></head><body>",
+        "<h1>SWE-Residual report</h1>",
+        f'<p class="note">run(s): {_e(", ".join(run_ids) or "-")} &middot; {len(agents)} agent(s) &middot; '
+        f"{_e(summary.get('infra', {}).get('items', 0))} items. Success in %, averaged over a task's "
+        "states, then equally across tasks; Gap = Ref. Clean - Residual in points.</p>",
+        f'<p class="headline">{_e(headline_line(block, single_scope=len(all_scopes) == 1))}</p>' if block else "",
+    ]
+    body = [
+        status_html(summary),  # an interrupted run and the skipped items, when there are
+        heading(2, "success", "Success from Residual and matched Clean starts, per agent", paper="Table 3"),
+        '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '
+        "Residual Starts failed on the tasks the agent solves from Clean Start.</p>",
+        headline_table(summary),
+        heading(3, "counts", "Tasks and states behind each figure"),
+        counts_table(summary),
+        *_figures(summary, all_scopes, agents),
+        heading(2, "matrix", "Every item: outcome per task, start and agent"),
+        matrix_section(matrix_rows(items, summary.get("skipped") or []), every_agent),
+        heading(2, "ranking", "Ranking under Clean and Residual starts"),
+        '<p class="note">Ties share a rank. A reversed pair is ordered one way on Clean and the other way on '
+        "Residual; margins in points.</p>",
+        comparison_section(block, all_scopes) if block else no_comparison,
+        heading(2, "acceptance-bias", "Acceptance bias: how each agent treats inherited work, per track",
+                paper="Table 4 (Appendix D)"),
+        '<p class="note">Normally submitted runs (declared done, valid verdict); task-level averages in %. '
+        "Same failing and Kept over failed continuations; Steps = median over tasks of Residual/Clean steps.</p>",
+        acceptance_table(summary),
+        *handoff_section(summary),
+        heading(2, "by-predecessor", "Success by predecessor agent (who left the Residual State)", paper="Table 8"),
+        '<p class="note">Each group: tasks with at least one state from the predecessor, only its states '
+        "averaged, Clean Start matched on the same tasks.</p>",
+        predecessor_table(summary),
+        *_oracle_section(summary),
+        heading(2, "infrastructure", "Infrastructure: retries, exclusions and time per item"),
+        infra_section(summary),
+        *fidelity_html(summary),
+        heading(2, "items", "Items: outcome, trajectory and final diff of every run"),
+        '<p class="note">One row per item (the last record of a key wins, as in the summary). The outcome opens '
+        "the item's page; the other links open the normalized trajectory and the final diff against the base "
+        "commit.</p>",
+        _items_table(items, run_dir),
+    ]
+    text = "\n".join(body)
+    return "\n".join([*top, contents(text), text, "</body></html>"]) + "\n"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + f".tmp{os.getpid()}")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+
+
+def write_report(
+    directory: Path,
+    summary: Mapping[str, Any],
+    records: Sequence[Record],
+    *,
+    record_dirs: Sequence[Path] | None = None,
+) -> Path:
+    """Write ``diffs/...``, ``items/...`` (a page per item) and ``report.html`` into
+    ``directory``; return the report's path."""
+    directory = Path(directory)
+    for item in latest_items(records, record_dirs, directory, agent_order(summary, records)):
+        r = item.record
+        if r.get("final_patch"):
+            _write_atomic(directory / diff_href(r), str(r["final_patch"]))
+        page = directory / item_href(r)
+        _write_atomic(page, render_item_page(item, page, directory))
+    path = directory / REPORT_NAME
+    _write_atomic(path, render_html(summary, records, directory, record_dirs=record_dirs))
+    return path
+
+
+def write_report_from_results(directory: Path, summary: Mapping[str, Any], results: Sequence[Path]) -> Path:
+    """``write_report`` for results files or run directories (the ``report`` command): each
+    record's trajectory and verifier log is linked relative to the directory of the results
+    file it came from."""
+    records: list[Record] = []
+    dirs: list[Path] = []
+    for path in results:
+        path = Path(path)
+        source = path if path.is_dir() else path.parent
+        loaded = read_records([path]).records
+        records += loaded
+        dirs += [source] * len(loaded)
+    return write_report(directory, summary, records, record_dirs=dirs)

@@ -1,0 +1,128 @@
+"""A run directory's configuration, `run.json`: what decides the run's numbers.
+
+Written when a run starts: the agents (spec and name), model, agent options, budget settings,
+infra retries, dataset path, handoff views, backend, set-up script and mounts, shard. A
+`--resume=DIR` alone takes every setting it does not give from there, so the rest of the run
+is measured as its start was; a setting given again with another value is refused, naming
+what changed, because the resumed records would mix two configurations under one run.
+
+Secret-looking agent option values (`redaction.SECRET_OPTION_KEY`) are not kept: a resume
+needs them given again, and a changed secret is not detected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from swe_residual.agents.environment import AgentEnvironment, parse_agent_mount, read_agent_setup
+from swe_residual.errors import ConfigError
+from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY
+from swe_residual.run.settings import RunSettings
+
+RUN_CONFIG = "run.json"
+SCHEMA = 1
+# The settings kept, each with the option that sets it (for the messages).
+FIELDS: dict[str, str] = {
+    "agents": "--agent", "agent_names": "--agent-name", "model": "--model", "agent_options": "--agent-option",
+    "timeout_multiplier": "--timeout-multiplier", "max_steps": "--max-steps", "cost_limit": "--cost-limit",
+    "infra_retries": "--infra-retries", "dataset": "--dataset", "backend": "--backend", "handoff": "--handoff",
+    "agent_environment": "--agent-setup/--agent-mount", "shard": "--shard",
+}
+
+
+def describe(settings: RunSettings) -> dict[str, Any]:
+    """The kept settings of `settings`, as JSON values."""
+    environment = settings.agent_environment
+    return {
+        "agents": list(settings.agents),
+        "agent_names": list(settings.agent_names),
+        "model": settings.model,
+        "agent_options": [[key, REDACTED if SECRET_OPTION_KEY.search(key) else value]
+                          for key, value in settings.agent_options],
+        "timeout_multiplier": settings.timeout_multiplier,
+        "max_steps": settings.max_steps,
+        "cost_limit": settings.cost_limit,
+        "infra_retries": settings.infra_retries,
+        "dataset": str(settings.dataset),
+        "backend": settings.backend,
+        "handoff": list(settings.handoff),
+        "agent_environment": {
+            "setup": None if environment.setup is None else str(environment.setup.script),
+            "setup_sha256": None if environment.setup is None else environment.setup.digest,
+            "mounts": [mount.describe() for mount in environment.mounts],
+        },
+        "shard": list(settings.shard) if settings.shard is not None else None,
+    }
+
+
+def write_run_config(run_dir: Path, settings: RunSettings, labels: Mapping[str, str]) -> None:
+    """`run.json`, written whole (a temporary file renamed over it)."""
+    document = {"schema": SCHEMA, "settings": describe(settings),
+                "agents": [{"spec": spec, "name": labels.get(spec, spec)} for spec in settings.agents]}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    temporary = run_dir / f".{RUN_CONFIG}.{os.getpid()}"
+    temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    temporary.replace(run_dir / RUN_CONFIG)
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any] | None:
+    """The kept settings of a run directory; None when it has no `run.json` (an older run)."""
+    path = run_dir / RUN_CONFIG
+    if not path.is_file():
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        stored = document["settings"]
+        if not isinstance(stored, dict):
+            raise TypeError("settings is not an object")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: unreadable run configuration ({exc})") from exc
+    return stored
+
+
+def _setting(stored: Mapping[str, Any], name: str) -> Any:
+    """One stored setting as `RunSettings` holds it."""
+    value = stored.get(name)
+    if name in ("agents", "agent_names", "handoff"):
+        return tuple(value or ())
+    if name == "agent_options":
+        pairs = tuple((str(key), str(item)) for key, item in value or ())
+        hidden = [key for key, item in pairs if item == REDACTED]
+        if hidden:
+            raise ConfigError(f"--resume: the run's agent option(s) {', '.join(hidden)} were secret and not kept: "
+                              "give its --agent-option values again")
+        return pairs
+    if name == "dataset":
+        return Path(value)
+    if name == "shard":
+        return tuple(value) if value is not None else None
+    if name == "agent_environment":
+        value = value or {}
+        try:
+            setup = read_agent_setup(value["setup"], Path("/")) if value.get("setup") else None
+            mounts = tuple(parse_agent_mount(text, Path("/")) for text in value.get("mounts") or ())
+        except (ValueError, ConfigError) as exc:
+            raise ConfigError(f"--resume: the run's --agent-setup/--agent-mount cannot be used again: {exc}") from exc
+        return AgentEnvironment(setup, mounts)
+    return value
+
+
+def resume_settings(stored: Mapping[str, Any], settings: RunSettings, given: frozenset[str]) -> RunSettings:
+    """`settings` with every kept setting not `given` (on the command line or in the ini)
+    taken from the run's `run.json`."""
+    taken = {name: _setting(stored, name) for name in FIELDS if name not in given and name in stored}
+    return dataclasses.replace(settings, **taken)
+
+
+def changes(stored: Mapping[str, Any], settings: RunSettings) -> list[str]:
+    """What `settings` sets differently from the stored run configuration, one line each."""
+    current = describe(settings)
+    found = []
+    for name, option in FIELDS.items():
+        if name in stored and stored[name] != current[name]:
+            found.append(f"{option}: the run has {json.dumps(stored[name])}, this invocation {json.dumps(current[name])}")
+    return found

@@ -1,0 +1,1 @@
+"""Residual States: their files, and the patches they are made of."""

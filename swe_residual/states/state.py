@@ -1,0 +1,231 @@
+"""Residual States: `residual/<state-id>/state.toml` beside a task (DESIGN §4).
+
+A repo-track state carries `changes.patch` (everything the predecessor left, against the base
+commit); a machine-track state carries `commands.jsonl` (the ordered terminal interactions).
+`[validation]` holds what Stage IV measured: the verdict and the per-test statuses of the state.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swe_residual.errors import DatasetError
+from swe_residual.states.patch_safety import check_patch_text
+from swe_residual.dataset.task import TRACKS, Task
+from swe_residual.dataset.toml_fields import FieldReader, read_toml
+
+TEST_STATUSES = ("passed", "failed", "skipped", "error")
+MAX_PATCH_BYTES = 64 * 1024 * 1024
+# What a predecessor said, kept beside state.toml when the source has it.
+TRAJECTORY_FILE, NOTES_FILE = "trajectory.jsonl", "notes.md"
+
+
+@dataclass(frozen=True)
+class ResidualState:
+    id: str
+    task_id: str
+    path: Path
+    track: str
+    predecessor: str
+    source_run: str
+    patch_path: Path | None
+    commands_path: Path | None
+    initial_tests: dict[str, str] | None
+    prior_steps: int | None
+    prior_duration_sec: float | None
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    # Machine track, `[machine] live_processes`: the state includes running processes, which a
+    # filesystem snapshot cannot hold (None: not declared; the docker backend detects it).
+    live_processes: bool | None = None
+    # What the predecessor said, when the state keeps it (both optional, fixed names beside
+    # state.toml): its normalized trajectory, one step per line, and its final message or
+    # summary. Only non-blind handoff views show them (swe_residual/handoff/views.py).
+    trajectory_path: Path | None = None
+    notes_path: Path | None = None
+
+    def read_patch(self) -> str:
+        if self.patch_path is None:
+            return ""
+        return self.patch_path.read_bytes().decode("utf-8", errors="surrogateescape")
+
+    def read_commands(self) -> list[dict[str, Any]]:
+        """The commands to replay, checked again (the file may have changed since load)."""
+        if self.commands_path is None:
+            return []
+        return check_replayable(self.commands_path)
+
+
+# An interaction is one of two forms (docs/residualization.md, "commands.jsonl"):
+#   {"command": "...", "cwd"?, "timeout_sec"?, "timed_out"?}   one command, run to its end (`bash -c`)
+#   {"keystrokes": "...", "duration_sec"?}                    keys typed into a terminal session
+#                                                             (tmux), then a wait, as Terminus-2 drove it
+KEYSTROKES = "keystrokes"
+# Terminus-2's default wait after a command when the model names none (its parser's default).
+DEFAULT_KEYSTROKE_WAIT_SEC = 1.0
+
+
+def is_keystrokes(entry: dict[str, Any]) -> bool:
+    return KEYSTROKES in entry
+
+
+def interaction_text(entry: dict[str, Any]) -> str:
+    """What the interaction typed or ran, as text (for reading it, never for running it)."""
+    return str(entry[KEYSTROKES] if is_keystrokes(entry) else entry["command"])
+
+
+def load_commands(path: Path) -> list[dict[str, Any]]:
+    commands = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, f"line {number} is not JSON: {exc}") from exc
+        if not isinstance(entry, dict):
+            raise DatasetError(path, f"line {number} needs a string `command` or `keystrokes`", field="command")
+        has_command, has_keys = "command" in entry, KEYSTROKES in entry
+        if has_command == has_keys:
+            raise DatasetError(path, f"line {number} needs exactly one of a string `command` or `keystrokes`",
+                               field="command")
+        key = "command" if has_command else KEYSTROKES
+        if not isinstance(entry[key], str):
+            raise DatasetError(path, f"line {number} needs a string `{key}`", field=key)
+        commands.append(entry)
+    return commands
+
+
+# A machine-track state is replayed as root in a container (no network by default, no engine
+# socket, capabilities dropped). A predecessor's terminal session has no business reaching past
+# that container, so commands that try are rejected at load, with the reason, never run.
+_HOST_REACH = (
+    (re.compile(r"docker\.sock|containerd\.sock|podman\.sock|/var/run/docker|/run/containerd"),
+     "reaches for the container engine's socket"),
+    (re.compile(r"/proc/(?:1|\d+|self)/root\b|/proc/1/(?:ns|cwd|environ)\b"), "reaches through /proc for another root"),
+    (re.compile(r"(?:^|[\s;&|(`$])(?:nsenter|unshare|docker|podman|ctr|crictl|kubectl)(?=\s|$|[;&|)`])"),
+     "runs a namespace or container-engine tool"),
+    (re.compile(r"\bmount\b[^;&|]*(?:--r?bind|-o\s*\S*bind)"), "bind-mounts a path"),
+    (re.compile(r"host\.docker\.internal|gateway\.docker\.internal"), "addresses the host by name"),
+)
+_IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])")
+
+
+def host_reach(command: str) -> str | None:
+    """Why `command` would reach past its container (engine, host, host network), or None."""
+    for pattern, reason in _HOST_REACH:
+        if match := pattern.search(command):
+            return f"{reason} ({match.group(0).strip()!r})"
+    for literal in _IPV4.findall(command):
+        try:
+            address = ipaddress.ip_address(literal)
+        except ValueError:
+            continue
+        # Loopback and 0.0.0.0 stay inside the container; private and link-local addresses are
+        # the host, its bridge gateway, its neighbours or a cloud metadata service.
+        if not (address.is_loopback or address.is_unspecified) and (address.is_private or address.is_link_local):
+            return f"addresses {literal}, outside the container"
+    return None
+
+
+def check_replayable(path: Path) -> list[dict[str, Any]]:
+    """`load_commands`, plus the checks a replay needs: field types, nothing reaching the host."""
+    commands = load_commands(path)
+    for number, entry in enumerate(commands, start=1):
+        if is_keystrokes(entry):
+            wait = entry.get("duration_sec")
+            if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0):
+                raise DatasetError(path, f"line {number}: `duration_sec` must be 0 or a positive number, got {wait!r}",
+                                   field="duration_sec")
+        cwd, timeout = entry.get("cwd"), entry.get("timeout_sec")
+        if cwd is not None and not isinstance(cwd, str):  # relative: to the workdir, in the container
+            raise DatasetError(path, f"line {number}: `cwd` must be a string, got {cwd!r}", field="cwd")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise DatasetError(path, f"line {number}: `timeout_sec` must be a positive number, got {timeout!r}",
+                               field="timeout_sec")
+        reason = host_reach(interaction_text(entry))
+        if reason is not None:
+            raise DatasetError(path, f"line {number} {reason}: a state's commands never leave its container",
+                               field="command")
+    return commands
+
+
+def load_state(task: Task, path: Path) -> ResidualState:
+    """Read one state directory; raise DatasetError naming the file and field."""
+    toml_path = path / "state.toml"
+    reader = FieldReader(toml_path, read_toml(toml_path))
+    track = reader.get("track", str, task.track)
+    if track not in TRACKS:
+        raise DatasetError(toml_path, f"unknown track {track!r} (one of {', '.join(TRACKS)})", field="track")
+    if track != task.track:
+        raise DatasetError(toml_path, f"track {track!r} differs from the task's track {task.track!r}", field="track")
+    predecessor = reader.get("predecessor", str, None)
+    if not predecessor:
+        raise DatasetError(toml_path, "names no predecessor", field="predecessor")
+    patch_path = commands_path = None
+    if track == "repo":
+        patch_path = path / reader.get("patch", str, "changes.patch")
+        _check_inside(toml_path, path, patch_path, "patch")
+        if not patch_path.is_file():
+            raise DatasetError(patch_path, "file is missing (the predecessor's changes)", field="patch")
+        size = patch_path.stat().st_size
+        if size > MAX_PATCH_BYTES:
+            raise DatasetError(patch_path, f"patch of {size} bytes exceeds the {MAX_PATCH_BYTES} byte limit")
+        # Rejected at load, so a hostile patch never reaches any backend.
+        check_patch_text(patch_path.read_bytes().decode("utf-8", errors="surrogateescape"), source=str(patch_path))
+    else:
+        commands_path = path / reader.get("commands", str, "commands.jsonl")
+        _check_inside(toml_path, path, commands_path, "commands")
+        if not commands_path.is_file():
+            raise DatasetError(commands_path, "file is missing (the predecessor's interactions)", field="commands")
+        check_replayable(commands_path)  # rejected at load: a hostile state never reaches a backend
+    tests = reader.table("validation").get("tests")
+    if tests is not None:
+        if not isinstance(tests, dict) or not all(
+            isinstance(k, str) and v in TEST_STATUSES for k, v in tests.items()
+        ):
+            raise DatasetError(
+                toml_path, f"must map test ids to one of {', '.join(TEST_STATUSES)}", field="validation.tests"
+            )
+    live_processes = reader.get("machine.live_processes", bool, None)
+    steps = reader.get("prior_attempt.steps", int, None)
+    # 0 is a valid duration (a hand-made state, or a predecessor that stopped at once);
+    # only a negative one is impossible.
+    duration = reader.get("prior_attempt.duration_sec", (int, float), None)
+    if duration is not None and not duration >= 0:
+        raise DatasetError(toml_path, f"must be 0 or greater, got {duration!r}", field="prior_attempt.duration_sec")
+    return ResidualState(
+        id=path.name,
+        task_id=task.id,
+        path=path,
+        track=track,
+        predecessor=predecessor,
+        source_run=reader.get("source_run", str, ""),
+        patch_path=patch_path,
+        commands_path=commands_path,
+        initial_tests=dict(tests) if tests is not None else None,
+        prior_steps=steps,
+        prior_duration_sec=None if duration is None else float(duration),
+        raw=reader.data,
+        live_processes=live_processes,
+        trajectory_path=_optional_file(toml_path, path, TRAJECTORY_FILE),
+        notes_path=_optional_file(toml_path, path, NOTES_FILE),
+    )
+
+
+def _optional_file(toml_path: Path, state_dir: Path, name: str) -> Path | None:
+    candidate = state_dir / name
+    if not candidate.is_file():
+        return None
+    # A symlink out of the state would hand a host file to the agent: refused at load.
+    _check_inside(toml_path, state_dir, candidate, name)
+    return candidate
+
+
+def _check_inside(toml_path: Path, state_dir: Path, target: Path, field_name: str) -> None:
+    if not target.resolve().is_relative_to(state_dir.resolve()):
+        raise DatasetError(toml_path, f"{target} lies outside the state directory", field=field_name)

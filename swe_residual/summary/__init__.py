@@ -1,0 +1,1 @@
+"""Aggregating run records into summary.json and its Markdown and terminal forms."""

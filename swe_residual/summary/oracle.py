@@ -1,0 +1,92 @@
+"""The oracle's own check: every start it did not solve, listed (never a silent 0%).
+
+The oracle runs the task's reference solution, so each start it fails is a fault of the task,
+the state or the suite (a solve.sh that cannot find its patch, a state that destroyed what the
+task recovers from), not a score. `summary.json` holds them under `"oracle"` when the oracle
+ran; the terminal and summary.md print one line each. `oracle_solvable` is the same check
+before a dataset runs (`validate --verify`, Stage IV of `residualize build`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from swe_residual.environments.base import Backend
+    from swe_residual.states.state import ResidualState
+    from swe_residual.dataset.task import Task
+
+ORACLE = "oracle"
+MESSAGE_CHARS = 300
+
+
+def _is_oracle(record: Mapping[str, Any]) -> bool:
+    # By what ran, not by its label (`--agent-name` may name the oracle anything).
+    config = record.get("agent_config")
+    spec = config.get("spec") if isinstance(config, Mapping) else None
+    return (spec or record.get("agent")) == ORACLE
+
+
+def oracle_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """{"starts": N, "unsolved": [{task, state, outcome, termination, message}]} over the
+    oracle's records, or None when the oracle did not run."""
+    ran = [r for r in records if _is_oracle(r)]
+    if not ran:
+        return None
+    unsolved = [
+        {
+            "task": r.get("task"),
+            "state": r.get("state"),
+            "outcome": r.get("outcome"),
+            "termination": r.get("termination"),
+            "message": (str(r.get("error") or r.get("message") or ""))[-MESSAGE_CHARS:] or None,
+        }
+        for r in ran
+        if r.get("outcome") != "success"
+    ]
+    unsolved.sort(key=lambda e: (str(e["task"]), e["state"] or ""))
+    return {"starts": len(ran), "unsolved": unsolved}
+
+
+def _where(entry: Mapping[str, Any]) -> str:
+    return f"{entry.get('task')} [{entry.get('state') or 'clean'}]"
+
+
+def oracle_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Terminal lines: nothing when the oracle solved every start (or did not run)."""
+    oracle = summary.get("oracle")
+    if not oracle or not oracle.get("unsolved"):
+        return []
+    unsolved = oracle["unsolved"]
+    lines = [f"oracle did not solve {len(unsolved)} of {oracle.get('starts')} starts "
+             "(a task, state or set-up fault, not a score):"]
+    for entry in unsolved:
+        why = str(entry.get("message") or "").replace("\n", " ")
+        lines.append(f"  {_where(entry)}: {entry.get('outcome')} ({entry.get('termination')}) {why}".rstrip())
+    return lines
+
+
+def oracle_markdown(summary: Mapping[str, Any]) -> list[str]:
+    lines = oracle_lines(summary)
+    if not lines:
+        return []
+    return ["## Reference solution", "", lines[0], ""] + [f"- {line.strip()}" for line in lines[1:]] + [""]
+
+
+def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, run_id: str) -> tuple[bool, str]:
+    """(whether the oracle solves the start, why not / its reward): one run of the oracle from
+    the Clean Start (state None) or from `state`, graded as a run grades it. Raises what
+    `run_item` raises for a task or state that cannot be used."""
+    from swe_residual.agents.builtin import OracleAgent
+    from swe_residual.trial.runner import RunOptions, run_item
+
+    with tempfile.TemporaryDirectory(prefix="swe-residual-oracle-") as scratch:
+        record = run_item(task, state, OracleAgent, backend, RunOptions(run_id=run_id, run_dir=Path(scratch),
+                                                                        infra_retries=0))
+    if record.get("outcome") == "success":
+        return True, f"reward {record.get('reward')}"
+    why = str(record.get("error") or record.get("message") or "").replace("\n", " ")[-MESSAGE_CHARS:]
+    return False, f"{record.get('outcome')}, reward {record.get('reward')}: {why}"

@@ -1,0 +1,159 @@
+"""How each item ended, per agent, for the terminal: the counts per termination and the first
+agent errors with their messages.
+
+A score of 0 says nothing about why: an agent that never ran (a missing script, a crash on
+start) scores exactly like one that tried and failed. These lines put the reason where a
+person looks, computed from the same records as the summary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulate import tabulate
+
+from swe_residual.agents.base import VERIFIER_FAILED
+from swe_residual.trial.records import dedupe_records
+
+# Budget terminations share one column; the detail names them by these words.
+BUDGET_KINDS = {"time_limit": "time", "step_limit": "steps", "cost_limit": "cost"}
+# Column order; "verifier failed" (no valid verdict on the agent's final state while the
+# verifier works on the clean state: the agent's failure) and "other" (an unknown or missing
+# termination) appear only when counted.
+COLUMNS = ("submitted", "budget", "agent error", "verifier failed", "infra", "other")
+OPTIONAL_COLUMNS = ("verifier failed", "other")
+AGENT_WIDTH = 32
+ERROR_LINE_WIDTH = 160
+MAX_ERRORS_SHOWN = 3
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True)
+class TerminationReport:
+    """`table`: the counts, one row per agent; `errors`: the first agent errors (empty when none);
+    `broken`: one line per agent whose every item ended in its own error (the run fails)."""
+
+    table: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+
+
+def column_of(record: Mapping[str, Any]) -> str:
+    # An unresolved infrastructure failure is infra whatever the agent did before it: its
+    # run has no valid verdict and is excluded from the metrics, so it must not read as the
+    # agent's error or budget.
+    if record.get("outcome") == "infra_error" or record.get("termination") == "infra_error":
+        return "infra"
+    termination = record.get("termination")
+    if termination == "submitted":
+        return "submitted"
+    if termination in BUDGET_KINDS:
+        return "budget"
+    if termination == "agent_error":
+        return "agent error"
+    if termination == VERIFIER_FAILED:
+        return "verifier failed"
+    return "other"
+
+
+def one_line(text: str, width: int) -> str:
+    """`text` on one terminal line: control characters (an agent's output may carry colour
+    codes or carriage returns) and runs of whitespace become single spaces, then clipped."""
+    flat = " ".join(_UNPRINTABLE.sub(" ", text).split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def _agent_order(records: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[str]:
+    present = {str(record.get("agent")) for record in records}
+    first = [agent for agent in dict.fromkeys(order) if agent in present]
+    return first + sorted(present - set(first))
+
+
+def _budget_cell(kinds: Counter[str]) -> str:
+    total = sum(kinds.values())
+    if total == 0:
+        return "0"
+    # Which limit ran out matters for what to raise; the kinds in a fixed order.
+    detail = ", ".join(f"{word} {kinds[kind]}" for kind, word in BUDGET_KINDS.items() if kinds[kind])
+    return f"{total} ({detail})"
+
+
+def termination_table(records: Sequence[Mapping[str, Any]], order: Sequence[str] = ()) -> list[str]:
+    """One row per agent: items, then how many ended in each column. Agents in `order` first
+    (the order they were given), any others by name."""
+    if not records:
+        return []
+    counts: dict[str, Counter[str]] = {}
+    budgets: dict[str, Counter[str]] = {}
+    for record in records:
+        agent = str(record.get("agent"))
+        column = column_of(record)
+        counts.setdefault(agent, Counter())[column] += 1
+        if column == "budget":
+            budgets.setdefault(agent, Counter())[str(record.get("termination"))] += 1
+    columns = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS or any(row[c] for row in counts.values())]
+    rows = []
+    for agent in _agent_order(records, order):
+        row = counts[agent]
+        cells = [_budget_cell(budgets.get(agent, Counter())) if c == "budget" else str(row[c]) for c in columns]
+        rows.append([one_line(agent, AGENT_WIDTH), str(sum(row.values())), *cells])
+    table = tabulate(rows, headers=["agent", "items", *columns], tablefmt="plain", disable_numparse=True,
+                     colalign=["left"] + ["right"] * (len(columns) + 1))
+    legend = "budget: time/step/cost limit; infra: failed after retries"
+    if "verifier failed" in columns:
+        legend += "; verifier failed: no verdict on the agent's final state, one on the clean state"
+    return [f"SWE-Residual items by termination ({legend})",
+            *table.splitlines()]
+
+
+def _item_of(record: Mapping[str, Any]) -> str:
+    state = record.get("state")
+    return f"{record.get('task')}/" + ("clean" if state is None else f"residual:{state}")
+
+
+def first_agent_errors(records: Sequence[Mapping[str, Any]], limit: int = MAX_ERRORS_SHOWN) -> list[str]:
+    """The first `limit` items (in finishing order) that ended in the agent's own error: agent,
+    item and the start of the agent's message, one line each; and how many more there are."""
+    failed = [r for r in records if column_of(r) == "agent error"]
+    if not failed:
+        return []
+    shown = failed[:limit]
+    more = len(failed) - len(shown)
+    heading = f"first agent errors ({len(shown)} of {len(failed)}"
+    heading += f"; {more} more in results.jsonl):" if more else "):"
+    lines = [heading]
+    for record in shown:
+        prefix = f"  {one_line(str(record.get('agent')), AGENT_WIDTH)}  {_item_of(record)}: "
+        # The message is the agent's own account (a cmd: agent's exit status and output tail);
+        # a record without one still has the harness's error, or at least says so.
+        text = record.get("message") or record.get("error") or "(no message recorded)"
+        lines.append(prefix + one_line(str(text), max(ERROR_LINE_WIDTH - len(prefix), 20)))
+    return lines
+
+
+def always_errored(records: Sequence[Mapping[str, Any]], order: Sequence[str] = ()) -> list[str]:
+    """Agents none of whose items ran to a verdict of their own: every one an agent error. Such
+    an agent never worked (a missing program, a crash on start, a bad key), so its zeros are no
+    measurement; one line each, with its first error."""
+    lines = []
+    for agent in _agent_order(records, order):
+        mine = [r for r in records if str(r.get("agent")) == agent]
+        if mine and all(column_of(r) == "agent error" for r in mine):
+            first = mine[0]
+            text = first.get("message") or first.get("error") or "(no message recorded)"
+            prefix = f"error: {one_line(agent, AGENT_WIDTH)} failed on every item ({len(mine)} of {len(mine)}); first: "
+            lines.append(prefix + f"{_item_of(first)}: " + one_line(str(text), max(ERROR_LINE_WIDTH - len(prefix), 20)))
+    return lines
+
+
+def termination_report(records: Iterable[Mapping[str, Any]], order: Sequence[str] = ()) -> TerminationReport:
+    """The counts and first agent errors of a run's records (the last record of each item
+    counts, as in the summary)."""
+    unique = dedupe_records(records)
+    return TerminationReport(table=termination_table(unique, order), errors=first_agent_errors(unique),
+                             broken=always_errored(unique, order))

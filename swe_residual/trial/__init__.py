@@ -1,0 +1,1 @@
+"""One item, run: start, agent, verifier, and its run record with its trajectory."""
