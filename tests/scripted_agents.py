@@ -94,7 +94,7 @@ class HangsAfter:
         return AgentResult()
 
 
-# Agents with known acceptance-bias signatures (tests/test_bias_signatures.py, test_report_html.py).
+# Agents with known acceptance-bias signatures (tests/metrics/test_bias_signatures.py, test_report_html.py).
 # The fix is the taskfactory task's: clamp's base body `return value` becomes a real clamp.
 FIX_CLAMP = "sed -i 's/^    return value$/    return max(low, min(value, high))/' calc.py"
 DISCARD = "git reset -q --hard HEAD && git clean -fdxq"
@@ -168,7 +168,7 @@ class FollowsHandoff:
         return AgentResult(message="Kept the inherited work.")
 
 
-# -- Faults and hostile agents (tests/test_faults_*.py, tests/test_no_peeking.py, docs/faults.md) --
+# -- Faults and hostile agents (tests/test_faults_*.py, tests/verifier/test_no_peeking.py, docs/faults.md) --
 def _count(name: str) -> int:
     """How many times this fault's agent has run before (a file per fault in $FAULT_DIR)."""
     counter = Path(os.environ["FAULT_DIR"]) / f"{name}.runs"

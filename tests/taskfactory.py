@@ -238,7 +238,7 @@ def make_task(
 
 def assert_replayed_as_recorded(environment) -> None:
     """What the recorded terminal session left, in an instance of its state (the keystroke
-    states of tests/test_keystroke_replay.py and tests/test_terminus_import.py)."""
+    states of tests/environments/test_keystroke_replay.py and tests/harbor/test_terminus_import.py)."""
     # The unclosed quote swallowed the next line: it became text, it never ran.
     assert environment.read_file("quoted.txt") == b"one\ntouch /app/swallowed\n\n"
     assert environment.exec("test -e /app/swallowed").exit_code == 1

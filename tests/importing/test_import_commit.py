@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
-from test_harbor_lint import harbor  # noqa: F401 - the fixture: Harbor required under CI=true
+from harbortool import harbor  # noqa: F401 - the fixture: Harbor required under CI=true
 
 from swe_residual.agents import resolve_agent
 from swe_residual.environments.registry import make_backend

@@ -29,7 +29,7 @@ from swe_residual.environments.docker.base_image import BASE_IMAGE
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.dataset.task import load_task
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SPANFMT = REPO_ROOT / "datasets" / "sample" / "spanfmt-days-weeks"
 # One image name per test session, so two sessions on one engine never share a named tag.
 SESSION = f"{os.getpid()}-{time.monotonic_ns() % 10**6}"

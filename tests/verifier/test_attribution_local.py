@@ -1,4 +1,4 @@
-"""The attackers of tests/test_attribution_docker.py that apply to the local backend (issue 23).
+"""The attackers of tests/verifier/test_attribution_docker.py that apply to the local backend (issue 23).
 
 On the local backend an agent runs as the user running the suite: the host's git is also the
 harness's, so only the repository is corrupted here; a fork bomb is not run on the host.

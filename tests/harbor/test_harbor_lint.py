@@ -9,31 +9,15 @@ finding (`path [rule] message`), 2 when it could not lint at all.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
+from harbortool import harbor  # noqa: F401 - the fixture
 
 DATASETS = REPO_ROOT / "datasets"
 TASKS = sorted(path.parent for path in DATASETS.glob("*/*/task.toml"))
-
-
-def harbor_venv() -> Path:
-    cache = os.environ.get("SWE_RESIDUAL_CACHE") or str(Path.home() / ".cache" / "swe-residual")
-    return Path(cache) / "harbor-venv"
-
-
-@pytest.fixture(scope="module")
-def harbor() -> Path:
-    executable = harbor_venv() / "bin" / "harbor"
-    if not os.access(executable, os.X_OK):
-        message = f"Harbor is not installed at {executable.parent.parent}: run scripts/setup-tests"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI=true: required)")
-        pytest.skip(message)
-    return executable
 
 
 def test_every_bundled_task_is_found() -> None:

@@ -32,7 +32,7 @@ from swe_residual.errors import InfraError
 from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
 from swe_residual.dataset.task import Task, load_task
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # -- the cap, without an engine ----------------------------------------------------------------

@@ -41,7 +41,7 @@ from swe_residual.dataset.task import Task, load_task
 
 pytestmark = requires_docker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CALC = '''\
 def add(a, b):

@@ -1,7 +1,7 @@
 """`swe-residual export harbor`: every start of the sample dataset as a plain Harbor task.
 
 Harbor's own code judges the output (its task model and `harbor lint`, run from its own virtual
-environment as tests/test_harbor_lint.py does); the real engine judges the images: a Residual
+environment as tests/harbor/test_harbor_lint.py does); the real engine judges the images: a Residual
 State's exported environment must build into the state itself (the same working tree as the
 state's patch on the base commit, nothing committed), a machine state's into the files its
 replay leaves, and its separate verifier into the CLEAN image that grades it as the suite does.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import secrets
 import subprocess
 import tarfile
@@ -23,6 +22,7 @@ from typing import TypeVar
 import pytest
 from conftest import REPO_ROOT
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from harbortool import harbor_bin  # noqa: F401 - the fixture
 
 from swe_residual.cli.main import main
 from swe_residual.dataset.load import load_dataset
@@ -46,23 +46,6 @@ def docker_test(function: F) -> F:
     for mark in (*requires_docker, pytest.mark.slow):
         function = mark(function)
     return function
-
-
-def harbor_venv() -> Path:
-    cache = os.environ.get("SWE_RESIDUAL_CACHE") or str(Path.home() / ".cache" / "swe-residual")
-    return Path(cache) / "harbor-venv"
-
-
-@pytest.fixture(scope="module")
-def harbor_bin() -> Path:
-    """Harbor's venv bin/; a missing Harbor skips, except under CI (`CI=true`), where it fails."""
-    bin_dir = harbor_venv() / "bin"
-    if not (os.access(bin_dir / "harbor", os.X_OK) and os.access(bin_dir / "python", os.X_OK)):
-        message = f"Harbor is not installed at {bin_dir.parent}: run scripts/setup-tests"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI=true: required)")
-        pytest.skip(message)
-    return bin_dir
 
 
 @pytest.fixture(scope="module")
