@@ -21,14 +21,16 @@ from typing import Protocol
 
 from swe_residual.environments.base import Environment, ExecResult
 from swe_residual.trial.trajectory import Trajectory
+from swe_residual.trial.values import Termination
 
-SUBMITTED = "submitted"
-TIME_LIMIT, STEP_LIMIT, COST_LIMIT = "time_limit", "step_limit", "cost_limit"
-AGENT_ERROR, INFRA_ERROR = "agent_error", "infra_error"
+# How a run ends, by the names agents use (swe_residual/trial/values.py defines them).
+SUBMITTED = Termination.SUBMITTED
+TIME_LIMIT, STEP_LIMIT, COST_LIMIT = Termination.TIME_LIMIT, Termination.STEP_LIMIT, Termination.COST_LIMIT
+AGENT_ERROR, INFRA_ERROR = Termination.AGENT_ERROR, Termination.INFRA_ERROR
 # The verifier gave no valid verdict on the agent's final state (verified again in a fresh
 # instance of it) while it gives one on the task's clean state (the canary): the agent's
 # failure (broken tools, processes at the limit, code that hangs the tests), never an exclusion.
-VERIFIER_FAILED = "verifier_failed_on_final_state"
+VERIFIER_FAILED = Termination.VERIFIER_FAILED
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class BudgetExhausted(Exception):
 
 @dataclass
 class AgentResult:
-    termination: str = SUBMITTED
+    termination: str = SUBMITTED  # a Termination; an agent of its own may name another
     message: str | None = None
     cost: float | None = None
 

@@ -31,6 +31,7 @@ from swe_residual.dataset.task_schema import (
 )
 from swe_residual.dataset.toml_fields import FieldReader, read_toml
 from swe_residual.dataset.tracks import TRACKS, TrackOverrides, resolve_track
+from swe_residual.trial.values import Track
 
 ENVIRONMENT_MODES = ("shared", "separate")
 MAIN_SERVICE = "main"
@@ -90,7 +91,7 @@ class TaskConfig:
     keywords: tuple[str, ...]
     metadata: dict[str, Any]
     artifacts: tuple[ArtifactSpec, ...]
-    track: str
+    track: Track
     # [metadata] workdir; None: the image's WORKDIR (resolved by the backend from the image).
     workdir: str | None
     repo_dir: str | None
@@ -131,7 +132,7 @@ class Task:
     instruction: str
 
     @property
-    def track(self) -> str:
+    def track(self) -> Track:
         return self.config.track
 
     @property
@@ -172,7 +173,7 @@ class Task:
             missing.append("environment/Dockerfile (or [environment] docker_image)")
         if not self.solution_dir.is_dir():
             missing.append("solution/")
-        if self.config.track == "repo" and self.repo_source is not None and not self.repo_source.is_dir():
+        if self.config.track == Track.REPO and self.repo_source is not None and not self.repo_source.is_dir():
             missing.append(self.config.repo_dir or "")
         return missing
 
@@ -318,7 +319,7 @@ def parse_task_config(path: Path, overrides: TrackOverrides | None = None) -> Ta
     reader = FieldReader(path, data)
     metadata = reader.table("metadata")
     declared_track = reader.get("metadata.track", str, None)
-    track = declared_track or "repo"
+    track = declared_track or Track.REPO
     if track not in TRACKS:
         raise DatasetError(path, f"unknown track {track!r} (one of {', '.join(TRACKS)})", field="metadata.track")
     if reader.get("steps", list, None) is not None:
@@ -371,7 +372,7 @@ def parse_task_config(path: Path, overrides: TrackOverrides | None = None) -> Ta
         keywords=tuple(keywords),
         metadata=metadata,
         artifacts=_artifacts(reader),
-        track=track,
+        track=Track(track),  # checked above, or placed by the rule of dataset/tracks.py
         workdir=_absolute(reader, "metadata.workdir", None),
         repo_dir=reader.get("metadata.repo_dir", str, None),
         base_commit=base_commit,

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from swe_residual.errors import DatasetError
 from swe_residual.dataset.toml_fields import FieldReader, read_toml
+from swe_residual.trial.values import Track
 
-REPO, MACHINE = "repo", "machine"
-TRACKS = (REPO, MACHINE)
+REPO, MACHINE = Track.REPO, Track.MACHINE
+TRACKS = tuple(Track)
 DATASET_SETTINGS_FILE = "swe-residual.toml"
 
 

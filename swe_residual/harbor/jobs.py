@@ -21,11 +21,11 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from swe_residual.agents.identity import with_hash
 from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.harbor.atif import read_atif
@@ -35,6 +35,8 @@ from swe_residual.importing.runs import (ImportedRun, ImportSummary, TaskIndex, 
                                         write_stage_one)
 from swe_residual.harbor.terminus import read_keystrokes
 from swe_residual.dataset.task import Task
+from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
+from swe_residual.trial.values import Outcome, Termination, Track
 from swe_residual.verifier.outputs import read_test_reports
 
 NAME_FROM = ("agent+model", "agent", "model")
@@ -60,28 +62,28 @@ VERIFIER_FAILED = frozenset({"VerifierTimeoutError", "RewardFileNotFoundError", 
                              "VerifierOutputParseError"})
 
 
-def termination_of(exception_type: str | None) -> str:
+def termination_of(exception_type: str | None) -> Termination:
     """submitted / time_limit / cost_limit / agent_error / infra_error.
 
     Everything not named above is the machinery's failure (sandbox, model provider, Harbor
     itself, cancellation) or of unknown cause: `infra_error`, never charged to the agent.
     """
     if exception_type is None or exception_type in VERIFIER_FAILED:
-        return "submitted"
+        return Termination.SUBMITTED
     if exception_type in TIME_LIMIT:
-        return "time_limit"
+        return Termination.TIME_LIMIT
     if exception_type in COST_LIMIT:
-        return "cost_limit"
+        return Termination.COST_LIMIT
     if exception_type in AGENT_ERROR:
-        return "agent_error"
-    return "infra_error"
+        return Termination.AGENT_ERROR
+    return Termination.INFRA_ERROR
 
 
-def outcome_of(termination: str, reward: float | None) -> str:
+def outcome_of(termination: str, reward: float | None) -> Outcome:
     """As the suite scores a run: no valid verdict is infra; success needs a submission."""
-    if termination == "infra_error" or reward is None or reward < 0:
-        return "infra_error"
-    return "success" if termination == "submitted" and reward >= 1.0 else "failure"
+    if termination == Termination.INFRA_ERROR or reward is None or reward < 0:
+        return Outcome.INFRA_ERROR
+    return Outcome.SUCCESS if termination == Termination.SUBMITTED and reward >= 1.0 else Outcome.FAILURE
 
 
 def identity_of(trial: HarborTrial, name_from: str) -> str:
@@ -118,7 +120,7 @@ def _seconds(started: datetime | None, finished: datetime | None) -> float | Non
     return (finished - started).total_seconds() if started and finished else None
 
 
-def trial_durations(trial: HarborTrial) -> dict[str, float]:
+def trial_durations(trial: HarborTrial) -> Durations:
     setup = [trial.phase_seconds(p) for p in ("environment_setup", "agent_setup")]
     values = {
         "setup_sec": sum(s for s in setup if s is not None) if any(s is not None for s in setup) else None,
@@ -126,7 +128,7 @@ def trial_durations(trial: HarborTrial) -> dict[str, float]:
         "verify_sec": trial.phase_seconds("verifier"),
         "total_sec": _seconds(trial.started_at, trial.finished_at),
     }
-    return {key: value for key, value in values.items() if value is not None}
+    return Durations(**values)  # a phase Harbor did not time is None, and not written
 
 
 def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: str,
@@ -137,7 +139,7 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
     error = None
     if trial.exception_type:
         error = f"{trial.exception_type}: {(trial.exception_message or '').strip()}"[:2000]
-    elif outcome == "infra_error":
+    elif outcome == Outcome.INFRA_ERROR:
         error = "no verifier reward in result.json"
     trajectory = None
     if trial.trajectory_path is not None:
@@ -146,32 +148,33 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
             problems.append((trial.path, trial.relative,
                              f"agent/trajectory.json: {why} (imported without a trajectory)"))
     durations = trial_durations(trial)
-    record = run_record(task, trial.agent_name or identity, f"harbor:{trial.relative}")
-    record.update({
-        "outcome": outcome,
-        "reward": reward if outcome != "infra_error" else None,
-        "rewards": trial.rewards if outcome != "infra_error" else None,
-        "submitted": termination == "submitted",
-        "termination": termination,
-        "tests": trial_tests(trial),
-        "attempts": [{"attempt": 1, "outcome": outcome, "termination": termination, "error": error,
-                      "reverified": False, "durations": durations}],
-        "durations": durations,
-        "agent_config": with_hash({"agent": trial.agent_name, "version": trial.agent_version,
-                                   "model": trial.model_name}),
-        "cost": trial.cost_usd,
-        "tokens": ({"prompt": trial.n_input_tokens, "completion": trial.n_output_tokens}
-                   if trial.n_input_tokens is not None and trial.n_output_tokens is not None else None),
-        "message": trajectory.final_message[-2000:] if trajectory and trajectory.final_message else None,
-        "error": error,
-    })
+    valid = outcome != Outcome.INFRA_ERROR
+    record = replace(
+        run_record(task, trial.agent_name or identity, f"harbor:{trial.relative}"),
+        outcome=outcome,
+        reward=reward if valid else None,
+        rewards=trial.rewards if valid else None,
+        submitted=termination == Termination.SUBMITTED,
+        termination=termination,
+        tests=trial_tests(trial),
+        attempts=(Attempt(1, outcome, termination, error, reverified=False, durations=durations),),
+        durations=durations,
+        agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
+                                         "model": trial.model_name}),
+        cost=trial.cost_usd,
+        tokens=(Tokens(trial.n_input_tokens, trial.n_output_tokens)
+                if trial.n_input_tokens is not None and trial.n_output_tokens is not None else None),
+        message=trajectory.final_message[-2000:] if trajectory and trajectory.final_message else None,
+        error=error,
+        absent=HARNESS_FIELDS,  # the agent's configuration is Harbor's
+    )
     moment = trial.finished_at or trial.started_at
     provenance: dict[str, Any] = {"kind": "harbor-jobs", "source": source, "trial": trial.relative,
                                   "command": command}
     if moment is not None:
         provenance["date"] = format_time(moment)
     patch, commands, unrecoverable = None, None, None
-    if task.track != "repo":
+    if task.track != Track.REPO:
         # A Terminus-2 trial recorded every keystroke it sent: replayable through tmux.
         keys = read_keystrokes(trial.path)
         if keys is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -35,8 +35,9 @@ from swe_residual.harbor.jobs import (
 from swe_residual.harbor.layout import HarborTrial, read_jobs
 from swe_residual.harbor.match import Checksums, local_task_dir, pick
 from swe_residual.metrics.inspection import inspected, opened_files
-from swe_residual.agents.identity import with_hash
-from swe_residual.trial.records import RECORD_SCHEMA, agent_slug, record_key
+from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, RunRecord, Tokens, as_member
+from swe_residual.trial.records import agent_slug, record_key
+from swe_residual.trial.values import Outcome, Start, Termination, Track
 
 SOURCE_TASK_KEY = "swe_residual_source_task"
 
@@ -47,8 +48,8 @@ class ExportedStart:
 
     directory: Path
     task: str
-    track: str
-    start: str
+    track: Track
+    start: Start
     state: str | None
     predecessor: str | None
     workdir: str
@@ -59,7 +60,7 @@ class ExportedStart:
 
 @dataclass
 class HarborRecords:
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)  # as results.jsonl holds them
     problems: list[str] = field(default_factory=list)
 
 
@@ -86,8 +87,8 @@ def exported_start(directory: Path) -> ExportedStart | None:
     return ExportedStart(
         directory=directory,
         task=str(metadata[SOURCE_TASK_KEY]),
-        track=str(metadata.get("track", "repo")),
-        start=str(metadata.get("swe_residual_start", "residual" if state else "clean")),
+        track=as_member(Track, str(metadata.get("track", Track.REPO))),
+        start=as_member(Start, str(metadata.get("swe_residual_start", Start.RESIDUAL if state else Start.CLEAN))),
         state=str(state) if state else None,
         predecessor=metadata.get("swe_residual_predecessor"),
         workdir=str((config.get("environment") or {}).get("workdir") or "/app"),
@@ -120,52 +121,53 @@ def _locate(trial: HarborTrial, export_dirs: Iterable[Path],
     return next(start for directory, start in starts if directory == chosen), None
 
 
-def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir: Path) -> dict[str, Any]:
+def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir: Path) -> RunRecord:
     """One trial as the run record of its source start."""
     agent = identity_of(trial, "agent+model")
     reward = trial.reward
     termination = termination_of(trial.exception_type)
     outcome = outcome_of(termination, reward)
+    valid = outcome != Outcome.INFRA_ERROR
     error = None
-    if outcome == "infra_error":
+    if not valid:
         error = f"harbor: {trial.exception_type or 'no valid reward'}: {(trial.exception_message or '').strip()[:500]}"
     final_patch = None
-    if source.track == "repo":
+    if source.track == Track.REPO:
         found = next((path for path in map(trial.artifact, source.patch_sources) if path is not None), None)
         final_patch = _read_text(found) if found is not None else None
     trajectory = None
     if trial.trajectory_path is not None:
         trajectory, _ = read_atif(trial.trajectory_path, agent)
-    record: dict[str, Any] = {
-        "schema": RECORD_SCHEMA, "run_id": run_id, "agent": agent, "task": source.task, "track": source.track,
-        "start": source.start, "state": source.state, "predecessor": source.predecessor,
-        "outcome": outcome, "reward": reward if outcome != "infra_error" else None,
-        "submitted": termination == "submitted", "termination": termination,
-        "tests": trial_tests(trial) if outcome != "infra_error" else None, "initial_tests": None,
-        "steps": len(trajectory.steps) if trajectory is not None else None,
-        "final_patch": final_patch, "trajectory": None,
-        "attempts": [{"attempt": 1, "outcome": outcome, "termination": termination, "error": error}],
-        "durations": trial_durations(trial), "inherited_patch": source.inherited_patch,
-        "reference_files": source.reference_files, "opened_files": None, "inspected": None,
-        "agent_config": with_hash({"agent": trial.agent_name, "version": trial.agent_version,
-                                   "model": trial.model_name}),
-        "cost": trial.cost_usd,
-        "tokens": ({"prompt": trial.n_input_tokens or 0, "completion": trial.n_output_tokens or 0}
-                   if trial.n_input_tokens is not None or trial.n_output_tokens is not None else None),
-        "message": None, "error": error, "rewards": dict(trial.rewards) if trial.rewards else None,
-        "harbor_trial": trial.relative,
-    }
+    opened, inspected_any, steps_file = None, None, None
     if trajectory is not None:
         steps = [step.as_dict() for step in trajectory.steps]
         inherited = changed_files(source.inherited_patch) if source.inherited_patch else set()
-        record["opened_files"] = sorted(opened_files(steps, set(source.reference_files or []) | inherited,
-                                                    root=source.workdir))
-        record["inspected"] = inspected(steps, inherited, root=source.workdir) if source.state else None
+        opened = tuple(sorted(opened_files(steps, set(source.reference_files or []) | inherited, root=source.workdir)))
+        inspected_any = inspected(steps, inherited, root=source.workdir) if source.state else None
         steps_file = Path("trajectories") / agent_slug(agent) / source.task / (
             f"{source.state}.json" if source.state else "clean.json")
         trajectory.write(run_dir / steps_file)
-        record["trajectory"] = steps_file.as_posix()
-    return record
+    return RunRecord(
+        run_id=run_id, agent=agent, task=source.task, track=source.track, start=source.start,
+        state=source.state, predecessor=source.predecessor,
+        outcome=outcome, reward=reward if valid else None,
+        submitted=termination == Termination.SUBMITTED, termination=termination,
+        tests=trial_tests(trial) if valid else None, initial_tests=None,
+        steps=len(trajectory.steps) if trajectory is not None else None,
+        final_patch=final_patch, trajectory=steps_file.as_posix() if steps_file is not None else None,
+        attempts=(Attempt(1, outcome, termination, error),),
+        durations=trial_durations(trial), inherited_patch=source.inherited_patch,
+        reference_files=tuple(source.reference_files) if source.reference_files is not None else None,
+        opened_files=opened, inspected=inspected_any,
+        agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
+                                         "model": trial.model_name}),
+        cost=trial.cost_usd,
+        tokens=(Tokens(trial.n_input_tokens or 0, trial.n_output_tokens or 0)
+                if trial.n_input_tokens is not None or trial.n_output_tokens is not None else None),
+        message=None, error=error, rewards=dict(trial.rewards) if trial.rewards else None,
+        harbor_trial=trial.relative,
+        absent=HARNESS_FIELDS,  # Harbor ran it: no budget, engine or verification account of the suite's
+    )
 
 
 def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), *, run_id: str,
@@ -176,6 +178,7 @@ def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), 
     result = HarborRecords(problems=[f"{problem.relative}: {problem.reason}" for problem in jobs.problems])
     exports = [Path(directory) for directory in export_dirs]
     checksums = Checksums()
+    trials: list[RunRecord] = []
     for trial in sorted(jobs.trials, key=lambda t: t.relative):
         source, mismatch = _locate(trial, exports, checksums)
         if mismatch is not None:
@@ -186,22 +189,22 @@ def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), 
                                    "`swe-residual export harbor` (no [metadata] swe_residual_source_task); "
                                    "pass the export directory with --harbor-export")
             continue
-        result.records.append(trial_record(trial, source, run_id, run_dir))
-    result.records = _one_per_item(result.records)
+        trials.append(trial_record(trial, source, run_id, run_dir))
+    result.records = [record.to_json() for record in _one_per_item(trials)]
     return result
 
 
-def _one_per_item(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _one_per_item(records: list[RunRecord]) -> list[RunRecord]:
     """Several trials of one start by one agent (Harbor's attempts): the item's record is the
     first with a valid verdict, as after the suite's own retries of infrastructure failures;
     every trial stays listed in its `attempts`."""
-    items: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    items: dict[tuple[Any, ...], list[RunRecord]] = {}
     for record in records:
         items.setdefault(record_key(record), []).append(record)
     kept = []
     for trials in items.values():
-        chosen = next((r for r in trials if r["outcome"] != "infra_error"), trials[-1])
-        attempts = [{**r["attempts"][0], "attempt": number, "harbor_trial": r["harbor_trial"]}
-                    for number, r in enumerate(trials, start=1)]
-        kept.append({**chosen, "attempts": attempts})
+        chosen = next((r for r in trials if r.outcome != Outcome.INFRA_ERROR), trials[-1])
+        attempts = tuple(replace(r.attempts[0], attempt=number, harbor_trial=r.harbor_trial)
+                         for number, r in enumerate(trials, start=1))
+        kept.append(replace(chosen, attempts=attempts))
     return kept

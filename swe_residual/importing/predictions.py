@@ -23,7 +23,7 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from swe_residual.errors import ConfigError
 from swe_residual.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
 from swe_residual.dataset.task import Task
+from swe_residual.trial.record_model import Attempt, Durations
+from swe_residual.trial.values import Termination, Track
 
 SPEC_PREFIX = "predictions:"
 
@@ -94,19 +96,17 @@ def read_predictions(path: Path) -> list[Prediction]:
 
 
 def _run(prediction: Prediction, task: Task, source: str, digest: str, command: str) -> ImportedRun:
-    record = run_record(task, prediction.model, f"predictions:{prediction.entry}")
-    record.update({
-        # Submitted, verdict unknown: Stage IV's verifier decides (a passing state is dropped there).
-        "submitted": True,
-        "termination": "submitted",
-        "attempts": [{"attempt": 1, "outcome": None, "termination": "submitted", "error": None,
-                      "reverified": False, "durations": {}}],
-    })
+    # Submitted, verdict unknown: Stage IV's verifier decides (a passing state is dropped there).
+    record = replace(
+        run_record(task, prediction.model, f"predictions:{prediction.entry}"),
+        submitted=True, termination=Termination.SUBMITTED,
+        attempts=(Attempt(1, None, Termination.SUBMITTED, None, reverified=False, durations=Durations()),),
+    )
     provenance = {"kind": "predictions", "source": source, "entry": prediction.entry, "sha256": digest,
                   "command": command}
     patch: bytes | None = prediction.patch.encode("utf-8")
     unrecoverable = None
-    if task.track != "repo":
+    if task.track != Track.REPO:
         patch, unrecoverable = None, f"{task.track} track: a patch cannot rebuild the machine's state"
     facts = {"instance_id": prediction.instance_id, "model_name_or_path": prediction.model}
     return ImportedRun(task, prediction.model, record, patch, unrecoverable, provenance, None, facts)

@@ -19,13 +19,15 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.load import Dataset
 from swe_residual.errors import ConfigError
-from swe_residual.trial.records import RECORD_SCHEMA, agent_slug
+from swe_residual.trial.record_model import HARNESS_FIELDS, Durations, RunRecord
+from swe_residual.trial.records import agent_slug
+from swe_residual.trial.values import Start
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
 from swe_residual.dataset.task import Task
 from swe_residual.trial.trajectory import Trajectory
@@ -40,7 +42,7 @@ class ImportedRun:
 
     task: Task
     identity: str  # the predecessor as the source names it (agent and model, model_name_or_path)
-    record: dict[str, Any]  # the run record's fields, as the runner writes them
+    record: RunRecord  # the run record, as far as the source tells it
     patch: bytes | None  # the final state (repo track); None when it cannot be recovered
     unrecoverable: str | None  # why, when there is neither `patch` nor `commands`
     provenance: dict[str, Any]  # flat: where it came from (file, trial or line, command, date)
@@ -113,16 +115,20 @@ def name_predecessors(identities: Iterable[str], parts: Callable[[str], Sequence
     return names
 
 
-def run_record(task: Task, agent: str, run_id: str) -> dict[str, Any]:
-    """A run record with every field the runner writes, empty: each source fills in what it knows."""
-    return {
-        "schema": RECORD_SCHEMA, "run_id": run_id, "agent": agent, "task": task.id, "track": task.track,
-        "start": "clean", "state": None, "predecessor": None, "outcome": None, "reward": None,
-        "rewards": None, "submitted": False, "termination": None, "tests": None, "initial_tests": None,
-        "steps": None, "final_patch": None, "trajectory": None, "attempts": [], "durations": {},
-        "inherited_patch": None, "reference_files": None, "opened_files": None, "inspected": None,
-        "cost": None, "tokens": None, "message": None, "error": None,
-    }
+#: What an imported run cannot tell: the suite's own account of a run, and (until a source
+#: gives it) the agent's configuration.
+IMPORTED_ABSENT = HARNESS_FIELDS | {"agent_config"}
+
+
+def run_record(task: Task, agent: str, run_id: str) -> RunRecord:
+    """A Clean Start run record with nothing measured: each source fills in what it knows
+    (`dataclasses.replace`)."""
+    return RunRecord(
+        run_id=run_id, agent=agent, task=task.id, track=task.track, start=Start.CLEAN, state=None,
+        predecessor=None, outcome=None, reward=None, submitted=False, termination=None, tests=None,
+        initial_tests=None, steps=None, final_patch=None, trajectory=None, attempts=(), durations=Durations(),
+        absent=IMPORTED_ABSENT,
+    )
 
 
 def _prepare(out: Path, command: str) -> None:
@@ -183,17 +189,16 @@ def write_stage_one(out: Path | str, dataset_path: Path | str, runs: Sequence[Im
 def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
     run_dir = work.run_dir(ref)
     run_dir.mkdir(parents=True, exist_ok=True)
-    record = dict(run.record)
+    record = run.record
     if run.trajectory is not None:
-        relative = Path("trajectories") / agent_slug(str(record.get("agent") or run.identity)) / ref.task / "clean.json"
+        relative = Path("trajectories") / agent_slug(str(record.agent or run.identity)) / ref.task / "clean.json"
         run.trajectory.write(run_dir / relative)
-        record["trajectory"] = relative.as_posix()
-        record["steps"] = len(run.trajectory.steps)
+        record = replace(record, trajectory=relative.as_posix(), steps=len(run.trajectory.steps))
     payload: str | None = None
     if run.patch is not None:
         write_bytes(run_dir / PATCH, run.patch)
         # The record's copy is for reading; changes.patch keeps the exact bytes.
-        record["final_patch"] = run.patch.decode("utf-8", errors="replace")
+        record = replace(record, final_patch=run.patch.decode("utf-8", errors="replace"))
         final_state = {"recoverable": True, "detail": str(run.provenance.get("patch") or PATCH)}
         payload = PATCH
     elif run.commands is not None:
@@ -202,7 +207,8 @@ def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
         payload = COMMANDS
     else:
         final_state = {"recoverable": False, "detail": run.unrecoverable or "no final state in the source"}
-    record["residualize"] = {
+    written = record.to_json()
+    written["residualize"] = {
         **ref.as_dict(),
         "agent_spec": spec,
         "timeout_sec": None,
@@ -212,4 +218,4 @@ def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
         "import": run.provenance,
         "source": run.source_facts,
     }
-    write_json(run_dir / RECORD, record)  # last, as Stage I does
+    write_json(run_dir / RECORD, written)  # last, as Stage I does

@@ -15,15 +15,24 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeVar
 
-RECORD_SCHEMA = 1
+from swe_residual.trial.record_model import RECORD_SCHEMA, RecordLike, RunRecord
+from swe_residual.trial.values import Outcome, Start, Track
+
+__all__ = [
+    "ItemKey", "LoadedRecords", "OUTCOMES", "RECORD_SCHEMA", "REQUIRED_FIELDS", "agent_slug", "append_record",
+    "append_record_or_fallback", "dedupe_records", "fallback_path", "infra_error_record", "item_id", "item_key",
+    "read_records", "record_key", "validate_record",
+]  # fmt: skip
+
 REQUIRED_FIELDS = (
     "schema", "run_id", "agent", "task", "track", "start", "state", "predecessor", "outcome",
     "reward", "submitted", "termination", "tests", "initial_tests", "steps", "final_patch",
     "trajectory", "attempts", "durations",
 )
-OUTCOMES = ("success", "failure", "infra_error")
+OUTCOMES = tuple(Outcome)
+STARTS = tuple(Start)
 
 
 #: The identity of one measured item: (agent, track, task, start, state), and the handoff
@@ -41,18 +50,23 @@ def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any, handoff:
     return key if handoff in (None, "blind") else (*key, handoff)
 
 
-def record_key(record: Mapping[str, Any]) -> ItemKey:
+def record_key(record: RecordLike) -> ItemKey:
     """:func:`item_key` of a run record (a missing field reads as None)."""
+    if isinstance(record, RunRecord):
+        return item_key(record.agent, record.track, record.task, record.start, record.state, record.handoff)
     return item_key(
         record.get("agent"), record.get("track"), record.get("task"), record.get("start"), record.get("state"),
         record.get("handoff"),
     )
 
 
-def dedupe_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+_R = TypeVar("_R", RunRecord, Mapping[str, Any])
+
+
+def dedupe_records(records: Iterable[_R]) -> list[_R]:
     """One record per :func:`record_key`: the last one seen, kept at the position of the key's
     first appearance, so merging the same results twice gives the same list."""
-    latest: dict[ItemKey, Mapping[str, Any]] = {}
+    latest: dict[ItemKey, _R] = {}
     for record in records:
         latest[record_key(record)] = record
     return list(latest.values())
@@ -61,7 +75,7 @@ def dedupe_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, An
 def item_id(agent: str, task: str, state: str | None, handoff: str | None = None) -> str:
     """`agent/task/clean`, `agent/task/residual:state`, and `@view` after a non-blind view."""
     view = "" if handoff in (None, "blind") else f"@{handoff}"
-    return f"{agent}/{task}/" + ("clean" if state is None else f"residual:{state}{view}")
+    return f"{agent}/{task}/" + (Start.CLEAN if state is None else f"{Start.RESIDUAL}:{state}{view}")
 
 
 def agent_slug(agent: str) -> str:
@@ -73,19 +87,14 @@ def agent_slug(agent: str) -> str:
 
 
 def infra_error_record(
-    run_id: str, agent: str, task: str, track: str, state: str | None, predecessor: str | None, error: str,
+    run_id: str, agent: str, task: str, track: Track, state: str | None, predecessor: str | None, error: str,
     handoff: str | None = None,
 ) -> dict[str, Any]:
     """The record of an item whose run was lost outright (e.g. its worker process died)."""
-    return {
-        "schema": RECORD_SCHEMA, "run_id": run_id, "agent": agent, "task": task, "track": track,
-        "start": "clean" if state is None else "residual", "state": state, "predecessor": predecessor,
-        **({} if handoff in (None, "blind") else {"handoff": handoff}),
-        "outcome": "infra_error", "reward": None, "submitted": False, "termination": "infra_error",
-        "tests": None, "initial_tests": None, "steps": None, "final_patch": None, "trajectory": None,
-        "attempts": [{"attempt": 1, "outcome": "infra_error", "termination": "infra_error", "error": error}],
-        "durations": {}, "error": error,
-    }
+    return RunRecord.infra_error(
+        run_id=run_id, agent=agent, task=task, track=track, state=state, predecessor=predecessor, error=error,
+        handoff=None if handoff in (None, "blind") else handoff,
+    ).to_json()
 
 
 def fallback_path(results_path: Path) -> Path:
@@ -156,7 +165,7 @@ def validate_record(record: Any) -> str | None:
         return f"missing fields {', '.join(missing)}"
     if record["outcome"] not in OUTCOMES:
         return f"unknown outcome {record['outcome']!r}"
-    if record["start"] not in ("clean", "residual"):
+    if record["start"] not in STARTS:
         return f"unknown start {record['start']!r}"
     return None
 

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from swe_residual.agents.environment import AgentEnvironment
-from swe_residual.agents.identity import with_hash
 from swe_residual.agents import (
     Agent,
     AgentSession,
@@ -41,7 +40,7 @@ from swe_residual.agents import (
     BudgetExhausted,
     passed_env_names,
 )
-from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED, TIME_LIMIT, VERIFIER_FAILED, AgentResult
+from swe_residual.agents.base import AgentResult
 from swe_residual.verifier.canary import canary
 from swe_residual.states.diffparse import changed_files
 from swe_residual.verifier.collect import collect_notes, host_path
@@ -52,14 +51,14 @@ from swe_residual.handoff.file import give_handoff
 from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.environments.harness_git import CaptureFailed
 from swe_residual.states.patches import apply_patch, capture_patch
-from swe_residual.trial.records import RECORD_SCHEMA, agent_slug, item_id
+from swe_residual.trial.record_model import AgentConfig, Attempt, Canary, Durations, RecordBudget, RunRecord, Tokens
+from swe_residual.trial.records import agent_slug, item_id
 from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY, redact, secret_values
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import DEFAULT_WORKDIR, Task
 from swe_residual.trial.trajectory import Trajectory
+from swe_residual.trial.values import Outcome, Start, Termination, Track
 from swe_residual.verifier.outputs import Verdict, evaluate
-
-SUCCESS, FAILURE = "success", "failure"
 
 
 @dataclass(frozen=True)
@@ -134,11 +133,11 @@ def run_agent(
         worker.join(max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC)
     except watchdog_exceptions as exc:
         _abandon(session)
-        raise BudgetExhausted(TIME_LIMIT, f"stopped by the watchdog before it returned ({exc})") from None
+        raise BudgetExhausted(Termination.TIME_LIMIT, f"stopped by the watchdog before it returned ({exc})") from None
     if worker.is_alive():
         _abandon(session)
         raise BudgetExhausted(
-            TIME_LIMIT, f"time limit of {session.budget.timeout_sec:g}s reached: the agent had not returned "
+            Termination.TIME_LIMIT, f"time limit of {session.budget.timeout_sec:g}s reached: the agent had not returned "
             "and was abandoned",
         )
     if "error" in outcome:
@@ -150,7 +149,7 @@ class _Abandoned:
     """The environment an abandoned agent is left with: every use ends its run."""
 
     def __getattr__(self, name: str) -> Any:
-        raise BudgetExhausted(TIME_LIMIT, "the agent ran past its time limit and was abandoned")
+        raise BudgetExhausted(Termination.TIME_LIMIT, "the agent ran past its time limit and was abandoned")
 
 
 def _abandon(session: AgentSession) -> None:
@@ -162,8 +161,8 @@ def _abandon(session: AgentSession) -> None:
 @dataclass
 class _Attempt:
     number: int
-    outcome: str
-    termination: str | None = None
+    outcome: Outcome
+    termination: Termination | None = None  # as the agent gave it: a `module:` agent may name its own
     verdict: Verdict | None = None
     final_patch: str | None = None
     trajectory: Trajectory | None = None
@@ -182,14 +181,11 @@ class _Attempt:
     cost_known: bool = True  # False: a model call had no price, so the record's cost is null
     submitted: bool = False  # the agent declared the task done (whatever the verifier made of it)
     notes: tuple[str, ...] = ()  # the harness's own notes on this attempt, for verifier_notes
-    canary: dict[str, Any] | None = None  # the clean state's verdict, when it was asked
+    canary: Canary | None = None  # the clean state's verdict, when it was asked
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "attempt": self.number, "outcome": self.outcome, "termination": self.termination,
-            "error": self.error, "reverified": self.reverified, "durations": self.durations or {},
-            **({"canary": self.canary} if self.canary is not None else {}),
-        }
+    def summary(self) -> Attempt:
+        return Attempt(self.number, self.outcome, self.termination, self.error, reverified=self.reverified,
+                       durations=Durations(**(self.durations or {})), canary=self.canary)
 
 
 @dataclass(frozen=True)
@@ -219,7 +215,7 @@ def _reverify_saved(backend: Backend, environment: Any, task: Task, final_patch:
     fresh_spec = StartSpec(spec.run_id, spec.item_id + ":reverify", spec.attempt, purpose="reverify")
     saved = getattr(environment, "saved_instance", None)
     fresh = None
-    if task.track == "machine":
+    if task.track == Track.MACHINE:
         saved, final_patch = None, None  # verified again where it is
     if callable(saved):
         fresh = saved(fresh_spec)
@@ -243,7 +239,7 @@ def _reverify_saved(backend: Backend, environment: Any, task: Task, final_patch:
 def _stop_agent_processes(environment: Any, task: Task) -> None:
     """Repo track: nothing the agent left running outlives it (machine track: it may be the task)."""
     stop = getattr(environment, "stop_processes", None)
-    if task.track == "repo" and callable(stop):
+    if task.track == Track.REPO and callable(stop):
         stop()
 
 
@@ -259,15 +255,15 @@ def _capture(environment: Any) -> tuple[str | None, str | None]:
 def _verification_record(verification: _Verification | None, artifacts_dir: Path, run_dir: Path) -> dict[str, Any]:
     """The record's account of how the final state was graded (DESIGN §4)."""
     if verification is None:
-        return {"rewards": None, "artifacts": [], "verifier_environment": None, "collect": []}
+        return {"rewards": None, "artifacts": (), "verifier_environment": None, "collect": ()}
     output = verification.output
     kept = [host_path(artifacts_dir, source) for source in output.artifacts]
     return {
         "rewards": dict(verification.verdict.rewards) if verification.verdict.valid else None,
         # Where each collected artifact is kept, relative to the run directory (when it was kept).
-        "artifacts": [path.relative_to(run_dir).as_posix() for path in kept if path.exists()],
+        "artifacts": tuple(path.relative_to(run_dir).as_posix() for path in kept if path.exists()),
         "verifier_environment": output.environment,
-        "collect": [step.as_dict() for step in output.collect],
+        "collect": tuple(step.as_dict() for step in output.collect),
     }
 
 
@@ -308,16 +304,16 @@ def _one_attempt(
         result = None
         try:
             result = run_agent(agent, session, options.watchdog_exceptions)
-            termination = result.termination if result is not None else SUBMITTED
+            termination = result.termination if result is not None else Termination.SUBMITTED
             message = result.message if result is not None else None
-            if termination == SUBMITTED and session.remaining_sec() < 0:
-                termination = "time_limit"  # ran past its wall time without calling the environment
+            if termination == Termination.SUBMITTED and session.remaining_sec() < 0:
+                termination = Termination.TIME_LIMIT  # ran past its wall time without calling the environment
         except BudgetExhausted as exhausted:
             termination, message = exhausted.termination, str(exhausted)
         except (InfraError, DatasetError):
             raise
         except Exception as exc:  # the agent's own crash is its failure, not the harness's
-            termination = AGENT_ERROR
+            termination = Termination.AGENT_ERROR
             # The frames are the agent's own (it ran in a worker thread): the innermost ones say where.
             frames = "".join(traceback.format_exception(exc, limit=-5))
             message = f"{type(exc).__name__}: {exc}\n{frames}"
@@ -331,7 +327,7 @@ def _one_attempt(
         # A machine-track start has no repository to diff: its work is the machine itself.
         # The whole final working tree against the base commit (what Kept and Left-out read),
         # taken before the collect steps run and whatever the task's grading rule is.
-        final_patch, capture_note = _capture(environment) if task.track == "repo" else (None, None)
+        final_patch, capture_note = _capture(environment) if task.track == Track.REPO else (None, None)
         notes = (capture_note,) if capture_note else ()
         verify_started = time.monotonic()
         verification = _verify(backend, environment, task, acceptance, artifacts_dir)
@@ -346,24 +342,25 @@ def _one_attempt(
             outcome, error = score(verdict, termination), None
         else:
             clean = canary(backend, task, options.run_id)  # InfraError (the engine): retried
-            canary_record = {"valid": clean.valid, "reward": clean.reward, "error": clean.error}
+            canary_record = Canary(clean.valid, clean.reward, clean.error)
             if clean.valid:
                 # The verifier works on the clean state and not on what the agent left: its failure.
-                outcome, error = FAILURE, None
+                outcome, error = Outcome.FAILURE, None
                 notes += (f"no valid verdict on the agent's final state ({verdict.error}), verified again in a "
                           "fresh instance; the verifier gives one on the task's clean state: the agent's failure",)
             else:
-                outcome = INFRA_ERROR
+                outcome = Outcome.INFRA_ERROR
                 error = f"verifier: {verdict.error} (it fails on the task's clean state too: {clean.error})"
         durations["verify_sec"] = time.monotonic() - verify_started
         durations["total_sec"] = time.monotonic() - started
-        return _Attempt(number, outcome, VERIFIER_FAILED if outcome == FAILURE and not verdict.valid else termination,
+        failed_verification = outcome == Outcome.FAILURE and not verdict.valid
+        return _Attempt(number, outcome, Termination.VERIFIER_FAILED if failed_verification else termination,
                         verdict, final_patch, trajectory, message, error=error,
                         durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
                         engine=getattr(environment, "engine", None),
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
-                        submitted=termination == SUBMITTED, notes=notes, canary=canary_record)
+                        submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record)
     finally:
         environment.close()
 
@@ -391,54 +388,25 @@ def run_item(
         try:
             attempt = _one_attempt(number, task, state, agent, backend, options, acceptance, reference_solution)
         except InfraError as exc:
-            attempt = _Attempt(number, INFRA_ERROR, INFRA_ERROR, error=str(exc),
+            attempt = _Attempt(number, Outcome.INFRA_ERROR, Termination.INFRA_ERROR, error=str(exc),
                                durations={"total_sec": time.monotonic() - attempt_started})
         attempts.append(attempt)
         if on_attempt is not None:
-            on_attempt(attempt.summary())
-        if attempt.outcome != INFRA_ERROR:
+            on_attempt(attempt.summary().to_json())
+        if attempt.outcome != Outcome.INFRA_ERROR:
             break
     final = attempts[-1]
     secrets = secret_values(passed_env_names(dict(options.agent_options)))
     inherited_patch = state.read_patch() if state is not None else None
     reference_files = sorted(changed_files(reference_solution)) if reference_solution else None
-    record: dict[str, Any] = {
-        "schema": RECORD_SCHEMA,
-        "run_id": options.run_id,
-        "agent": agent_name,
-        "task": task.id,
-        "track": task.track,
-        "start": "clean" if state is None else "residual",
-        "state": state.id if state else None,
-        "predecessor": state.predecessor if state else None,
-        **({"handoff": options.handoff} if state is not None and options.handoff != BLIND else {}),
-        "outcome": final.outcome,
-        "reward": final.verdict.reward if final.verdict and final.verdict.valid else None,
-        "submitted": final.submitted,
-        "termination": final.termination or INFRA_ERROR,
-        "tests": dict(final.verdict.tests) if final.verdict and final.verdict.valid else None,
-        "initial_tests": dict(state.initial_tests) if state and state.initial_tests is not None else None,
-        "steps": len(final.trajectory.steps) if final.trajectory else None,
-        "final_patch": final.final_patch,
-        "trajectory": None,
-        "attempts": [a.summary() for a in attempts],
-        "durations": {**(final.durations or {}), "wall_sec": time.monotonic() - started},
-        "inherited_patch": inherited_patch,
-        "reference_files": reference_files,
-        "opened_files": None,
-        "inspected": None,
-        "budget": options.budget(task).as_dict(),
-        "agent_config": with_hash({**options.agent_config(), **_describe(agent)}),
-        "cost": final.cost if final.cost_known else None,
-        "tokens": final.tokens,
-        "fidelity": final.fidelity,
-        "engine": final.engine,
-        "message": final.message[-2000:] if final.message else None,
-        "error": final.error,
-        "verifier_notes": _verifier_notes(task, final),
-        **_verification_record(final.verification, item_artifacts_dir(options.run_dir, agent_name, task, state,
-                                                                      options.handoff), options.run_dir),
-    }
+    durations = Durations(**{**(final.durations or {}), "wall_sec": time.monotonic() - started})
+    verifier_notes = _verifier_notes(task, final)
+    verification = _verification_record(final.verification, item_artifacts_dir(
+        options.run_dir, agent_name, task, state, options.handoff), options.run_dir)
+    opened: list[str] | None = None
+    inspected_any: bool | None = None
+    trajectory_path: str | None = None
+    error = final.error
     if final.trajectory is not None:
         # An agent that recorded no trajectory of its own (a `cmd:` agent without a steps
         # file) may have opened anything: unknown (null), never "nothing" ([] / false).
@@ -447,22 +415,60 @@ def run_item(
             predecessor_files = changed_files(inherited_patch) if inherited_patch else set()
             candidates = set(reference_files or []) | predecessor_files
             root = final.workdir or task.config.workdir or DEFAULT_WORKDIR
-            record["opened_files"] = sorted(opened_files(steps, candidates, root=root))
-            record["inspected"] = inspected(steps, predecessor_files, root=root) if state is not None else None
+            opened = sorted(opened_files(steps, candidates, root=root))
+            inspected_any = inspected(steps, predecessor_files, root=root) if state is not None else None
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
             f"{state.id}{view_suffix(options.handoff)}.json" if state else "clean.json"
         )
         _redact_trajectory(final.trajectory, secrets)
         try:
             final.trajectory.write(options.run_dir / relative)
-            record["trajectory"] = relative.as_posix()
+            trajectory_path = relative.as_posix()
         except OSError as exc:  # a read-only or full results disk must not cost the record
-            record["error"] = "; ".join(filter(None, [record["error"], f"trajectory not written: {exc}"]))
-    _redact_artifacts(options.run_dir, record["artifacts"], secrets)
-    record["verifier_log"] = _keep_verifier_log(
+            error = "; ".join(filter(None, [error, f"trajectory not written: {exc}"]))
+    _redact_artifacts(options.run_dir, list(verification["artifacts"]), secrets)
+    verifier_log = _keep_verifier_log(
         final.verification, item_verifier_log(options.run_dir, agent_name, task, state, options.handoff),
-        options.run_dir, secrets, record["verifier_notes"])
-    return redact(record, secrets)
+        options.run_dir, secrets, verifier_notes)
+    budget = options.budget(task)
+    valid = final.verdict is not None and final.verdict.valid
+    record = RunRecord(
+        run_id=options.run_id,
+        agent=agent_name,
+        task=task.id,
+        track=task.track,
+        start=Start.CLEAN if state is None else Start.RESIDUAL,
+        state=state.id if state else None,
+        predecessor=state.predecessor if state else None,
+        handoff=options.handoff if state is not None and options.handoff != BLIND else None,
+        outcome=final.outcome,
+        reward=final.verdict.reward if final.verdict and valid else None,
+        submitted=final.submitted,
+        termination=final.termination or Termination.INFRA_ERROR,
+        tests=dict(final.verdict.tests) if final.verdict and valid else None,
+        initial_tests=dict(state.initial_tests) if state and state.initial_tests is not None else None,
+        steps=len(final.trajectory.steps) if final.trajectory else None,
+        final_patch=final.final_patch,
+        trajectory=trajectory_path,
+        attempts=tuple(a.summary() for a in attempts),
+        durations=durations,
+        inherited_patch=inherited_patch,
+        reference_files=tuple(reference_files) if reference_files is not None else None,
+        opened_files=tuple(opened) if opened is not None else None,
+        inspected=inspected_any,
+        budget=RecordBudget(budget.timeout_sec, budget.max_steps, budget.cost_limit),
+        agent_config=AgentConfig.hashed({**options.agent_config(), **_describe(agent)}),
+        cost=final.cost if final.cost_known else None,
+        tokens=Tokens(final.tokens.get("prompt"), final.tokens.get("completion")) if final.tokens is not None else None,
+        fidelity=final.fidelity,
+        engine=final.engine,
+        message=final.message[-2000:] if final.message else None,
+        error=error,
+        verifier_notes=tuple(verifier_notes),
+        verifier_log=verifier_log,
+        **verification,
+    )
+    return redact(record.to_json(), secrets)
 
 
 def score(verdict: Verdict, termination: str) -> str:
@@ -474,7 +480,7 @@ def score(verdict: Verdict, termination: str) -> str:
     record. Paper App. D: "In the success rates of Table 3, runs that exhaust the budget
     count as task failures."
     """
-    return SUCCESS if verdict.success and termination == SUBMITTED else FAILURE
+    return Outcome.SUCCESS if verdict.success and termination == Termination.SUBMITTED else Outcome.FAILURE
 
 
 def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
