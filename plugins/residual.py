@@ -47,6 +47,8 @@ from swe_residual.run.status import interrupted_lines, resume_command, with_run_
 from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
 from swe_residual.summary.files import write_summary_files
 from swe_residual.summary.terminations import TerminationReport, termination_report
+from swe_residual.trial.record_model import as_records
+from swe_residual.trial.values import Outcome, Start, Termination, Track
 
 reporter_key = pytest.StashKey["ResidualReporter"]()
 lock_key = pytest.StashKey[RunLock]()
@@ -57,7 +59,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name in ("clean", "residual", "repo", "machine"):
+    for name in (*Start, *Track):
         config.addinivalue_line("markers", f"{name}: SWE-Residual item kind")
     for view in VIEWS[1:]:  # blind items carry no view marker: a default run's marks are unchanged
         config.addinivalue_line("markers", f"{handoff_marker(view)}: a Residual State item under the {view} handoff")
@@ -328,7 +330,7 @@ class ResidualReporter:
         except OSError as exc:
             self._keep_unsaved(record, exc)
         self.finished += 1
-        self.solved += record["outcome"] == "success"
+        self.solved += record["outcome"] == Outcome.SUCCESS
 
     def _keep_unsaved(self, record: dict[str, Any], exc: OSError) -> None:
         """A record results.jsonl refused: never dropped, written elsewhere, reported at once."""
@@ -409,9 +411,9 @@ class ResidualReporter:
         # apart. During the run, so does the running success rate, for long runs.
         termination = record.get("termination") or "unknown"
         detail = termination if self.session_done else f"{termination}; {self.solved}/{self.finished} solved so far"
-        if record["outcome"] == "success":
+        if record["outcome"] == Outcome.SUCCESS:
             return "passed", "S", (f"SOLVED ({detail})", {"green": True})
-        markup = {"red": True} if termination == "agent_error" else {"yellow": True}
+        markup = {"red": True} if termination == Termination.AGENT_ERROR else {"yellow": True}
         return "passed", "u", (f"UNSOLVED ({detail})", markup)
 
     @pytest.hookimpl(tryfirst=True)
@@ -428,19 +430,20 @@ class ResidualReporter:
         # The file's records plus those it refused (also in the fallback file, which
         # read_records reads): the summary covers every finished item, each once.
         records = dedupe_records(loaded.records + self.unsaved)
+        typed = as_records(records)  # read once, by the summary and the termination lines
         # The command line's agent order, by the names records give them.
         order = [agent_label(self.config, spec) for spec in settings_of(self.config).agents]
         resume = self._resume_command() if interrupted is not None and self.results_path.exists() else None
         try:
-            summary = build_summary(records, compare=True)
+            summary = build_summary(typed, compare=True)
         except AgentConfigConflict as exc:  # never a silent merge of two agents under one name
             self.conflict = str(exc)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             return
         self.summary = with_run_status(in_agent_order(summary, order), self.skipped,
                                        interrupted=interrupted, resume_command=resume)
-        self.terminations = termination_report(records, order=order)
-        if records and all(record.get("start") == "residual" for record in records):
+        self.terminations = termination_report(typed, order=order)
+        if typed and all(record.start == Start.RESIDUAL for record in typed):
             self.residual_only = len(records)
         try:
             write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swe_residual.errors import SuiteError
+from swe_residual.trial.record_model import RecordLike, as_record, as_records
 
 HASH_CHARS = 16
 
@@ -38,27 +39,26 @@ def with_hash(config: Mapping[str, Any]) -> dict[str, Any]:
     return {**config, "hash": config_hash(config)}
 
 
-def record_config_hash(record: Mapping[str, Any]) -> str | None:
+def record_config_hash(record: RecordLike) -> str | None:
     """The configuration hash of a record; None for records written before hashes existed."""
-    config = record.get("agent_config")
-    value = config.get("hash") if isinstance(config, Mapping) else None
-    return value if isinstance(value, str) else None
+    config = as_record(record).agent_config
+    return config.hash if config is not None else None
 
 
-def check_agent_configs(records: Sequence[Mapping[str, Any]], sources: Sequence[str] | None = None) -> None:
+def check_agent_configs(records: Sequence[RecordLike], sources: Sequence[str] | None = None) -> None:
     """Raise `AgentConfigConflict` when one agent name has two configuration hashes.
 
     `sources` (parallel to `records`, e.g. "results.jsonl:12") say where each record came
     from; without them the record's run id does. Records without a hash are not compared.
     """
     first: dict[str, tuple[str, str]] = {}
-    for index, record in enumerate(records):
+    for index, record in enumerate(as_records(records)):
         digest = record_config_hash(record)
         if digest is None:
             continue
-        agent = str(record.get("agent"))
+        agent = str(record.agent)
         where = sources[index] if sources is not None and index < len(sources) else None
-        where = f"{where}, run {record.get('run_id')}" if where else f"run {record.get('run_id')}"
+        where = f"{where}, run {record.run_id}" if where else f"run {record.run_id}"
         seen = first.setdefault(agent, (digest, where))
         if seen[0] != digest:
             raise AgentConfigConflict(

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from swe_residual.handoff.views import BLIND
 from swe_residual.handoff.views import VIEWS as VIEW_ORDER  # the order tables list views in; unknown ones follow
 from swe_residual.metrics.acceptance import acceptance_bias
-from swe_residual.metrics.headline import Record, headline, is_excluded
+from swe_residual.metrics.headline import Record, RecordLike, headline, is_excluded
+from swe_residual.trial.record_model import as_record, as_records
+from swe_residual.trial.values import Start
 
 __all__ = [
     "BLIND", "COST_QUANTITIES", "VIEW_ORDER", "by_handoff", "by_view", "primary_records", "primary_view",
@@ -34,20 +36,25 @@ __all__ = [
 COST_QUANTITIES = ("steps", "tokens", "cost")
 
 
-def record_view(record: Record) -> str:
-    return str(record.get("handoff") or BLIND)
+def record_view(record: RecordLike) -> str:
+    return str(as_record(record).handoff or BLIND)
 
 
-def views_of(records: Iterable[Record]) -> list[str]:
+def views_of(records: Iterable[RecordLike]) -> list[str]:
     """The views the Residual State records ran under, in table order."""
-    seen = {record_view(r) for r in records if r.get("start") == "residual"}
+    seen = {record_view(r) for r in as_records(records) if r.start == Start.RESIDUAL}
     return [v for v in VIEW_ORDER if v in seen] + sorted(seen - set(VIEW_ORDER))
 
 
-def by_view(records: Sequence[Record]) -> dict[str, list[Record]]:
-    """Per view: every Clean Start record, and the Residual records of that view (input order)."""
-    return {view: [r for r in records if r.get("start") != "residual" or record_view(r) == view]
-            for view in views_of(records)}
+_R = TypeVar("_R", Record, Mapping[str, Any])
+
+
+def by_view(records: Sequence[_R]) -> dict[str, list[_R]]:
+    """Per view: every Clean Start record, and the Residual records of that view (input order;
+    the records as given)."""
+    typed = as_records(records)
+    return {view: [r for r, t in zip(records, typed) if t.start != Start.RESIDUAL or record_view(t) == view]
+            for view in views_of(typed)}
 
 
 def primary_view(views: Sequence[str]) -> str | None:
@@ -55,7 +62,7 @@ def primary_view(views: Sequence[str]) -> str | None:
     return BLIND if BLIND in views else (views[0] if views else None)
 
 
-def primary_records(records: Sequence[Record]) -> list[Record]:
+def primary_records(records: Sequence[_R]) -> list[_R]:
     """The records behind the headline tables: all of them when one view ran (or none)."""
     views = views_of(records)
     if len(views) <= 1:
@@ -63,27 +70,23 @@ def primary_records(records: Sequence[Record]) -> list[Record]:
     return by_view(records)[primary_view(views)]  # type: ignore[index]
 
 
-def quantity(record: Record, name: str) -> float | None:
+def quantity(record: RecordLike, name: str) -> float | None:
     """A record's steps, tokens (prompt + completion) or cost; None when unknown."""
+    record = as_record(record)
     if name == "tokens":
-        tokens = record.get("tokens")
-        if not isinstance(tokens, Mapping):
-            return None
-        parts = [tokens.get("prompt"), tokens.get("completion")]
-        if not all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in parts):
-            return None
-        return float(sum(parts))  # type: ignore[arg-type]
-    value = record.get(name)
+        total = record.tokens.total if record.tokens is not None else None
+        return None if total is None else float(total)
+    value = getattr(record, name, None)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
-def takeover_cost(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
+def takeover_cost(records: Iterable[RecordLike]) -> dict[str, dict[str, Any]]:
     """One agent's records of one view group (Clean and Residual): per quantity,
     ``{residual_median, clean_median, ratio, n_tasks, n_residual}``."""
     out: dict[str, dict[str, Any]] = {}
-    records = [r for r in records if not is_excluded(r)]
+    records = [r for r in as_records(records) if not is_excluded(r)]
     for name in COST_QUANTITIES:
         clean: dict[Hashable, float] = {}
         residual: dict[Hashable, list[float]] = {}
@@ -91,10 +94,10 @@ def takeover_cost(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
             value = quantity(r, name)
             if value is None:
                 continue
-            task = (r.get("track"), r.get("task"))
-            if r.get("start") == "clean":
+            task = (r.track, r.task)
+            if r.start == Start.CLEAN:
                 clean[task] = value
-            elif r.get("start") == "residual":
+            elif r.start == Start.RESIDUAL:
                 residual.setdefault(task, []).append(value)
         tasks = sorted(set(clean) & set(residual), key=str)
         residual_values = [v for t in tasks for v in residual[t]]
@@ -106,24 +109,25 @@ def takeover_cost(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def view_block(records: Sequence[Record]) -> dict[str, Any]:
+def view_block(records: Sequence[RecordLike]) -> dict[str, Any]:
     """One agent, one view group: the headline pooled over tracks (each task weighted equally),
     the acceptance bias per track (never pooled), and the takeover cost."""
+    records = as_records(records)
     figures = headline(records, key_by_track=True)
     # The tracks the view's Residual States ran on (a Clean Start alone measures nothing here).
-    tracks = sorted({str(r.get("track")) for r in records if r.get("start") == "residual"})
+    tracks = sorted({str(r.track) for r in records if r.start == Start.RESIDUAL})
     return {
         **{key: figures[key] for key in ("residual", "clean", "gap", "cond_fail", "n_tasks", "n_states")},
-        "acceptance_bias": {t: acceptance_bias([r for r in records if str(r.get("track")) == t]) for t in tracks},
+        "acceptance_bias": {t: acceptance_bias([r for r in records if str(r.track) == t]) for t in tracks},
         "takeover": takeover_cost(records),
     }
 
 
-def by_handoff(records: Sequence[Record]) -> dict[str, dict[str, dict[str, Any]]]:
+def by_handoff(records: Sequence[RecordLike]) -> dict[str, dict[str, dict[str, Any]]]:
     """``{AGENT: {VIEW: view_block}}`` over deduplicated records of any agents."""
     agents: dict[str, list[Record]] = {}
-    for r in records:
-        agents.setdefault(str(r.get("agent")), []).append(r)
+    for r in as_records(records):
+        agents.setdefault(str(r.agent), []).append(r)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for agent in sorted(agents):
         groups = by_view(agents[agent])

@@ -14,12 +14,12 @@ from typing import Any
 from tabulate import tabulate
 
 from swe_residual.handoff.metrics import by_handoff, views_of
-from swe_residual.metrics.headline import Record
+from swe_residual.metrics.headline import RecordLike
 
 __all__ = ["handoff_markdown", "handoff_summary", "handoff_terminal"]
 
 
-def handoff_summary(records: Sequence[Record]) -> dict[str, Any] | None:
+def handoff_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     """``{AGENT: {VIEW: {...}}}`` for ``summary["by_handoff"]``, or None when one view ran."""
     return by_handoff(records) if len(views_of(records)) > 1 else None
 

@@ -1,8 +1,8 @@
 """Acceptance-bias metrics (paper Section 5.4, Appendix D, Table 4).
 
 Pure functions over one agent's run records (deduplicated). Run selection (D.1): *normally
-submitted* runs, i.e. ``termination == "submitted"`` and a valid verdict
-(``outcome != "infra_error"``). Each metric is computed per run, averaged within a task, then
+submitted* runs, i.e. ``termination == Termination.SUBMITTED`` and a valid verdict
+(``outcome != Outcome.INFRA_ERROR``). Each metric is computed per run, averaged within a task, then
 across tasks (percent); Steps is a per-task mean ratio whose median over tasks is reported.
 Initially failing Clean and Residual are paired: computed over the same states.
 
@@ -17,8 +17,10 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from swe_residual.states.diffparse import changed_files, parse_diff
-from swe_residual.metrics.headline import Record, is_excluded
+from swe_residual.metrics.headline import Record, RecordLike, is_excluded
 from swe_residual.metrics.lines import lcs_length
+from swe_residual.trial.record_model import as_record, as_records
+from swe_residual.trial.values import Outcome, Start, Termination
 
 __all__ = [
     "ACCEPTANCE_KEYS",
@@ -58,9 +60,10 @@ class KeptRun(NamedTuple):
     y: int  # 1 = success
 
 
-def normally_submitted(record: Record) -> bool:
+def normally_submitted(record: RecordLike) -> bool:
     """The agent declared the task done and the verifier returned a valid verdict."""
-    return record.get("termination") == "submitted" and not is_excluded(record)
+    record = as_record(record)
+    return record.termination == Termination.SUBMITTED and not is_excluded(record)
 
 
 def failing_tests(tests: Mapping[str, str] | None) -> set[str] | None:
@@ -130,7 +133,7 @@ def _changes_any(patch: str, files: set[str], cache: dict[str, set[str]]) -> boo
     return bool(cache[patch] & files)
 
 
-def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
+def acceptance_bias(records: Iterable[RecordLike]) -> dict[str, Any]:
     """Table 4 metrics of one agent's records (the summary passes one track at a time).
 
     Returns a dict with the keys of :data:`ACCEPTANCE_KEYS`; a metric with no qualifying run is
@@ -138,13 +141,13 @@ def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
     """
     clean: dict[Hashable, Record] = {}
     continuations: list[tuple[Hashable, Record]] = []
-    for rec in records:
+    for rec in as_records(records):
         if is_excluded(rec):
             continue
-        task: Hashable = (rec.get("track"), rec.get("task"))
-        if rec.get("start") == "clean":
+        task: Hashable = (rec.track, rec.task)
+        if rec.start == Start.CLEAN:
             clean[task] = rec
-        elif rec.get("start") == "residual":
+        elif rec.start == Start.RESIDUAL:
             continuations.append((task, rec))
 
     same_failing: dict[Hashable, list[float]] = {}
@@ -164,49 +167,49 @@ def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
         clean_ns = clean_rec if clean_rec is not None and normally_submitted(clean_rec) else None
         if not normally_submitted(rec):
             continue
-        failed = rec.get("outcome") == "failure"
-        initial_f = failing_tests(rec.get("initial_tests"))
-        final_tests = rec.get("tests")
+        failed = rec.outcome == Outcome.FAILURE
+        initial_f = failing_tests(rec.initial_tests)
+        final_tests = rec.tests
 
         # Initially failing, Clean and Residual are paired (Table 4 sets them side by side for
         # the same states): a state enters both only when its clean run and its continuation
         # are normally submitted with per-test results (Appendix D.2, "Initially failing").
-        if initial_f and final_tests is not None and clean_ns is not None and clean_ns.get("tests") is not None:
-            _add(init_clean, task, _share_passed(initial_f, clean_ns["tests"]))
+        if initial_f and final_tests is not None and clean_ns is not None and clean_ns.tests is not None:
+            _add(init_clean, task, _share_passed(initial_f, clean_ns.tests))
             _add(init_residual, task, _share_passed(initial_f, final_tests))
 
         if failed and initial_f is not None and final_tests is not None:
             _add(same_failing, task, failing_tests(final_tests) == initial_f)
 
-        k = kept_fraction(rec.get("inherited_patch"), rec.get("final_patch"))
+        k = kept_fraction(rec.inherited_patch, rec.final_patch)
         if k is not None:
             if failed:
                 _add(kept, task, k)
-            split_runs.append(KeptRun(task, str(rec.get("state")), k, 1 if rec.get("outcome") == "success" else 0))
+            split_runs.append(KeptRun(task, str(rec.state), k, 1 if rec.outcome == Outcome.SUCCESS else 0))
 
-        left_out = left_out_files(rec.get("reference_files"), rec.get("inherited_patch"))
+        left_out = left_out_files(rec.reference_files, rec.inherited_patch)
         if (
             left_out
             and clean_ns is not None
-            and clean_ns.get("final_patch") is not None
-            and rec.get("final_patch") is not None
+            and clean_ns.final_patch is not None
+            and rec.final_patch is not None
         ):
-            _add(lo_clean, task, _changes_any(clean_ns["final_patch"], left_out, changed_cache))
-            _add(lo_residual, task, _changes_any(rec["final_patch"], left_out, changed_cache))
+            _add(lo_clean, task, _changes_any(clean_ns.final_patch, left_out, changed_cache))
+            _add(lo_residual, task, _changes_any(rec.final_patch, left_out, changed_cache))
             # null opened_files: the agent recorded no trajectory, so whether it opened a file
             # is unknown; the run leaves Opened's denominator instead of counting as "not opened"
-            opened = rec.get("opened_files")
+            opened = rec.opened_files
             if opened is not None:
                 _add(lo_opened, task, bool(set(opened) & left_out))
 
-        clean_steps = clean_ns.get("steps") if clean_ns is not None else None
-        run_steps = rec.get("steps")
+        clean_steps = clean_ns.steps if clean_ns is not None else None
+        run_steps = rec.steps
         if clean_steps and clean_steps > 0 and run_steps is not None:
             _add(steps, task, run_steps / clean_steps)
 
         # null inspected: unknown (no trajectory), left out of the share like opened_files
-        if rec.get("inspected") is not None:
-            _add(inspected, task, bool(rec["inspected"]))
+        if rec.inspected is not None:
+            _add(inspected, task, bool(rec.inspected))
 
     step_means = [sum(v) / len(v) for v in steps.values() if v]
     return {

@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from swe_residual.metrics.headline import Record, dedupe_records, is_excluded
+from swe_residual.metrics.headline import RecordLike, dedupe_records, is_excluded
+from swe_residual.trial.record_model import as_records
+from swe_residual.trial.values import Outcome, Start
 
 __all__ = [
     "EPSILON",
@@ -104,17 +106,17 @@ def reversals(summary: Mapping[str, Any], scope: str) -> list[dict[str, Any]]:
     return found
 
 
-def unsolved_states(records: Iterable[Record]) -> dict[str, Any]:
+def unsolved_states(records: Iterable[RecordLike]) -> dict[str, Any]:
     """Residual states (track, task, state) that some agent ran with a valid verdict and no
     agent solved; infra-excluded runs neither solve nor count a state as attempted."""
     attempted: dict[tuple[str, str, str], set[str]] = {}
     solved: set[tuple[str, str, str]] = set()
-    for r in dedupe_records(records):
-        if r.get("start") != "residual" or is_excluded(r):
+    for r in dedupe_records(as_records(records)):
+        if r.start != Start.RESIDUAL or is_excluded(r):
             continue
-        key = (str(r.get("track")), str(r.get("task")), str(r.get("state")))
-        attempted.setdefault(key, set()).add(str(r.get("agent")))
-        if r.get("outcome") == "success":
+        key = (str(r.track), str(r.task), str(r.state))
+        attempted.setdefault(key, set()).add(str(r.agent))
+        if r.outcome == Outcome.SUCCESS:
             solved.add(key)
     states = [
         {"track": t, "task": task, "state": s, "agents": len(attempted[(t, task, s)])}
@@ -124,7 +126,7 @@ def unsolved_states(records: Iterable[Record]) -> dict[str, Any]:
     return {"n_states": len(attempted), "unsolved": states}
 
 
-def comparison(summary: Mapping[str, Any], records: Iterable[Record]) -> dict[str, Any]:
+def comparison(summary: Mapping[str, Any], records: Iterable[RecordLike]) -> dict[str, Any]:
     """The ``summary["comparison"]`` block:
     ``{rankings, reversals: {scope: [...]}, n_agents, states: {n_states, unsolved}}``."""
     scopes = scopes_of(summary)

@@ -1,7 +1,7 @@
 """Headline metrics over run records: Res, Clean, Gap, CondFail and predecessor groups.
 
-Paper Appendix C.2, equations (3)-(5) and Table 8. Pure functions over run-record dicts
-(DESIGN.md section 5). Records whose outcome is ``infra_error`` are excluded, never counted as
+Paper Appendix C.2, equations (3)-(5) and Table 8. Pure functions over run records
+(`RunRecord`, or their JSON dicts, read as `RunRecord`; DESIGN.md section 5). Records whose outcome is ``infra_error`` are excluded, never counted as
 failures; a task needs a non-excluded Clean Start record and at least one non-excluded Residual
 Start record of the agent to enter the task set T. Records are deduplicated by
 :func:`swe_residual.trial.records.record_key` (re-exported here with :func:`dedupe_records`).
@@ -9,14 +9,17 @@ Start record of the agent to enter the task set T. Records are deduplicated by
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
 from swe_residual.trial.records import dedupe_records, record_key
+from swe_residual.trial.values import Outcome, Start
 
 __all__ = [
     "Record",
+    "RecordLike",
     "TaskRuns",
     "StateRun",
     "record_key",
@@ -32,20 +35,20 @@ __all__ = [
     "UNKNOWN_PREDECESSOR",
 ]
 
-Record = Mapping[str, Any]
+Record = RunRecord
 
 #: predecessor label used for a residual record that names none
 UNKNOWN_PREDECESSOR = "unknown"
 
 
-def is_excluded(record: Record) -> bool:
+def is_excluded(record: RecordLike) -> bool:
     """An unresolved infrastructure error: excluded from every metric."""
-    return record.get("outcome") == "infra_error"
+    return as_record(record).outcome == Outcome.INFRA_ERROR
 
 
-def success(record: Record) -> int:
+def success(record: RecordLike) -> int:
     """y = 1 if the verifier's valid verdict is success, else 0."""
-    return 1 if record.get("outcome") == "success" else 0
+    return 1 if as_record(record).outcome == Outcome.SUCCESS else 0
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class TaskRuns:
 
 
 def task_table(
-    records: Iterable[Record], *, key_by_track: bool = False
+    records: Iterable[RecordLike], *, key_by_track: bool = False
 ) -> dict[Hashable, TaskRuns]:
     """Build T for one agent: tasks with a non-excluded clean run and >= 1 non-excluded state.
 
@@ -77,15 +80,15 @@ def task_table(
     """
     clean: dict[Hashable, int] = {}
     states: dict[Hashable, dict[str, StateRun]] = {}
-    for rec in records:
+    for rec in as_records(records):
         if is_excluded(rec):
             continue
-        task: Hashable = (rec.get("track"), rec.get("task")) if key_by_track else rec.get("task")
-        if rec.get("start") == "clean":
+        task: Hashable = (rec.track, rec.task) if key_by_track else rec.task
+        if rec.start == Start.CLEAN:
             clean[task] = success(rec)
-        elif rec.get("start") == "residual":
-            pred = rec.get("predecessor")
-            state = str(rec.get("state"))
+        elif rec.start == Start.RESIDUAL:
+            pred = rec.predecessor
+            state = str(rec.state)
             states.setdefault(task, {})[state] = StateRun(
                 state=state,
                 predecessor=str(pred) if pred is not None else UNKNOWN_PREDECESSOR,
@@ -149,7 +152,7 @@ def by_predecessor(tasks: Iterable[TaskRuns]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def headline(records: Iterable[Record], *, key_by_track: bool = False) -> dict[str, Any]:
+def headline(records: Iterable[RecordLike], *, key_by_track: bool = False) -> dict[str, Any]:
     """All headline metrics of one agent's records (one track, or all with ``key_by_track``).
 
     Returns ``{residual, clean, gap, cond_fail, n_tasks, n_states, by_predecessor}``; percentages

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.metrics.comparison import headline_line
-from swe_residual.metrics.headline import Record
 from swe_residual.summary.oracle import oracle_lines
+from swe_residual.trial.record_model import RecordLike, as_records
 from swe_residual.trial.records import read_records
+from swe_residual.trial.values import Outcome
 from swe_residual.handoff.report import handoff_section
 from swe_residual.report.item_page import render_item_page
 from swe_residual.report.matrix import matrix_rows, matrix_section
@@ -58,11 +59,11 @@ REPORT_NAME = "report.html"
 
 
 def _trajectory_cell(item: Item, run_dir: Path) -> str:
-    if not item.record.get("trajectory"):
+    if not item.record.trajectory:
         return "-"
     target = item.file("trajectory")
     if target is None:
-        return f'<span title="{_e(item.source / str(item.record["trajectory"]))}">missing</span>'
+        return f'<span title="{_e(item.source / str(item.record.trajectory))}">missing</span>'
     return f'<a href="{href(Path(os.path.relpath(target, run_dir)).as_posix())}">json</a>'
 
 
@@ -70,23 +71,23 @@ def _items_table(items: Sequence[Item], run_dir: Path) -> str:
     rows = []
     for item in items:
         r = item.record
-        outcome = str(r.get("outcome"))
-        css = {"success": "ok", "failure": "bad"}.get(outcome, "infra")
-        tests = r.get("tests")
+        outcome = str(r.outcome)
+        css = {Outcome.SUCCESS: "ok", Outcome.FAILURE: "bad"}.get(outcome, "infra")
+        tests = r.tests
         passed = "-" if not isinstance(tests, dict) else f"{sum(v == 'passed' for v in tests.values())}/{len(tests)}"
-        patch = r.get("final_patch")
+        patch = r.final_patch
         if patch is None:
             diff = "-"
         elif not patch:
             diff = "empty"
         else:
             diff = f'<a href="{href(diff_href(r))}">diff</a> ({len(patch.splitlines())} lines)'
-        wall = (r.get("durations") or {}).get("wall_sec")
+        wall = r.durations.wall_sec
         rows.append([
-            wrap(r.get("agent")), _e(r.get("task")), _e(r.get("track")), _e(start_label(r)), _e(r.get("predecessor") or ""),
-            f'<a class="{css}" href="{href(item_href(r))}">{_e(outcome)}</a>', _e(r.get("termination")), passed,
-            _e(r.get("steps") if r.get("steps") is not None else "-"),
-            _pct(wall, 1) if isinstance(wall, (int, float)) else "-",
+            wrap(r.agent), _e(r.task), _e(r.track), _e(start_label(r.state, r.handoff)), _e(r.predecessor or ""),
+            f'<a class="{css}" href="{href(item_href(r))}">{_e(outcome)}</a>', _e(r.termination), passed,
+            _e(r.steps if r.steps is not None else "-"),
+            _pct(wall, 1) if wall is not None else "-",
             _trajectory_cell(item, run_dir), diff,
         ])  # fmt: skip
     header = ["Agent", "Task", "Track", "Start", "Predecessor", "Outcome", "Termination", "Tests passed",
@@ -149,7 +150,7 @@ def contents(body: str) -> str:
 
 def render_html(
     summary: Mapping[str, Any],
-    records: Sequence[Record],
+    records: Sequence[RecordLike],
     run_dir: Path,
     *,
     record_dirs: Sequence[Path] | None = None,
@@ -158,9 +159,10 @@ def render_html(
     ``record_dirs[i]``, when given, is the directory of the results file ``records[i]`` came
     from (its trajectory path is relative to that), else ``run_dir``."""
     run_dir = Path(run_dir)
+    records = as_records(records)
     block: Mapping[str, Any] | None = summary.get("comparison")
     all_scopes = scopes(summary)
-    run_ids = sorted({str(r.get("run_id")) for r in records if r.get("run_id")})
+    run_ids = sorted({str(r.run_id) for r in records if r.run_id})
     agents = list(summary.get("agents", {}))
     every_agent = agent_order(summary, records)
     items = latest_items(records, record_dirs, run_dir, every_agent)
@@ -227,17 +229,18 @@ def _write_atomic(path: Path, text: str) -> None:
 def write_report(
     directory: Path,
     summary: Mapping[str, Any],
-    records: Sequence[Record],
+    records: Sequence[RecordLike],
     *,
     record_dirs: Sequence[Path] | None = None,
 ) -> Path:
     """Write ``diffs/...``, ``items/...`` (a page per item) and ``report.html`` into
     ``directory``; return the report's path."""
     directory = Path(directory)
+    records = as_records(records)
     for item in latest_items(records, record_dirs, directory, agent_order(summary, records)):
         r = item.record
-        if r.get("final_patch"):
-            _write_atomic(directory / diff_href(r), str(r["final_patch"]))
+        if r.final_patch:
+            _write_atomic(directory / diff_href(r), str(r.final_patch))
         page = directory / item_href(r)
         _write_atomic(page, render_item_page(item, page, directory))
     path = directory / REPORT_NAME
@@ -249,7 +252,7 @@ def write_report_from_results(directory: Path, summary: Mapping[str, Any], resul
     """``write_report`` for results files or run directories (the ``report`` command): each
     record's trajectory and verifier log is linked relative to the directory of the results
     file it came from."""
-    records: list[Record] = []
+    records: list[RecordLike] = []
     dirs: list[Path] = []
     for path in results:
         path = Path(path)

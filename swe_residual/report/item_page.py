@@ -16,9 +16,10 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import item_id
+from swe_residual.trial.values import Track
 from swe_residual.report.matrix import CELLS, failing_tests
 from swe_residual.report.paths import Item, diff_href, href, link, start_label
 from swe_residual.report.style import CSS
@@ -51,41 +52,40 @@ def _read(path: Path | None) -> str | None:
         return None
 
 
-def _facts(r: Mapping[str, Any]) -> str:
-    outcome = str(r.get("outcome"))
+def _facts(r: RunRecord) -> str:
+    outcome = str(r.outcome)
     symbol, word = CELLS.get(outcome, ("?", outcome))
-    durations = r.get("durations") or {}
-    attempts = [a for a in r.get("attempts") or [] if isinstance(a, Mapping)]
+    wall = r.durations.wall_sec
     rows: list[tuple[str, str]] = [
         ("Outcome", f'<span class="cell o-{e(outcome)}">{symbol} {e(word)}</span> ({e(outcome)})'),
-        ("Termination", e(r.get("termination"))),
-        ("Reward", e(r.get("reward") if r.get("reward") is not None else "-")),
-        ("Agent", f"<code>{e(r.get('agent'))}</code>"),
-        ("Task", e(r.get("task"))),
-        ("Track", e(r.get("track"))),
-        ("Start", e(start_label(r))),
+        ("Termination", e(r.termination)),
+        ("Reward", e(r.reward if r.reward is not None else "-")),
+        ("Agent", f"<code>{e(r.agent)}</code>"),
+        ("Task", e(r.task)),
+        ("Track", e(r.track)),
+        ("Start", e(start_label(r.state, r.handoff))),
     ]
-    if r.get("predecessor"):
-        rows.append(("Predecessor", e(r.get("predecessor"))))
+    if r.predecessor:
+        rows.append(("Predecessor", e(r.predecessor)))
     rows += [
-        ("Steps", e(r.get("steps") if r.get("steps") is not None else "-")),
-        ("Wall s", pct(durations.get("wall_sec"), 1) if isinstance(durations.get("wall_sec"), (int, float)) else "-"),
-        ("Attempts", "<br>".join(e(f"{a.get('attempt')}: {a.get('outcome')}" + (f" ({a['error']})" if a.get("error")
-                                                                                    else "")) for a in attempts) or "-"),
-        ("Run", e(r.get("run_id"))),
+        ("Steps", e(r.steps if r.steps is not None else "-")),
+        ("Wall s", pct(wall, 1) if wall is not None else "-"),
+        ("Attempts", "<br>".join(e(f"{a.attempt}: {a.outcome}" + (f" ({a.error})" if a.error else ""))
+                                 for a in r.attempts) or "-"),
+        ("Run", e(r.run_id)),
     ]
-    if r.get("error"):
-        rows.append(("Error", f'<pre class="wrap">{e(r.get("error"))}</pre>'))
-    notes = r.get("verifier_notes") or []
+    if r.error:
+        rows.append(("Error", f'<pre class="wrap">{e(r.error)}</pre>'))
+    notes = r.verifier_notes
     if notes:
         rows.append(("Verifier notes", "<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>"))
     body = "".join(f'<tr><th class="l">{name}</th><td class="l">{value}</td></tr>' for name, value in rows)
     return f'<div class="scroll"><table class="facts"><tbody>{body}</tbody></table></div>'
 
 
-def _tests(r: Mapping[str, Any]) -> str:
-    tests = r.get("tests")
-    initial = r.get("initial_tests") if r.get("state") is not None else None
+def _tests(r: RunRecord) -> str:
+    tests = r.tests
+    initial = r.initial_tests if r.state is not None else None
     if not isinstance(tests, Mapping):
         return '<p class="note">No valid verdict, so no test statuses (see the error and the verifier\'s log).</p>'
     failing = failing_tests(tests)
@@ -137,15 +137,15 @@ def _agent_output(item: Item, page_dir: Path) -> str:
     r = item.record
     trajectory = item.file("trajectory")
     out = []
-    message = r.get("message")
+    message = r.message
     out.append("<h3>Its final message</h3>")
     out.append(_pre(str(message), MAX_LOG_CHARS) if message else '<p class="note">The agent left no message.</p>')
     out.append("<h3>Its trajectory</h3>")
     if trajectory is not None:
         out.append(f"<p>{link(trajectory, page_dir, 'trajectory JSON')} (every step, the full output of each)</p>")
         out.append(_steps(trajectory))
-    elif r.get("trajectory"):
-        out.append(f'<p class="note">The trajectory file {e(r.get("trajectory"))} is not there.</p>')
+    elif r.trajectory:
+        out.append(f'<p class="note">The trajectory file {e(r.trajectory)} is not there.</p>')
     else:
         out.append('<p class="note">No trajectory was recorded.</p>')
     return "".join(out)
@@ -153,16 +153,16 @@ def _agent_output(item: Item, page_dir: Path) -> str:
 
 def _diff(item: Item, report_dir: Path, page_dir: Path) -> str:
     r = item.record
-    patch = r.get("final_patch")
+    patch = r.final_patch
     if patch is None:
-        why = "a machine-track start has no repository to diff" if r.get("track") == "machine" else "none was captured"
+        why = "a machine-track start has no repository to diff" if r.track == Track.MACHINE else "none was captured"
         out = [f'<p class="note">No final diff: {e(why)}.</p>']
     elif not patch:
         out = ['<p class="note">Empty: the final state is the base commit.</p>']
     else:
         out = [f"<p>{link(report_dir / diff_href(r), page_dir, 'final diff')} against the base commit "
                f"({len(str(patch).splitlines())} lines)</p>", _pre(str(patch), MAX_DIFF_CHARS, css="code")]
-    inherited = r.get("inherited_patch")
+    inherited = r.inherited_patch
     if inherited:
         out.append("<details><summary>The Residual State's inherited changes (what the agent started from)"
                    f"</summary>{_pre(str(inherited), MAX_DIFF_CHARS, css='code')}</details>")
@@ -173,14 +173,14 @@ def _verifier_log(item: Item, page_dir: Path) -> str:
     path = item.file("verifier_log")
     text = _read(path)
     if path is None or text is None:
-        why = "it is not there" if item.record.get("verifier_log") else "no verification ran, or the run predates it"
+        why = "it is not there" if item.record.verifier_log else "no verification ran, or the run predates it"
         return f'<p class="note">No verifier output kept ({e(why)}).</p>'
     return (f"<p>{link(path, page_dir, 'test-stdout.txt')}: what test.sh printed (stdout and stderr) for the "
             f"verdict</p>{_pre(text, MAX_LOG_CHARS, tail=True)}")
 
 
 def _artifacts(item: Item, page_dir: Path) -> str:
-    kept = [(a, item.source / a) for a in item.record.get("artifacts") or []]
+    kept = [(a, item.source / a) for a in item.record.artifacts]
     if not kept:
         return ""
     links = "".join(f"<li>{link(path, page_dir, a) if path.exists() else e(a) + ' (not there)'}</li>"
@@ -196,7 +196,7 @@ def render_item_page(item: Item, page: Path, report_dir: Path) -> str:
     """The page of ``item``, to be written at ``page`` (inside ``report_dir``)."""
     r = item.record
     page_dir = page.parent
-    name = item_id(str(r.get("agent")), str(r.get("task")), r.get("state"), r.get("handoff"))
+    name = item_id(str(r.agent), str(r.task), r.state, r.handoff)
     back = os.path.relpath(report_dir / "report.html", page_dir)
     toc = " &middot; ".join(f'<a href="#{anchor}">{e(title)}</a>' for anchor, title in SECTIONS)
     parts = [
@@ -206,8 +206,8 @@ def render_item_page(item: Item, page: Path, report_dir: Path) -> str:
         f"<title>{e(name)}</title>",
         f"<style>{CSS}</style></head><body>",
         f'<p class="note"><a href="{href(Path(back).as_posix())}#matrix">&larr; back to the report</a></p>',
-        f'<h1>{e(r.get("task"))}: {e(start_label(r))}</h1>',
-        f'<p class="note">agent <code>{e(r.get("agent"))}</code></p>',
+        f'<h1>{e(r.task)}: {e(start_label(r.state, r.handoff))}</h1>',
+        f'<p class="note">agent <code>{e(r.agent)}</code></p>',
         f'<nav class="toc" id="contents">{toc}</nav>',
         _facts(r),
         heading(2, "tests", SECTIONS[0][1]),

@@ -17,14 +17,15 @@ from typing import Any
 from swe_residual.handoff.views import VIEWS, view_suffix
 from swe_residual.report.paths import Item, href, item_href, start_label
 from swe_residual.report.tables import e, wrap
+from swe_residual.trial.values import Outcome, Start
 
 __all__ = ["CELLS", "MatrixRow", "failing_tests", "matrix_rows", "matrix_section"]
 
 # outcome -> (symbol, word): the cell's text, so an outcome never depends on its colour alone
 CELLS = {
-    "success": ("\u2713", "pass"),
-    "failure": ("\u2717", "fail"),
-    "infra_error": ("!", "infra"),
+    Outcome.SUCCESS: ("\u2713", "pass"),
+    Outcome.FAILURE: ("\u2717", "fail"),
+    Outcome.INFRA_ERROR: ("!", "infra"),
     "skipped": ("\u2013", "skipped"),
     "missing": ("\u00b7", "not run"),
 }
@@ -59,11 +60,12 @@ def _parse_item_id(item: str) -> tuple[str, str, str | None, str | None] | None:
     if len(parts) != 3:
         return None
     agent, task, start = parts
-    if start == "clean":
+    if start == Start.CLEAN:
         return agent, task, None, None
-    if not start.startswith("residual:"):
+    prefix = f"{Start.RESIDUAL}:"
+    if not start.startswith(prefix):
         return None
-    state, view = start[len("residual:"):], None
+    state, view = start[len(prefix):], None
     found = re.fullmatch(r"(.*)@(" + "|".join(VIEWS) + ")", state)
     if found:
         state, view = found.group(1), found.group(2)
@@ -76,10 +78,10 @@ def matrix_rows(items: Sequence[Item], skipped: Sequence[Mapping[str, Any]] = ()
     rows: dict[tuple[Any, ...], MatrixRow] = {}
     for item in items:
         r = item.record
-        handoff = r.get("handoff") if view_suffix(r.get("handoff")) else None
-        key = (str(r.get("track")), str(r.get("task")), r.get("state"), handoff)
-        row = rows.setdefault(key, MatrixRow(*key, predecessor=r.get("predecessor")))
-        row.items[str(r.get("agent"))] = item
+        handoff = r.handoff if view_suffix(r.handoff) else None
+        key = (str(r.track), str(r.task), r.state, handoff)
+        row = rows.setdefault(key, MatrixRow(*key, predecessor=r.predecessor))
+        row.items[str(r.agent)] = item
     for entry in skipped:
         parsed = _parse_item_id(str(entry.get("item", "")))
         if parsed is None:
@@ -104,12 +106,12 @@ def _cell(row: MatrixRow, agent: str) -> str:
         return (f'<td class="cell o-{outcome}" data-outcome="{outcome}"{data} title="{e(title)}">'
                 f'<span class="plain">{symbol} {word}</span></td>')
     r = item.record
-    outcome = str(r.get("outcome"))
+    outcome = str(r.outcome)
     symbol, word = CELLS.get(outcome, ("?", outcome))
-    tests = r.get("tests") if isinstance(r.get("tests"), Mapping) else None
+    tests = r.tests if isinstance(r.tests, Mapping) else None
     failing = failing_tests(tests)
     count = f' <span class="count">{len(tests) - len(failing)}/{len(tests)}</span>' if tests else ""
-    title = f"{outcome}, {r.get('termination')}"
+    title = f"{outcome}, {r.termination}"
     if failing:
         names = ", ".join(name for name, _ in failing[:MAX_TITLE_TESTS])
         more = f" and {len(failing) - MAX_TITLE_TESTS} more" if len(failing) > MAX_TITLE_TESTS else ""
@@ -136,7 +138,7 @@ def matrix_section(rows: Sequence[MatrixRow], agents: Sequence[str]) -> str:
         if first:
             track = f' <span class="track">{e(row.track)}</span>' if len(tracks) > 1 and row.track else ""
             cells.append(f'<th class="l task" rowspan="{spans[(row.track, row.task)]}">{wrap(row.task)}{track}</th>')
-        label = start_label({"state": row.state, "handoff": row.handoff})
+        label = start_label(row.state, row.handoff)
         by = f' title="left by {e(row.predecessor)}"' if row.predecessor else ""
         cells.append(f'<td class="l start"{by}>{e(label)}</td>')
         cells += [_cell(row, agent) for agent in agents]

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from swe_residual.handoff.views import view_suffix
-from swe_residual.metrics.headline import Record
+from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
 from swe_residual.trial.records import agent_slug, record_key
 from swe_residual.report.tables import e
 
@@ -26,13 +26,13 @@ __all__ = ["Item", "agent_order", "diff_href", "href", "item_href", "latest_item
 
 @dataclass(frozen=True)
 class Item:
-    record: Record
+    record: RunRecord
     source: Path  # where the record's relative paths resolve (its results file's directory)
 
     def file(self, field: str) -> Path | None:
         """The file a record field names (``trajectory``, ``verifier_log``), or None when the
         record names none or it is not there."""
-        value = self.record.get(field)
+        value = getattr(self.record, field)
         if not value:
             return None
         path = Path(str(value))
@@ -55,51 +55,51 @@ def _slug(text: Any) -> str:
     return agent_slug(str(text))
 
 
-def _leaf(record: Record) -> str:
-    state = record.get("state")
-    if state is None:
+def _leaf(record: RunRecord) -> str:
+    if record.state is None:
         return "clean"
-    return "residual-" + _slug(f"{state}{view_suffix(record.get('handoff'))}")
+    return "residual-" + _slug(f"{record.state}{view_suffix(record.handoff)}")
 
 
-def diff_href(record: Record) -> str:
+def diff_href(record: RecordLike) -> str:
     """Where an item's final diff is written, relative to the report:
     ``diffs/<agent>/<task>/<state or clean>.diff`` (names made file-safe)."""
-    return f"diffs/{_slug(record.get('agent'))}/{_slug(record.get('task'))}/{_leaf(record)}.diff"
+    record = as_record(record)
+    return f"diffs/{_slug(record.agent)}/{_slug(record.task)}/{_leaf(record)}.diff"
 
 
-def item_href(record: Record) -> str:
+def item_href(record: RecordLike) -> str:
     """Where an item's page is written, relative to the report:
     ``items/<agent>/<track>/<task>/<state or clean>.html`` (a task name can be on two tracks)."""
-    return (f"items/{_slug(record.get('agent'))}/{_slug(record.get('track'))}/{_slug(record.get('task'))}/"
-            f"{_leaf(record)}.html")
+    record = as_record(record)
+    return f"items/{_slug(record.agent)}/{_slug(record.track)}/{_slug(record.task)}/{_leaf(record)}.html"
 
 
-def start_label(record: Mapping[str, Any]) -> str:
+def start_label(state: str | None, handoff: str | None = None) -> str:
     """``Clean Start`` or ``Residual: <state>`` (``@view`` for a non-blind handoff view)."""
-    if record.get("state") is None:
+    if state is None:
         return "Clean Start"
-    return f"Residual: {record.get('state')}{view_suffix(record.get('handoff'))}"
+    return f"Residual: {state}{view_suffix(handoff)}"
 
 
-def agent_order(summary: Mapping[str, Any], records: Sequence[Record]) -> list[str]:
+def agent_order(summary: Mapping[str, Any], records: Sequence[RecordLike]) -> list[str]:
     """The summary's agent order (every table's), then any agent only the records name."""
     order = [str(agent) for agent in summary.get("agents", {})]
-    return order + sorted({str(r.get("agent")) for r in records} - set(order))
+    return order + sorted({str(r.agent) for r in as_records(records)} - set(order))
 
 
-def latest_items(records: Sequence[Record], record_dirs: Sequence[Path] | None, run_dir: Path,
+def latest_items(records: Sequence[RecordLike], record_dirs: Sequence[Path] | None, run_dir: Path,
                  agents: Sequence[str]) -> list[Item]:
     """One item per key, the last record winning (as in the summary), in ``agents`` order, then
     by track, task, Clean Start first, state and view."""
     latest: dict[Any, Item] = {}
-    for index, r in enumerate(records):
+    for index, r in enumerate(as_records(records)):
         latest[record_key(r)] = Item(r, Path(record_dirs[index]) if record_dirs is not None else Path(run_dir))
     rank = {agent: n for n, agent in enumerate(agents)}
 
     def order(item: Item) -> tuple[Any, ...]:
         r = item.record
-        return (rank.get(str(r.get("agent")), len(rank)), str(r.get("agent")), str(r.get("track")),
-                str(r.get("task")), r.get("state") is not None, str(r.get("state")), str(r.get("handoff") or ""))
+        return (rank.get(str(r.agent), len(rank)), str(r.agent), str(r.track),
+                str(r.task), r.state is not None, str(r.state), str(r.handoff or ""))
 
     return sorted(latest.values(), key=order)

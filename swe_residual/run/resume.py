@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import fallback_path, record_key, validate_record
+from swe_residual.trial.values import Outcome
 
 
 def prepare_resume(results_path: Path, *, rewrite: bool = True) -> set[tuple[str, str, str, str | None]]:
@@ -40,10 +42,11 @@ def prepare_resume(results_path: Path, *, rewrite: bool = True) -> set[tuple[str
         if validate_record(record) is not None:
             dropped.append(line)
             continue
-        if record["outcome"] == "infra_error":
+        run = RunRecord.from_json(record)
+        if run.outcome == Outcome.INFRA_ERROR:
             continue  # unresolved: measured again on resume
-        kept.append(line)
-        finished.add(record_key(record))
+        kept.append(line)  # the line as it was written: nothing here rewrites a record
+        finished.add(record_key(run))
     if not rewrite:
         return finished
     if dropped:

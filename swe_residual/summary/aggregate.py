@@ -14,13 +14,14 @@ from typing import Any
 from tabulate import tabulate
 
 from swe_residual.agents.identity import check_agent_configs
-from swe_residual.agents.base import VERIFIER_FAILED
 from swe_residual.metrics.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.handoff.metrics import primary_records
-from swe_residual.metrics.headline import Record, headline, is_excluded, task_table
+from swe_residual.metrics.headline import Record, RecordLike, headline, is_excluded, task_table
 from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_summary
+from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
+from swe_residual.trial.values import Termination, Track
 from swe_residual.run.status import skipped_markdown, skipped_terminal, status_markdown
 from swe_residual.summary.fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
 from swe_residual.handoff.summary import handoff_markdown, handoff_summary, handoff_terminal
@@ -35,17 +36,16 @@ SCHEMA = 1
 #: (the repo track) alone: "The analysis in Section 5.4 is limited to DeepSWE" (Appendix D), and
 #: Kept / Left-out / Same failing mean something else on a machine state, so the machine track
 #: is reported on its own and never pooled into an overall acceptance-bias figure.
-ACCEPTANCE_TRACK = "repo"
+ACCEPTANCE_TRACK = Track.REPO
 TERMINAL_WIDTH = 100
 #: the phases whose median seconds per item ``infra.by_agent`` holds
 DURATION_KEYS = ("setup_sec", "agent_sec", "verify_sec", "wall_sec")
 
 
 def _last_error(record: Record) -> str | None:
-    attempts = record.get("attempts") or []
-    for attempt in reversed(attempts):
-        if isinstance(attempt, Mapping) and attempt.get("error"):
-            return str(attempt["error"])
+    for attempt in reversed(record.attempts):
+        if attempt.error:
+            return str(attempt.error)
     return None
 
 
@@ -61,36 +61,37 @@ def _durations(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
     """Per agent: items, attempts, and the median seconds of each phase over its items."""
     by_agent: dict[str, list[Record]] = {}
     for r in records:
-        by_agent.setdefault(str(r.get("agent")), []).append(r)
+        by_agent.setdefault(str(r.agent), []).append(r)
     out: dict[str, dict[str, Any]] = {}
     for agent in sorted(by_agent):
         recs = by_agent[agent]
         row: dict[str, Any] = {
             "items": len(recs),
-            "attempts": sum(len(r.get("attempts") or []) for r in recs),
+            "attempts": sum(len(r.attempts) for r in recs),
         }
         for phase in DURATION_KEYS:
             values = []
             for r in recs:
-                durations = r.get("durations")
-                if isinstance(durations, Mapping) and isinstance(durations.get(phase), (int, float)):
-                    values.append(float(durations[phase]))
+                seconds = getattr(r.durations, phase)
+                if seconds is not None:
+                    values.append(float(seconds))
             row[phase] = _median(values)
         out[agent] = row
     return out
 
 
-def infra_summary(records: Sequence[Record]) -> dict[str, Any]:
+def infra_summary(records: Sequence[RecordLike]) -> dict[str, Any]:
     """``{retried, unresolved, items, excluded, by_agent}`` over (deduplicated) records;
     ``by_agent[AGENT]`` holds ``items``, ``attempts`` and the median ``setup_sec``,
     ``agent_sec``, ``verify_sec`` and ``wall_sec`` of its items (null without data)."""
+    records = as_records(records)
     excluded = [
         {
-            "agent": r.get("agent"),
-            "task": r.get("task"),
-            "state": r.get("state"),
+            "agent": r.agent,
+            "task": r.task,
+            "state": r.state,
             "error": _last_error(r),
-            **({"handoff": r["handoff"]} if r.get("handoff") else {}),  # only a non-blind item has one
+            **({"handoff": r.handoff} if r.handoff else {}),  # only a non-blind item has one
         }
         for r in records
         if is_excluded(r)
@@ -100,13 +101,12 @@ def infra_summary(records: Sequence[Record]) -> dict[str, Any]:
     # No valid verdict on the agent's final state, one on the clean state: counted as failures
     # (never excluded), and listed so that a person sees which items they are.
     verifier_failed = sorted(
-        ({"agent": r.get("agent"), "task": r.get("task"), "state": r.get("state"),
-          **({"handoff": r["handoff"]} if r.get("handoff") else {})}
-         for r in records if r.get("termination") == VERIFIER_FAILED),
+        ({"agent": r.agent, "task": r.task, "state": r.state, **({"handoff": r.handoff} if r.handoff else {})}
+         for r in records if r.termination == Termination.VERIFIER_FAILED),
         key=order,
     )
     return {
-        "retried": sum(1 for r in records if len(r.get("attempts") or []) > 1),
+        "retried": sum(1 for r in records if len(r.attempts) > 1),
         "unresolved": len(excluded),
         "items": len(records),
         "excluded": excluded,
@@ -124,14 +124,14 @@ def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
     block["cond_fail_states"] = sum(len(t.states) for t in solved)
     if pooled:
         # overall: the repo track's Table 4 figures (null without repo runs), never a pool
-        repo = [r for r in records if r.get("track") == ACCEPTANCE_TRACK]
+        repo = [r for r in records if r.track == ACCEPTANCE_TRACK]
         block["acceptance_bias"] = acceptance_bias(repo) if repo else None
     else:
         block["acceptance_bias"] = acceptance_bias(records)
     return block
 
 
-def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False,
+def build_summary(records: Iterable[RecordLike], *, compare: bool = False,
                   sources: Sequence[str] | None = None) -> dict[str, Any]:
     """The DESIGN section 5 summary:
     ``{"schema": 1, "agents": {AGENT: {"tracks": {TRACK: {...}}, "overall": {...}}}, "infra"}``.
@@ -141,7 +141,7 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     Raises `AgentConfigConflict` when one agent name carries two configurations (`sources`,
     parallel to `records`, name where each record came from in the error).
     """
-    records = list(records)
+    records = as_records(records)
     check_agent_configs(records, sources)
     recs = dedupe_records(records)
     # With several handoff views the headline tables show one (blind, when it ran): a state run
@@ -149,13 +149,13 @@ def build_summary(records: Iterable[Mapping[str, Any]], *, compare: bool = False
     shown = primary_records(recs)
     by_agent: dict[str, list[Record]] = {}
     for r in shown:
-        by_agent.setdefault(str(r.get("agent")), []).append(r)
+        by_agent.setdefault(str(r.agent), []).append(r)
     agents: dict[str, Any] = {}
     for agent in sorted(by_agent):
         agent_recs = by_agent[agent]
         by_track: dict[str, list[Record]] = {}
         for r in agent_recs:
-            by_track.setdefault(str(r.get("track")), []).append(r)
+            by_track.setdefault(str(r.track), []).append(r)
         agents[agent] = {
             "tracks": {t: _block(by_track[t], pooled=False) for t in sorted(by_track)},
             "overall": _block(agent_recs, pooled=True),

@@ -19,6 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from swe_residual.trial.record_model import RecordLike, as_records
+from swe_residual.trial.values import Track
+
 MEANING = {
     "snapshot": "a container of the committed snapshot (files only)",
     "replay": "the interactions replayed into every instance (live processes run again)",
@@ -27,14 +30,14 @@ MEANING = {
 }
 
 
-def fidelity_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def fidelity_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     states: dict[tuple[str, str], str | None] = {}
-    for record in records:
+    for record in as_records(records):
         # A record without the field (written elsewhere, e.g. imported) says nothing of it.
-        if record.get("track") != "machine" or record.get("state") is None or "fidelity" not in record:
+        if record.track != Track.MACHINE or record.state is None or not record.has("fidelity"):
             continue
-        key = (str(record.get("task")), str(record.get("state")))
-        states[key] = states.get(key) or record.get("fidelity")
+        key = (str(record.task), str(record.state))
+        states[key] = states.get(key) or record.fidelity
     if not states:
         return None
     listed = [{"task": task, "state": state, "fidelity": states[(task, state)]} for task, state in sorted(states)]

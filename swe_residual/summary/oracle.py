@@ -14,6 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
+from swe_residual.trial.values import Outcome
+
 if TYPE_CHECKING:
     from swe_residual.environments.base import Backend
     from swe_residual.states.state import ResidualState
@@ -23,29 +26,29 @@ ORACLE = "oracle"
 MESSAGE_CHARS = 300
 
 
-def _is_oracle(record: Mapping[str, Any]) -> bool:
+def _is_oracle(record: RunRecord) -> bool:
     # By what ran, not by its label (`--agent-name` may name the oracle anything).
-    config = record.get("agent_config")
-    spec = config.get("spec") if isinstance(config, Mapping) else None
-    return (spec or record.get("agent")) == ORACLE
+    spec = record.agent_config.spec if record.agent_config is not None else None
+    return (spec or record.agent) == ORACLE
 
 
-def oracle_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def oracle_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     """{"starts": N, "unsolved": [{task, state, outcome, termination, message}]} over the
     oracle's records, or None when the oracle did not run."""
-    ran = [r for r in records if _is_oracle(r)]
+    ran = [r for r in as_records(records) if _is_oracle(r)]
     if not ran:
         return None
     unsolved = [
         {
-            "task": r.get("task"),
-            "state": r.get("state"),
-            "outcome": r.get("outcome"),
-            "termination": r.get("termination"),
-            "message": (str(r.get("error") or r.get("message") or ""))[-MESSAGE_CHARS:] or None,
+            "task": r.task,
+            "state": r.state,
+            # as plain strings: the summary is JSON, read back as such
+            "outcome": str(r.outcome) if r.outcome is not None else None,
+            "termination": str(r.termination) if r.termination is not None else None,
+            "message": (str(r.error or r.message or ""))[-MESSAGE_CHARS:] or None,
         }
         for r in ran
-        if r.get("outcome") != "success"
+        if r.outcome != Outcome.SUCCESS
     ]
     unsolved.sort(key=lambda e: (str(e["task"]), e["state"] or ""))
     return {"starts": len(ran), "unsolved": unsolved}
@@ -86,7 +89,8 @@ def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, r
     with tempfile.TemporaryDirectory(prefix="swe-residual-oracle-") as scratch:
         record = run_item(task, state, OracleAgent, backend, RunOptions(run_id=run_id, run_dir=Path(scratch),
                                                                         infra_retries=0))
-    if record.get("outcome") == "success":
-        return True, f"reward {record.get('reward')}"
-    why = str(record.get("error") or record.get("message") or "").replace("\n", " ")[-MESSAGE_CHARS:]
-    return False, f"{record.get('outcome')}, reward {record.get('reward')}: {why}"
+    run = as_record(record)
+    if run.outcome == Outcome.SUCCESS:
+        return True, f"reward {run.reward}"
+    why = str(run.error or run.message or "").replace("\n", " ")[-MESSAGE_CHARS:]
+    return False, f"{run.outcome}, reward {run.reward}: {why}"

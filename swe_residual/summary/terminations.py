@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tabulate import tabulate
 
-from swe_residual.agents.base import VERIFIER_FAILED
+from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
 from swe_residual.trial.records import dedupe_records
+from swe_residual.trial.values import Outcome, Start, Termination
 
 # Budget terminations share one column; the detail names them by these words.
-BUDGET_KINDS = {"time_limit": "time", "step_limit": "steps", "cost_limit": "cost"}
+BUDGET_KINDS = {Termination.TIME_LIMIT: "time", Termination.STEP_LIMIT: "steps", Termination.COST_LIMIT: "cost"}
 # Column order; "verifier failed" (no valid verdict on the agent's final state while the
 # verifier works on the clean state: the agent's failure) and "other" (an unknown or missing
 # termination) appear only when counted.
@@ -43,20 +43,21 @@ class TerminationReport:
     broken: list[str] = field(default_factory=list)
 
 
-def column_of(record: Mapping[str, Any]) -> str:
+def column_of(record: RecordLike) -> str:
     # An unresolved infrastructure failure is infra whatever the agent did before it: its
     # run has no valid verdict and is excluded from the metrics, so it must not read as the
     # agent's error or budget.
-    if record.get("outcome") == "infra_error" or record.get("termination") == "infra_error":
+    record = as_record(record)
+    termination = record.termination
+    if record.outcome == Outcome.INFRA_ERROR or termination == Termination.INFRA_ERROR:
         return "infra"
-    termination = record.get("termination")
-    if termination == "submitted":
+    if termination == Termination.SUBMITTED:
         return "submitted"
     if termination in BUDGET_KINDS:
         return "budget"
-    if termination == "agent_error":
+    if termination == Termination.AGENT_ERROR:
         return "agent error"
-    if termination == VERIFIER_FAILED:
+    if termination == Termination.VERIFIER_FAILED:
         return "verifier failed"
     return "other"
 
@@ -68,8 +69,8 @@ def one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
-def _agent_order(records: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[str]:
-    present = {str(record.get("agent")) for record in records}
+def _agent_order(records: Sequence[RunRecord], order: Sequence[str]) -> list[str]:
+    present = {str(record.agent) for record in records}
     first = [agent for agent in dict.fromkeys(order) if agent in present]
     return first + sorted(present - set(first))
 
@@ -83,19 +84,20 @@ def _budget_cell(kinds: Counter[str]) -> str:
     return f"{total} ({detail})"
 
 
-def termination_table(records: Sequence[Mapping[str, Any]], order: Sequence[str] = ()) -> list[str]:
+def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[str]:
     """One row per agent: items, then how many ended in each column. Agents in `order` first
     (the order they were given), any others by name."""
+    records = as_records(records)
     if not records:
         return []
     counts: dict[str, Counter[str]] = {}
     budgets: dict[str, Counter[str]] = {}
     for record in records:
-        agent = str(record.get("agent"))
+        agent = str(record.agent)
         column = column_of(record)
         counts.setdefault(agent, Counter())[column] += 1
         if column == "budget":
-            budgets.setdefault(agent, Counter())[str(record.get("termination"))] += 1
+            budgets.setdefault(agent, Counter())[str(record.termination)] += 1
     columns = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS or any(row[c] for row in counts.values())]
     rows = []
     for agent in _agent_order(records, order):
@@ -111,15 +113,15 @@ def termination_table(records: Sequence[Mapping[str, Any]], order: Sequence[str]
             *table.splitlines()]
 
 
-def _item_of(record: Mapping[str, Any]) -> str:
-    state = record.get("state")
-    return f"{record.get('task')}/" + ("clean" if state is None else f"residual:{state}")
+def _item_of(record: RunRecord) -> str:
+    state = record.state
+    return f"{record.task}/" + (Start.CLEAN if state is None else f"{Start.RESIDUAL}:{state}")
 
 
-def first_agent_errors(records: Sequence[Mapping[str, Any]], limit: int = MAX_ERRORS_SHOWN) -> list[str]:
+def first_agent_errors(records: Sequence[RecordLike], limit: int = MAX_ERRORS_SHOWN) -> list[str]:
     """The first `limit` items (in finishing order) that ended in the agent's own error: agent,
     item and the start of the agent's message, one line each; and how many more there are."""
-    failed = [r for r in records if column_of(r) == "agent error"]
+    failed = [r for r in as_records(records) if column_of(r) == "agent error"]
     if not failed:
         return []
     shown = failed[:limit]
@@ -128,32 +130,33 @@ def first_agent_errors(records: Sequence[Mapping[str, Any]], limit: int = MAX_ER
     heading += f"; {more} more in results.jsonl):" if more else "):"
     lines = [heading]
     for record in shown:
-        prefix = f"  {one_line(str(record.get('agent')), AGENT_WIDTH)}  {_item_of(record)}: "
+        prefix = f"  {one_line(str(record.agent), AGENT_WIDTH)}  {_item_of(record)}: "
         # The message is the agent's own account (a cmd: agent's exit status and output tail);
         # a record without one still has the harness's error, or at least says so.
-        text = record.get("message") or record.get("error") or "(no message recorded)"
+        text = record.message or record.error or "(no message recorded)"
         lines.append(prefix + one_line(str(text), max(ERROR_LINE_WIDTH - len(prefix), 20)))
     return lines
 
 
-def always_errored(records: Sequence[Mapping[str, Any]], order: Sequence[str] = ()) -> list[str]:
+def always_errored(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[str]:
     """Agents none of whose items ran to a verdict of their own: every one an agent error. Such
     an agent never worked (a missing program, a crash on start, a bad key), so its zeros are no
     measurement; one line each, with its first error."""
+    records = as_records(records)
     lines = []
     for agent in _agent_order(records, order):
-        mine = [r for r in records if str(r.get("agent")) == agent]
+        mine = [r for r in records if str(r.agent) == agent]
         if mine and all(column_of(r) == "agent error" for r in mine):
             first = mine[0]
-            text = first.get("message") or first.get("error") or "(no message recorded)"
+            text = first.message or first.error or "(no message recorded)"
             prefix = f"error: {one_line(agent, AGENT_WIDTH)} failed on every item ({len(mine)} of {len(mine)}); first: "
             lines.append(prefix + f"{_item_of(first)}: " + one_line(str(text), max(ERROR_LINE_WIDTH - len(prefix), 20)))
     return lines
 
 
-def termination_report(records: Iterable[Mapping[str, Any]], order: Sequence[str] = ()) -> TerminationReport:
+def termination_report(records: Iterable[RecordLike], order: Sequence[str] = ()) -> TerminationReport:
     """The counts and first agent errors of a run's records (the last record of each item
     counts, as in the summary)."""
-    unique = dedupe_records(records)
+    unique = dedupe_records(as_records(records))
     return TerminationReport(table=termination_table(unique, order), errors=first_agent_errors(unique),
                              broken=always_errored(unique, order))
