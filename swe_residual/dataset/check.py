@@ -28,6 +28,7 @@ from swe_residual.summary.oracle import oracle_solvable
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import Task
 from swe_residual.verifier.outputs import Verdict, evaluate
+from swe_residual.trial.values import Track
 
 DATASET_SHAPE = ("a dataset is a directory of Harbor task directories (each holding task.toml or "
                  "instruction.md), or one such task directory")
@@ -65,7 +66,7 @@ def not_a_dataset(root: Path) -> str | None:
 # -- patches against the base ------------------------------------------------------------------
 def patch_skip_reason(task: Task) -> str | None:
     """Why the states of `task` cannot have their patches checked here, or None."""
-    if task.track != "repo":
+    if task.track != Track.REPO:
         return "machine-track states carry commands, not a patch (their commands are checked when loaded)"
     source = task.repo_source
     if source is None:

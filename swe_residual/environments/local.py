@@ -39,6 +39,7 @@ from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import DEFAULT_WORKDIR, Task
 from swe_residual.verifier.environment import SHARED, plan_verifier_environment
 from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env
+from swe_residual.trial.values import Track
 
 MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
 # Every process an environment starts carries this variable (as in the docker backend), so
@@ -251,7 +252,7 @@ class LocalBackend:
 
     @staticmethod
     def unsupported_reason(task: Task) -> str | None:
-        if task.track != "repo":
+        if task.track != Track.REPO:
             return "the local backend runs repo-track tasks only; machine-track tasks need --backend=docker"
         source = task.repo_source
         if source is None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from swe_residual.agents.environment import AgentEnvironment, require_docker
 from swe_residual.environments.base import Backend
 from swe_residual.errors import ConfigError
+from swe_residual.trial.values import Track
 
 MACHINE_TRACK_NEEDS_DOCKER = "machine-track items need the docker backend (the local backend runs repo-track tasks only)"
 
@@ -79,4 +80,4 @@ def make_backend(name: str, run_id: str, *, progress: Callable[[str], None] | No
 
 def unsupported_tracks(name: str, docker_hosts: tuple[str, ...] = ()) -> dict[str, str]:
     """Tracks a backend cannot run, with the reason shown on the skipped items."""
-    return {"machine": MACHINE_TRACK_NEEDS_DOCKER} if resolve_backend_name(name, docker_hosts) == "local" else {}
+    return {Track.MACHINE: MACHINE_TRACK_NEEDS_DOCKER} if resolve_backend_name(name, docker_hosts) == "local" else {}

@@ -28,6 +28,7 @@ from swe_residual.states.diffparse import parse_diff
 from swe_residual.handoff.runs import find_test_runs, shell_lines
 from swe_residual.states.state import ResidualState, interaction_text
 from swe_residual.trial.trajectory import Step, steps_from_jsonl
+from swe_residual.trial.values import Track
 
 BLIND, TRACE, NOTES, STRUCTURED = "blind", "trace", "notes", "structured"
 #: every view, in the order tables list them (blind first: the paper's protocol)
@@ -166,7 +167,7 @@ def render_structured(state: ResidualState) -> str:
 
 
 def _files_changed(state: ResidualState) -> list[str]:
-    if state.track == "repo":
+    if state.track == Track.REPO:
         diffs = sorted(parse_diff(state.read_patch()), key=lambda d: d.path)
         if not diffs:
             return ["None."]

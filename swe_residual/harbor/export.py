@@ -34,10 +34,11 @@ from swe_residual.dataset.image_recipes import find_recipe
 from swe_residual.environments.docker.base_image import BASE_IMAGE
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import Task
+from swe_residual.trial.values import Start
 
 EXPORT_FILE = "export.json"
 FORMAT = "swe-residual-harbor-export/1"
-KINDS = ("clean", "residual")
+KINDS = tuple(Start)
 
 
 def add_parser(sub: Any) -> None:
@@ -90,7 +91,7 @@ def _write_all(dataset: Dataset, staging: Path) -> dict[str, Any]:
     notes: list[str] = []
 
     def skip(task: str, state: str | None, reason: str) -> None:
-        skipped.append({"task": task, "state": state, "start": "clean" if state is None else "residual",
+        skipped.append({"task": task, "state": state, "start": Start.CLEAN if state is None else Start.RESIDUAL,
                         "reason": reason})
 
     for task_dir, error in dataset.task_errors:
@@ -144,7 +145,7 @@ def _write_all(dataset: Dataset, staging: Path) -> dict[str, Any]:
 
 
 def _record(directory: str, task: Task, state: ResidualState | None) -> dict[str, Any]:
-    return {"directory": directory, "start": "clean" if state is None else "residual", "track": task.track,
+    return {"directory": directory, "start": Start.CLEAN if state is None else Start.RESIDUAL, "track": task.track,
             "source_task": task.id, "source_state": None if state is None else state.id,
             "predecessor": None if state is None else state.predecessor}
 

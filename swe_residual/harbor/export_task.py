@@ -24,6 +24,7 @@ from swe_residual.harbor.export_states import PATCH_NAME, NotExportable, machine
 from swe_residual.harbor.export_toml import edit_task_toml, metadata_keys, read_toml_text
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import Task
+from swe_residual.trial.values import Track
 
 SUITE_ONLY = ("residual",)  # the suite's states: not part of a Harbor task
 # Caches a local run may have left in a task's directories: never part of what a task says.
@@ -131,7 +132,7 @@ def write_residual(task: Task, state: ResidualState, target: Path, dataset: str)
         task_name=residual_task_name(task, state) if task.config.name else None,
         drop_docker_image=bool(task.config.docker_image),
     )
-    if state.track == "repo":
+    if state.track == Track.REPO:
         layer, patch = repo_layer(task, state)
     else:
         layer, patch = machine_layer(task, state), None

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from swe_residual.errors import DatasetError
 from swe_residual.states.state import ResidualState
+from swe_residual.trial.values import Start
 
 # A line that starts with `[` outside a string is a header; names are compared without spaces.
 _HEADER = re.compile(r"^\s*\[(?P<name>[^#]*)\]\s*(?:#.*)?$")
@@ -129,7 +130,7 @@ def read_toml_text(path: Path) -> str:
 def metadata_keys(task_id: str, dataset: str, state: ResidualState | None) -> dict[str, str]:
     """The keys that trace an exported task back to its source (docs/harbor-export.md)."""
     keys = {"swe_residual_dataset": dataset, "swe_residual_source_task": task_id,
-            "swe_residual_start": "clean" if state is None else "residual"}
+            "swe_residual_start": Start.CLEAN if state is None else Start.RESIDUAL}
     if state is not None:
         keys["swe_residual_source_state"] = state.id
         keys["swe_residual_predecessor"] = state.predecessor

@@ -23,6 +23,7 @@ from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.reconstruct import STATE_SCHEMA, _validation_table  # the Stage IV table, not a copy
 from swe_residual.dataset.task import Task
 from swe_residual.verifier.outputs import PASSED, Verdict
+from swe_residual.trial.values import Track
 
 PREDECESSOR = "left-out"
 PATCH = "changes.patch"
@@ -52,7 +53,7 @@ def _state_toml(fix: FixCommit, path: str, command: str, validation: dict[str, A
     short = fix.sha[:12]
     return tomlwrite.dumps({
         "schema": STATE_SCHEMA,
-        "track": "repo",
+        "track": Track.REPO,
         "predecessor": PREDECESSOR,
         "source_run": f"import-commit:{fix.sha}",
         "patch": PATCH,

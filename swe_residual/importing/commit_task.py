@@ -26,6 +26,7 @@ from typing import Any
 
 from swe_residual.importing import commit_templates
 from swe_residual.importing.commit_source import FixCommit
+from swe_residual.trial.values import Track
 
 REPO_DIR = "environment/repo"
 WORKDIR = "/app"
@@ -116,7 +117,7 @@ def _metadata(fix: FixCommit, spec: TaskSpec, base_commit: str) -> str:
         "display_title": subject,
         "category": "bug_fix",
         "language": "python",
-        "track": "repo",
+        "track": Track.REPO,
         "repo_dir": REPO_DIR,
         "workdir": WORKDIR,
         "base_commit_hash": base_commit,

@@ -39,6 +39,7 @@ from typing import Any
 from swe_residual.states.diffparse import changed_files
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir
 from swe_residual.states.state import load_commands
+from swe_residual.trial.values import Outcome, Termination, Track
 
 DEFAULT_ARTIFACT_PATTERNS = ("*.log", "__pycache__/", ".cache/", "*.pyc", "node_modules/", "build/", "dist/")
 NO_FINAL_STATE = "no_final_state"
@@ -69,11 +70,11 @@ def substantive_changes(patch: str, patterns: Sequence[str]) -> list[str]:
 
 
 def _rule(record: dict[str, Any]) -> tuple[str, str] | None:
-    if record.get("outcome") == "infra_error" or record.get("termination") == "infra_error":
+    if record.get("outcome") == Outcome.INFRA_ERROR or record.get("termination") == Termination.INFRA_ERROR:
         return "infra_failure", str(record.get("error") or "infrastructure failure")
     if not record.get("submitted"):
         return "not_submitted", f"termination {record.get('termination')}"
-    if record.get("outcome") == "success":
+    if record.get("outcome") == Outcome.SUCCESS:
         return "not_failing", f"the verifier passes (reward {record.get('reward')})"
     final_state = (record.get("residualize") or {}).get("final_state") or {}
     if final_state.get("recoverable") is False:
@@ -90,12 +91,12 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
     for ref in work.runs():
         record = work.record(ref)
         verdict = _rule(record)
-        track = record.get("track", "repo")
+        track = record.get("track", Track.REPO)
         payload = work.payload(ref)
         if verdict is None and not any((work.run_dir(ref) / name).is_file() for name in (PATCH, COMMANDS)):
             verdict = (NO_FINAL_STATE, f"neither {PATCH} nor {COMMANDS} in {ref.relative}")
         if verdict is None:
-            if track == "repo":
+            if track == Track.REPO:
                 changed = substantive_changes(payload.decode("utf-8", errors="surrogateescape"), artifact_patterns)
                 if not changed:
                     everything = sorted(changed_files(payload.decode("utf-8", errors="surrogateescape")))

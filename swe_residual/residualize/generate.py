@@ -28,6 +28,7 @@ from swe_residual.residualize.predecessors import Predecessor
 from swe_residual.residualize.recording import RecordingBackend
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
 from swe_residual.trial.runner import RunOptions, run_item
+from swe_residual.trial.values import Track
 
 DEFAULT_TIMEOUT_SEC = 8 * 3600.0  # the paper's predecessor budget: eight hours per run
 
@@ -123,7 +124,7 @@ def _run_one(work: Workdir, ref: RunRef, task: Any, predecessor: Predecessor, ba
         record = run_item(task, None, predecessor.factory(task.id), recorder, options)
     except DatasetError as exc:
         raise ConfigError(f"{ref.task}: the task cannot be run: {exc}") from exc
-    if task.track == "repo":
+    if task.track == Track.REPO:
         payload = (record.get("final_patch") or "").encode("utf-8", errors="surrogateescape")
         write_bytes(run_dir / PATCH, payload)
     else:
@@ -133,8 +134,8 @@ def _run_one(work: Workdir, ref: RunRef, task: Any, predecessor: Predecessor, ba
         **ref.as_dict(),
         "agent_spec": predecessor.spec,
         "timeout_sec": timeout_sec,
-        "payload": PATCH if task.track == "repo" else COMMANDS,
-        "interactions": len(recorder.log) if task.track == "machine" else None,
+        "payload": PATCH if task.track == Track.REPO else COMMANDS,
+        "interactions": len(recorder.log) if task.track == Track.MACHINE else None,
     }
     # Written last: a run without record.json is run again next time.
     write_json(run_dir / RECORD, record)

@@ -50,6 +50,7 @@ from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir, w
 from swe_residual.states.state import ResidualState, load_state
 from swe_residual.dataset.task import Task
 from swe_residual.verifier.outputs import PASSED, Verdict, evaluate
+from swe_residual.trial.values import Track
 
 PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, NOT_SOLVABLE, INCLUDED = (
     "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing",
@@ -85,9 +86,9 @@ def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
     directory = work.root / "build" / ref.task / ref.candidate
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
-    payload_name = PATCH if task.track == "repo" else COMMANDS
+    payload_name = PATCH if task.track == Track.REPO else COMMANDS
     write_bytes(directory / payload_name, work.payload(ref))
-    key = "patch" if task.track == "repo" else "commands"
+    key = "patch" if task.track == Track.REPO else "commands"
     (directory / "state.toml").write_text(tomlwrite.dumps(
         {"schema": STATE_SCHEMA, "track": task.track, "predecessor": ref.predecessor, key: payload_name}))
     return directory
@@ -107,7 +108,7 @@ def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunR
         return outcome
     try:
         outcome.fidelity = getattr(environment, "fidelity", None)
-        if task.track == "machine":
+        if task.track == Track.MACHINE:
             outcome.live_processes = outcome.fidelity in ("replay", "criu")
         try:
             probe = environment.exec(f"echo {USABLE_MARK} && pwd", timeout_sec=60)
@@ -167,7 +168,7 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
         "track": outcome.track,
         "predecessor": ref.predecessor,
         "source_run": f"residualize:{ref.relative}",
-        ("patch" if outcome.track == "repo" else "commands"): PATCH if outcome.track == "repo" else COMMANDS,
+        ("patch" if outcome.track == Track.REPO else "commands"): PATCH if outcome.track == Track.REPO else COMMANDS,
         "prior_attempt": {
             "submitted": bool(record.get("submitted")),
             "termination": record.get("termination"),
@@ -175,7 +176,7 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
             "duration_sec": round(float((record.get("durations") or {}).get("agent_sec") or 0.0), 2),
         },
     }
-    if outcome.track == "machine":
+    if outcome.track == Track.MACHINE:
         data["machine"] = {"live_processes": bool(outcome.live_processes), "fidelity": outcome.fidelity}
     data["provenance"] = {
         "pipeline": "swe-residual residualize",
@@ -296,7 +297,7 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dic
         ref = outcome.ref
         directory = out / ref.task / "residual" / outcome.state_id
         directory.mkdir(parents=True, exist_ok=True)
-        payload_name = PATCH if outcome.track == "repo" else COMMANDS
+        payload_name = PATCH if outcome.track == Track.REPO else COMMANDS
         write_bytes(directory / payload_name, work.payload(ref))
         text = state_toml(outcome, work.record(ref), config, rules)
         write_bytes(directory / "state.toml", text.encode("utf-8"))
@@ -306,7 +307,7 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dic
 
 def table5(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
     """Counts per track and in total: passed review, each exclusion, included."""
-    tracks = sorted({o.track for o in outcomes}) or ["repo"]
+    tracks = sorted({o.track for o in outcomes}) or [Track.REPO]
     table: dict[str, dict[str, int]] = {}
     for column in [*tracks, "total"]:
         chosen = [o for o in outcomes if column == "total" or o.track == column]
@@ -330,10 +331,10 @@ def stage_ii_table(filtered: dict[str, Any]) -> dict[str, dict[str, int]]:
     rules = filtered.get("rules", list(RULES))
     excluded = filtered.get("excluded", [])
     runs = [*filtered.get("candidates", []), *excluded]
-    tracks = sorted({str(entry.get("track", "repo")) for entry in runs}) or ["repo"]
+    tracks = sorted({str(entry.get("track", Track.REPO)) for entry in runs}) or [Track.REPO]
     table: dict[str, dict[str, int]] = {}
     for column in [*tracks, "total"]:
-        chosen = [e for e in excluded if column == "total" or e.get("track", "repo") == column]
+        chosen = [e for e in excluded if column == "total" or e.get("track", Track.REPO) == column]
         table[column] = {rule: sum(e.get("rule") == rule for e in chosen) for rule in rules}
     return table
 

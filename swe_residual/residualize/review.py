@@ -36,6 +36,7 @@ from swe_residual.errors import ConfigError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.workdir import RunRef, Workdir
 from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
+from swe_residual.trial.values import Track
 
 CRITERIA = ("task_directed", "consistent")
 REVIEWERS = ("reviewer_1", "reviewer_2")
@@ -119,7 +120,7 @@ def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | No
     if summarizer:
         parts += ["\n## Summary of the trajectory\n\n", _summarize(summarizer, trajectory_path, request) + "\n"]
     payload = work.payload(ref).decode("utf-8", errors="replace")
-    if record.get("track") == "machine":
+    if record.get("track") == Track.MACHINE:
         commands = [json.loads(line) for line in payload.splitlines() if line.strip()]
         listing = "\n".join(_interaction_line(i, c) for i, c in enumerate(commands, start=1))
         parts += ["\n## Changes from the clean state (commands replayed on a fresh machine)\n\n",

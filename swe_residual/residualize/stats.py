@@ -18,6 +18,7 @@ from typing import Any
 from swe_residual.dataset.load import Dataset, load_dataset
 from swe_residual.states.diffparse import parse_diff
 from swe_residual.states.state import ResidualState
+from swe_residual.trial.values import Track
 
 
 def _median(values: list[float]) -> float | None:
@@ -74,7 +75,7 @@ def track_stats(states: list[ResidualState], track: str) -> dict[str, Any]:
         "states_passing_some_test": sum(1 for s in states if s.initial_tests and any(
             status == "passed" for status in s.initial_tests.values())),
     }
-    if track == "repo":
+    if track == Track.REPO:
         files, added, deleted, sizes = [], [], [], []
         for state in states:
             text = state.read_patch()
@@ -151,7 +152,7 @@ def render_stats(stats: dict[str, Any]) -> list[str]:
             f"  states with 1-3 tests still failing: {f['states_failing_1_to_3']} of {f['states_with_tests']}"
             + (f" ({f['states_failing_1_to_3_pct']:.1f}%)" if f["states_failing_1_to_3_pct"] is not None else ""),
         ]
-        if track == "repo":
+        if track == Track.REPO:
             lines.append(f"  median files changed {_fmt(f['files_changed_median'])}, added lines "
                          f"{_fmt(f['added_lines_median'])}, deleted lines {_fmt(f['deleted_lines_median'])}, "
                          f"patch size {f['patch_kib_median']:.1f} KiB" if f["patch_kib_median"] is not None else "")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from swe_residual.dataset.load import Dataset
 from swe_residual.errors import DatasetError
 from swe_residual.trial.records import item_id
+from swe_residual.trial.values import Start
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,8 @@ class ItemSpec:
     handoff: str = "blind"  # the view a Residual State item hands the agent (swe_residual/handoff/views.py)
 
     @property
-    def start(self) -> str:
-        return "clean" if self.state_id is None else "residual"
+    def start(self) -> Start:
+        return Start.CLEAN if self.state_id is None else Start.RESIDUAL
 
     @property
     def id(self) -> str:

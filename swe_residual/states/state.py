@@ -18,6 +18,7 @@ from swe_residual.errors import DatasetError
 from swe_residual.states.patch_safety import check_patch_text
 from swe_residual.dataset.task import TRACKS, Task
 from swe_residual.dataset.toml_fields import FieldReader, read_toml
+from swe_residual.trial.values import Track
 
 TEST_STATUSES = ("passed", "failed", "skipped", "error")
 MAX_PATCH_BYTES = 64 * 1024 * 1024
@@ -167,7 +168,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
     if not predecessor:
         raise DatasetError(toml_path, "names no predecessor", field="predecessor")
     patch_path = commands_path = None
-    if track == "repo":
+    if track == Track.REPO:
         patch_path = path / reader.get("patch", str, "changes.patch")
         _check_inside(toml_path, path, patch_path, "patch")
         if not patch_path.is_file():

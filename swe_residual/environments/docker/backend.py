@@ -38,6 +38,7 @@ from swe_residual.environments.local import default_cache_dir, tree_digest
 from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import Task
+from swe_residual.trial.values import Track
 
 DEFAULT_PIDS_LIMIT = 4096
 # Capabilities an agent plausibly needs as root in its container (file ownership, package
@@ -250,7 +251,7 @@ class DockerBackend:
 
     def patches_at_start(self, state: ResidualState) -> bool:
         """Whether instances of `state` get its patch applied at start (no snapshot image)."""
-        return state.track == "repo" and not self.snapshot_repo_states
+        return state.track == Track.REPO and not self.snapshot_repo_states
 
     def check_repo_state(self, task: Task, state: ResidualState) -> PreparedImage:
         """The agent's image, after the state's one check (it applies, the validation hook
@@ -283,7 +284,7 @@ class DockerBackend:
 
     def state_fidelity(self, task: Task, state: ResidualState) -> str | None:
         """How instances of `state` hold it: None (repo track), "snapshot" or "replay"."""
-        if state.track != "machine":
+        if state.track != Track.MACHINE:
             return None
         tag, _ = self.state_image(task, state)
         return states.state_fidelity(self.client, tag)

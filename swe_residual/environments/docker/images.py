@@ -30,6 +30,7 @@ from swe_residual.environments.local import tree_digest
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
 from swe_residual.dataset.task import Task
+from swe_residual.trial.values import Track
 
 TASK_REPO = "swe-residual-task"
 STATE_REPO = "swe-residual-state"
@@ -169,7 +170,7 @@ def image_head(
         head, failure = "", (exc.stderr or b"").decode(errors="replace").strip()[-300:]
     except ENGINE_EXCEPTIONS as exc:
         raise infra_error(exc, f"starting {image_id[:19]} to read its base commit") from exc
-    if not head and task.track == "repo":
+    if not head and task.track == Track.REPO:
         raise DatasetError(task.path / "task.toml",
                            f"the environment image has no git repository at {workdir}: {failure}",
                            field="metadata.workdir")

@@ -52,6 +52,7 @@ from swe_residual.states.patches import apply_patch
 from swe_residual.environments.docker.terminal import TerminalSession
 from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, ResidualState, is_keystrokes
 from swe_residual.dataset.task import Task
+from swe_residual.trial.values import Track
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.backend import DockerBackend, PreparedImage
@@ -96,7 +97,7 @@ def remove_temp_image(client: docker.DockerClient, tag: str) -> None:
 # -- repo and machine states -----------------------------------------------------------------------
 def state_tag(prepared: PreparedImage, task: Task, state: ResidualState) -> str:
     """The snapshot's tag: content-addressed by the task image and the state's payload."""
-    if state.track == "repo":
+    if state.track == Track.REPO:
         payload = state.patch_path.read_bytes() if state.patch_path else b""
     else:
         payload = state.commands_path.read_bytes() if state.commands_path else b""
@@ -111,16 +112,16 @@ def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, 
     started = time.monotonic()
     spec = StartSpec(run_id=backend.run_id, item_id=f"build:{task.id}/{state.id}", attempt=0)
     # A patch needs no network; replayed machine-track commands get the agent's.
-    network = "none" if state.track == "repo" else task.config.agent_network_mode
+    network = "none" if state.track == Track.REPO else task.config.agent_network_mode
     live = False
     with backend.start_container(prepared.image_id, task, spec, network, prepared.head, kind="build") as builder:
-        if state.track == "repo":
+        if state.track == Track.REPO:
             apply_state_patch(builder, state)
         else:
             replay(builder, state)
             live = state.live_processes if state.live_processes is not None else bool(live_processes(builder))
         labels = {"kind": "state", "task": task.id, "state": state.id, "base-commit": prepared.head or ""}
-        if state.track == "machine":
+        if state.track == Track.MACHINE:
             labels["live-processes"] = "1" if live else "0"
         candidate = backend.commit(builder.container_id, labels)
     try:

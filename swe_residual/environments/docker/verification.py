@@ -44,6 +44,7 @@ from swe_residual.verifier.environment import (
     VerifierEnvironmentPlan,
     plan_verifier_environment,
 )
+from swe_residual.trial.values import Track
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.backend import DockerBackend
@@ -77,14 +78,14 @@ def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
 def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, task: Task,
                         artifacts_dir: Path) -> VerifierOutput:
     plan = plan_verifier_environment(task)
-    if task.track == "repo":
+    if task.track == Track.REPO:
         # Nothing the agent left running (a loop killing pytest, a reward forger, thousands of
         # processes at the pids limit) may run beside the collect steps or share the verifier's
         # container: the engine kills them all (harness_tools.stop_processes; nothing to do when
         # the runner did so before the patch capture). Machine-track processes are the state: kept.
         environment.stop_processes()
     collected, error = _collect(environment, task)
-    if task.track == "repo" and plan.source == SHARED:
+    if task.track == Track.REPO and plan.source == SHARED:
         environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
     sources = [artifact.source for artifact in task.config.artifacts]
     for source in sources:
@@ -193,7 +194,7 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
     else:
         # Repo track: a fresh, empty HOME, nothing the agent left in its own reaches the tests.
         # Machine track: the home is part of the machine graded (swe_residual/verifier/inputs.py).
-        home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == "repo" else None
+        home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == Track.REPO else None
         env = verifier_env(task, home, paths)
         command = f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home else f"exec bash {TESTS_DIR}/test.sh 2>&1"
     result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
