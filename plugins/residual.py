@@ -244,7 +244,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _marks(spec: ItemSpec, timeout: float | None) -> tuple[Any, ...]:
     marks: list[Any] = []
     if spec.error is None:
-        marks += [getattr(pytest.mark, spec.start), getattr(pytest.mark, spec.track)]
+        # As plain strings: a mark's name goes into each report's keywords, which xdist's
+        # transport (execnet) takes only as `str`, not as an enum member.
+        marks += [getattr(pytest.mark, str(spec.start)), getattr(pytest.mark, str(spec.track))]
         if spec.state_id is not None and spec.handoff != BLIND:  # `-m handoff_trace` selects them
             marks.append(getattr(pytest.mark, handoff_marker(spec.handoff)))
     if timeout is not None:

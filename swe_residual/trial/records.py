@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TypeVar
 
@@ -45,8 +46,9 @@ def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any, handoff:
     resumed. The track is part of it: a repo-track and a machine-track run of a task with the
     same name are two measurements, not a re-run of one. So is a non-blind handoff view (the
     same state under `trace` and `blind` are two items); `blind` adds nothing, so the keys of
-    a run without views are what they always were."""
-    key = (agent, track, task, start, state)
+    a run without views are what they always were. Its parts are plain values (an enum member
+    as its string): keys travel to xdist workers, whose transport takes nothing else."""
+    key = tuple(part.value if isinstance(part, Enum) else part for part in (agent, track, task, start, state))
     return key if handoff in (None, "blind") else (*key, handoff)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import execnet
 import pytest
+from recordfactory import RUNNER_KEYS
 from taskfactory import make_task
 
 from swe_residual.agents import resolve_agent
@@ -58,6 +60,9 @@ def test_record_has_the_contract_fields(setup) -> None:
     log = (options.run_dir / record["verifier_log"]).read_text()
     assert "test_clamp_high" in log and "failed" in log.lower()
     json.dumps(record)  # serializable as it is
+    # the contract's order, keys and plain types (execnet, xdist's transport, takes nothing else)
+    assert list(record) == [key for key in RUNNER_KEYS if key != "handoff"]
+    assert execnet.loads(execnet.dumps(record)) == record
 
 
 def test_cmd_agent_gets_the_request_and_its_trajectory_is_read(setup) -> None:
