@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from swe_residual.metrics.comparison import ranking_table
-from swe_residual.summary.model import Summary, as_summary
+from swe_residual.summary.model import Comparison, Summary, as_summary
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, DURATIONS, EXCLUDED, HEADLINE, PREDECESSOR, TRACK, Align, Column, Format, Scopes, Table, pct,
+    ACCEPTANCE, AGENT, DURATIONS, EXCLUDED, HEADLINE, PREDECESSOR, RANKS, TRACK, UNSOLVED, Align, Column, Format,
+    Scopes, Table, pct, rank_rows,
 )  # fmt: skip
 
 __all__ = [
@@ -80,6 +80,8 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, left: int = 1
 
 
 def _html_cell(column: Column, row: Any, i: int) -> str:
+    if column.html is not None:
+        return column.html(row)
     text = column.value(row) if column.format is Format.TEXT else column.text(row)
     return wrap(text) if i == 0 else e(text)
 
@@ -145,47 +147,34 @@ def predecessor_table(summary: Summary | Mapping[str, Any]) -> str:
     return html_table(PREDECESSOR, PREDECESSOR.rows_of(as_summary(summary), Scopes.SHARED_ALL))
 
 
-def comparison_section(block: Mapping[str, Any], all_scopes: Sequence[str]) -> str:
+def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:
     """Per scope, each agent's rank under Clean and Residual and the reversed pairs; then the
     states no agent solved."""
+    comparison = block if isinstance(block, Comparison) else Comparison.from_json(block)
     out = []
     for scope in all_scopes:
-        rows = []
-        for r in ranking_table(block, scope):
-            moved = r["moved"]
-            arrow = "" if moved is None or moved == 0 else (
-                f'<span class="up">&#9650; {moved}</span>' if moved > 0 else f'<span class="down">&#9660; {-moved}</span>'
-            )
-            rows.append([
-                wrap(r["agent"]),
-                "-" if r["clean_rank"] is None else f"{r['clean_rank']} ({pct(r['clean'])})",
-                "-" if r["residual_rank"] is None else f"{r['residual_rank']} ({pct(r['residual'])})",
-                arrow,
-            ])  # fmt: skip
         anchor = "ranks-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scope)  # a track name is data: keep ids plain
-        out.append(heading(3, anchor, f"Ranks from Clean and Residual starts: {scope}"))
-        out.append(table(["Agent", "Clean rank (%)", "Residual rank (%)", "Moved"], rows, raw=True))
-        found = block.get("reversals", {}).get(scope) or []
+        out.append(heading(3, anchor, f"{RANKS.title}: {scope}"))
+        out.append(html_table(RANKS, rank_rows(comparison, scope)))
+        found = comparison.reversals.get(scope) or ()
         if found:
             items = "".join(
-                f"<li><b>{e(r['clean_leader'])}</b> over <b>{e(r['residual_leader'])}</b> on Clean "
-                f"(+{r['clean_margin']:.1f}), <b>{e(r['residual_leader'])}</b> over "
-                f"<b>{e(r['clean_leader'])}</b> on Residual (+{r['residual_margin']:.1f})</li>"
+                f"<li><b>{e(r.clean_leader)}</b> over <b>{e(r.residual_leader)}</b> on Clean "
+                f"(+{r.clean_margin:.1f}), <b>{e(r.residual_leader)}</b> over "
+                f"<b>{e(r.clean_leader)}</b> on Residual (+{r.residual_margin:.1f})</li>"
                 for r in found
             )
             out.append(f"<p>Reversed pairs:</p><ul>{items}</ul>")
         else:
             out.append('<p class="note">No pair of agents reverses its order.</p>')
-    states = block.get("states") or {}
-    unsolved = states.get("unsolved") or []
-    n_states = states.get("n_states", 0)
+    unsolved = comparison.states.unsolved
+    n_states = comparison.states.n_states
     if unsolved:
-        out.append(heading(3, "unsolved-states", f"Residual States no agent solved ({len(unsolved)} of {n_states})"))
-        rows = [[u["track"], u["task"], u["state"], str(u["agents"])] for u in unsolved]
-        out.append(table(["Track", "Task", "State", "Agents that ran it"], rows, left=3))
+        out.append(heading(3, "unsolved-states", f"{UNSOLVED.title} ({len(unsolved)} of {n_states})"))
+        out.append(html_table(UNSOLVED, list(unsolved)))
     else:  # a heading over nothing reads as a page that failed to load: say it in one line
         said = f"none (each of the {e(n_states)} was solved by at least one agent)" if n_states else "none ran"
-        out.append(f'<p class="note" id="unsolved-states">Residual States no agent solved: {said}.</p>')
+        out.append(f'<p class="note" id="unsolved-states">{UNSOLVED.title}: {said}.</p>')
     return "".join(out)
 
 

@@ -23,14 +23,14 @@ from typing import Any
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 from swe_residual.summary.model import (
-    AcceptanceBias, AgentInfra, ExcludedItem, FailedItem, HandoffView, PredecessorGroup, ScopeMetrics, Summary,
+    AcceptanceBias, AgentInfra, Comparison, ExcludedItem, FailedItem, HandoffView, PredecessorGroup, ScopeMetrics, Summary,
     TakeoverCost,
 )  # fmt: skip
 
 __all__ = [
-    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "DURATIONS", "EXCLUDED", "Format", "HANDOFF_ACCEPTANCE",
-    "HANDOFF_VIEWS", "HEADLINE", "PREDECESSOR", "Scopes", "TAKEOVER", "TERMINATIONS", "Table", "FAILED_ITEMS",
-    "pct", "state_label",
+    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "Format",
+    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "PREDECESSOR", "RANKS", "Scopes", "TAKEOVER", "TERMINATIONS",
+    "Table", "UNSOLVED", "pct", "rank_rows", "state_label",
 ]  # fmt: skip
 
 
@@ -99,6 +99,8 @@ class Column:
     emphasis: bool = False
     #: shown only when some row has a value other than 0 (a rare kind of termination)
     optional: bool = False
+    #: report.html's cell as markup, when it is more than the text (an arrow)
+    html: Callable[[Any], str] | None = None
 
     @property
     def markdown_title(self) -> str:
@@ -189,6 +191,18 @@ class DurationRow:
 
 
 @dataclass(frozen=True)
+class RankRow:
+    """One agent's rank under Clean and under Residual in one scope (``moved`` > 0: it climbs)."""
+
+    agent: str
+    clean_rank: int | None
+    clean: float | None
+    residual_rank: int | None
+    residual: float | None
+    moved: int | None
+
+
+@dataclass(frozen=True)
 class TerminationRow:
     """One agent's items by how they ended (``counts`` per termination column; ``budget`` the
     budget cell, its kinds named)."""
@@ -241,6 +255,30 @@ def takeover_rows(summary: Summary, scopes: Scopes) -> list[TakeoverRow]:
 def view_acceptance_rows(summary: Summary, scopes: Scopes) -> list[AcceptanceRow]:
     return [AcceptanceRow(agent, track, bias, view=view) for agent, view, figures in summary.views()
             for track, bias in figures.acceptance_bias.items()]
+
+
+def rank_rows(comparison: Comparison, scope: str) -> list[RankRow]:
+    """The agents of one scope, by Residual rank (then name)."""
+    by_rate = comparison.rankings.get(scope, {})
+    clean = {r.agent: r for r in by_rate.get("clean", ())}
+    residual = {r.agent: r for r in by_rate.get("residual", ())}
+    rows = []
+    for agent in sorted(set(clean) | set(residual), key=lambda a: (residual[a].rank if a in residual else 10**9, a)):
+        c, r = clean.get(agent), residual.get(agent)
+        rows.append(RankRow(agent, c.rank if c else None, c.value if c else None, r.rank if r else None,
+                            r.value if r else None, (c.rank - r.rank) if c and r else None))
+    return rows
+
+
+def _rank_cell(rank: int | None, value: float | None) -> str:
+    return "-" if rank is None else f"{rank} ({pct(value)})"
+
+
+def _moved_html(row: RankRow) -> str:
+    moved = row.moved
+    if moved is None or moved == 0:
+        return ""
+    return f'<span class="up">&#9650; {moved}</span>' if moved > 0 else f'<span class="down">&#9660; {-moved}</span>'
 
 
 def state_label(item: ExcludedItem | FailedItem) -> str:
@@ -373,6 +411,24 @@ DURATIONS = Table(
      Column("Verify", lambda r: r.infra.verify_sec, Format.SECONDS),
      Column("Wall", lambda r: r.infra.wall_sec, Format.SECONDS)),
     lambda summary, scopes: [DurationRow(agent, d) for agent, d in summary.infra.by_agent.items()],
+)  # fmt: skip
+
+
+#: Per scope: each agent's rank under Clean and under Residual (rows: :func:`rank_rows`).
+RANKS = Table(
+    "ranks", "Ranks from Clean and Residual starts",
+    (AGENT,
+     Column("Clean rank (%)", lambda r: _rank_cell(r.clean_rank, r.clean)),
+     Column("Residual rank (%)", lambda r: _rank_cell(r.residual_rank, r.residual)),
+     Column("Moved", lambda r: r.moved, Format.COUNT, html=_moved_html,
+            note="ranks climbed from Clean to Residual (negative: fell)")),
+)  # fmt: skip
+
+UNSOLVED = Table(
+    "unsolved_states", "Residual States no agent solved",
+    (_key("Track", "track"), _key("Task", "task"), _key("State", "state"),
+     Column("Agents that ran it", lambda u: u.agents, Format.COUNT)),
+    lambda summary, scopes: list(summary.comparison.states.unsolved) if summary.comparison else [],
 )  # fmt: skip
 
 
