@@ -94,7 +94,7 @@ def _items_table(items: Sequence[Item], run_dir: Path) -> str:
     return table(header, rows, left=7, raw=True)
 
 
-def _figures(summary: Mapping[str, Any], all_scopes: Sequence[str], agents: Sequence[str]) -> list[str]:
+def _figures(summary: Summary, all_scopes: Sequence[str], agents: Sequence[str]) -> list[str]:
     """The two charts, each a block of its own under a heading naming what it shows (side by
     side they would be shrunk, and their text with them), or the one line saying why they are
     not drawn."""
@@ -159,7 +159,7 @@ def render_html(
     from (its trajectory path is relative to that), else ``run_dir``."""
     run_dir = Path(run_dir)
     s = as_summary(summary)
-    raw = summary if isinstance(summary, Mapping) else s.to_json()  # the run status's and the charts' input
+    raw = summary if isinstance(summary, Mapping) else s.to_json()  # the items' order and the skipped starts
     block = s.comparison
     all_scopes = s.scopes()
     run_ids = sorted({str(r.get("run_id")) for r in records if r.get("run_id")})
@@ -182,14 +182,14 @@ def render_html(
         if block else "",
     ]
     body = [
-        status_html(raw),  # an interrupted run and the skipped items, when there are
+        status_html(s),  # an interrupted run and the skipped items, when there are
         heading(2, "success", "Success from Residual and matched Clean starts, per agent", paper="Table 3"),
         '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '
         "Residual Starts failed on the tasks the agent solves from Clean Start.</p>",
         headline_table(s),
         heading(3, "counts", "Tasks and states behind each figure"),
         counts_table(s),
-        *_figures(raw, all_scopes, agents),
+        *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),
         matrix_section(matrix_rows(items, raw.get("skipped") or []), every_agent),
         heading(2, "ranking", "Ranking under Clean and Residual starts"),

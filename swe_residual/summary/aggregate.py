@@ -249,16 +249,11 @@ TERMINAL_LEGEND = (
 )
 
 
-def _raw(summary: Summary | Mapping[str, Any]) -> Mapping[str, Any]:
-    # The run status's lines (run/status.py) still read the dict.
-    return summary.to_json() if isinstance(summary, Summary) else summary
-
-
 def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
-    raw, s = _raw(summary), as_summary(summary)
-    out: list[str] = ["# SWE-Residual summary", ""] + status_markdown(raw)
+    s = as_summary(summary)
+    out: list[str] = ["# SWE-Residual summary", ""] + status_markdown(s)
     if s.agents:
         out += ["In short (overall):", ""] + [f"- {md_cell(line)}" for line in plain_headlines(s)] + [""]
 
@@ -298,7 +293,7 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
                     f"{len(infra.verifier_failed)}", ""]
         out += markdown_table(FAILED_ITEMS, FAILED_ITEMS.rows_of(s))
     out += fidelity_markdown(s)
-    skipped = skipped_markdown(raw)
+    skipped = skipped_markdown(s)
     if skipped:
         out += [""] + skipped[:-1]
     return "\n".join(out) + "\n"
@@ -321,7 +316,7 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     """Short terminal report: one line per agent in plain words, one headline table per track
     (and overall when there are several tracks), a legend, then the infrastructure figures and
     the excluded items. Agents in the summary's order. Lines <= 100 chars."""
-    raw, s = _raw(summary), as_summary(summary)
+    s = as_summary(summary)
     lines: list[str] = plain_headlines(s)
     headline_rows = HEADLINE.rows_of(s, Scopes.SHARED)
     predecessor_rows = PREDECESSOR.rows_of(s, Scopes.SHARED)
@@ -344,7 +339,7 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
         lines.append(headline_line(s.comparison.to_json(), single_scope=len(s.tracks) == 1, width=TERMINAL_WIDTH))
     lines += oracle_lines(s)
     lines += fidelity_terminal(s, _clip)
-    lines += skipped_terminal(raw)
+    lines += skipped_terminal(s)
     infra = s.infra
     lines.append(
         f"infra: {infra.items} items, {infra.retried} retried, "
