@@ -126,15 +126,13 @@ class Table:
     empty_html: str | None = None
 
     def rows_of(self, summary: Summary, scopes: Scopes | None = None) -> list[Any]:
-        assert self.rows is not None, f"table {self.name}: its rows come from run records"
+        if self.rows is None:
+            raise ValueError(f"table {self.name}: its rows come from run records, not from the summary")
         return self.rows(summary, scopes or self.scopes)
 
     def shown(self, rows: Sequence[Any]) -> tuple[Column, ...]:
         """The columns to draw for ``rows``: an optional column only when some row counts one."""
         return tuple(c for c in self.columns if not c.optional or any(c.value(r) for r in rows))
-
-    def column(self, title: str) -> Column:
-        return next(c for c in self.columns if c.title == title)
 
 
 # --------------------------------------------------------------------------- typed rows
