@@ -64,6 +64,7 @@ def test_base_commit_hash_is_checked(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "[metadata.base_commit_hash]: the repository source builds commit" in out
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("contents", [[], ["README.md"]], ids=["empty", "no-task"])
 def test_directory_without_tasks_is_a_problem(tmp_path: Path, contents: list[str],
                                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -138,6 +139,7 @@ def test_stats_exit_status_reports_states_left_out(tmp_path: Path, capsys: pytes
     assert "error: state calc/patcher-1 left out: " in captured.err and "[predecessor]" in captured.err
 
 
+@pytest.mark.unit
 def test_stats_of_the_sample_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["stats", str(SAMPLE)]) == 0
     assert capsys.readouterr().err == ""

@@ -213,6 +213,7 @@ def _dead_url() -> str:
 
 
 # -- which engine ------------------------------------------------------------------------------
+@pytest.mark.unit
 def test_preferred_engine_follows_the_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     assert preferred_index(2, "gw0") == 0 and preferred_index(2, "gw3") == 1 and preferred_index(4, "gw3") == 3
     assert preferred_index(3, "") == 0 and preferred_index(3, "master") == 0
@@ -222,6 +223,7 @@ def test_preferred_engine_follows_the_xdist_worker(monkeypatch: pytest.MonkeyPat
     assert preferred_index(2) == 0
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("url, says", [
     ("127.0.0.1:2375", "starts with unix://, tcp:// or ssh://"),
     ("http://127.0.0.1:2375", "starts with unix://, tcp:// or ssh://"),
@@ -238,6 +240,7 @@ def test_a_bad_engine_url_is_a_config_error(url: str, says: str) -> None:
         assert says in str(caught.value) and url.strip() in str(caught.value)
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(importlib.util.find_spec("paramiko") is not None, reason="paramiko is installed")
 def test_an_ssh_engine_without_paramiko_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"docker\[ssh\]"):

@@ -20,6 +20,7 @@ DATASETS = REPO_ROOT / "datasets"
 TASKS = sorted(path.parent for path in DATASETS.glob("*/*/task.toml"))
 
 
+@pytest.mark.unit
 def test_every_bundled_task_is_found() -> None:
     assert len(TASKS) >= 12 and all((task / "instruction.md").is_file() for task in TASKS)
 

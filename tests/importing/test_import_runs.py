@@ -285,6 +285,7 @@ def test_predictions_state_provenance(imported: dict[str, Any]) -> None:
     assert "date" not in provenance["import"]
 
 
+@pytest.mark.unit
 def test_prediction_file_formats(tmp_path: Path) -> None:
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps([{"instance_id": "a", "model_name_or_path": "m", "model_patch": "x"},
@@ -302,6 +303,7 @@ def test_prediction_file_formats(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the reader alone
 
 
+@pytest.mark.unit
 def test_find_artifact_layouts(tmp_path: Path) -> None:
     artifacts = tmp_path / "artifacts"
     (artifacts / "out").mkdir(parents=True)
@@ -326,6 +328,7 @@ def test_reader_is_tolerant(imported: dict[str, Any]) -> None:
     assert (first.agent_name, first.model_name, first.reward) == ("claude-code", "anthropic/claude-sonnet-4-5", 0.0)
 
 
+@pytest.mark.unit
 def test_atif_without_tool_results_ids() -> None:
     data = {"steps": [{"source": "agent", "message": "",
                        "tool_calls": [{"tool_call_id": "1", "function_name": "bash_command",

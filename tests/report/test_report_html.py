@@ -230,6 +230,7 @@ def test_console_error_detection_works(tmp_path: Path) -> None:
     assert any("undefinedFunction" in m for m in messages), result.stderr[-2000:]
 
 
+@pytest.mark.unit
 def test_render_html_escapes_and_handles_no_records(tmp_path: Path) -> None:
     empty = render_html(build_summary([], compare=True), [], tmp_path)
     assert "<svg" not in empty and "no ranking" in empty
@@ -251,6 +252,7 @@ def _figure(page: str, figure_id: str) -> str:
     return page[start : page.index("</figure>", start)]
 
 
+@pytest.mark.unit
 def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_path: Path) -> None:
     """Records that repeat an item (same agent, track, task, start, state) count once, the last
     one winning: report.html must show exactly the figures summary.json holds, never its own."""
@@ -300,6 +302,7 @@ def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_pat
     assert f"<li>items: {summary['infra']['items']}</li>" in page and summary["infra"]["items"] == 7
 
 
+@pytest.mark.unit
 def test_report_without_matplotlib_says_so_and_keeps_its_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -343,6 +346,7 @@ class Cells(HTMLParser):
             self.cells[-1]["text"] += data
 
 
+@pytest.mark.unit
 def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
     """The task x start x agent matrix: agents in the summary's order (not by name), one cell per
     agent and start, the outcome as a class and as text, the start one agent skipped or never ran
@@ -408,6 +412,7 @@ def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
     assert '<a href="#matrix">' in page[page.index('id="contents"') : page.index("</nav>")]
 
 
+@pytest.mark.unit
 def test_no_heading_over_an_empty_list_of_unsolved_states(tmp_path: Path) -> None:
     records = [make_record("t", None, "success"), make_record("t", "s", "success")]
     page = render_html(build_summary(records, compare=True), records, tmp_path)
@@ -419,6 +424,7 @@ def test_no_heading_over_an_empty_list_of_unsolved_states(tmp_path: Path) -> Non
     assert '<h3 id="unsolved-states">Residual States no agent solved (1 of 1)</h3>' in page
 
 
+@pytest.mark.unit
 def test_chart_labels_hold_whole_agent_names(tmp_path: Path) -> None:
     """Agent specs are long and differ at either end: the charts label each row with the whole
     name, wrapped at its separators, never cut; and no caption says what only the paper can."""

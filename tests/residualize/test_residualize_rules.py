@@ -153,6 +153,7 @@ def test_unusable_environment_probe(tmp_path: Path) -> None:
     assert outcome.category == reconstruct.UNUSABLE and "trivial command" in outcome.detail
 
 
+@pytest.mark.unit
 def test_script_steps_split_at_markers() -> None:
     script = "#!/bin/bash\nset -e\n# step 1: a\necho a\n# step 2: b\necho b\n"
     assert split_script(script) == ["#!/bin/bash\nset -e\n# step 1: a\necho a\n", "#!/bin/bash\nset -e\n# step 2: b\necho b\n"]

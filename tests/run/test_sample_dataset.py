@@ -74,6 +74,7 @@ def test_states_measure_what_their_state_toml_claims(sample_run) -> None:
             assert recorded["n_tests"] == len(tests) and recorded["pass_rate"] == pytest.approx(passed / len(tests))
 
 
+@pytest.mark.unit
 def test_sample_covers_the_paper_patterns() -> None:
     dataset = load_dataset(SAMPLE)
     patterns = {p for entry in dataset.entries for state in entry.states for p in state.raw.get("patterns", [])}

@@ -22,6 +22,7 @@ def key(record: dict) -> tuple:
     return (record["agent"], record["task"], record["state"] or "")
 
 
+@pytest.mark.unit
 def test_assign_tasks_keeps_tasks_whole_and_balances() -> None:
     ids = ["a"] * 4 + ["b"] * 3 + ["c"] * 2 + ["d"] * 2 + ["e"]
     assignment = assign_tasks(ids, 3)

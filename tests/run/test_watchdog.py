@@ -89,6 +89,7 @@ def test_an_agent_that_never_returns_is_a_time_limit_failure(tmp_path: Path) -> 
     assert isinstance(agent.late_call, BudgetExhausted)  # cut off from the environment
 
 
+@pytest.mark.unit
 def test_an_outer_watchdog_interrupt_ends_the_agent_as_a_time_limit() -> None:
     """pytest-timeout's signal method raises in the waiting thread: that is a budget failure too."""
 
@@ -116,6 +117,7 @@ def test_an_outer_watchdog_interrupt_ends_the_agent_as_a_time_limit() -> None:
     assert raised.value.termination == "time_limit"
 
 
+@pytest.mark.unit
 def test_what_the_agent_raises_is_raised_in_the_caller() -> None:
     class Crashes:
         name = "crashes"

@@ -223,6 +223,7 @@ def test_reward_one_with_a_skipped_acceptance_test_is_a_success_with_a_note(tmp_
     assert any("did not pass" in note and "test_clamp_high" in note for note in record["verifier_notes"])
 
 
+@pytest.mark.unit
 def test_the_verdict_keeps_statuses_and_notes_but_not_a_second_opinion() -> None:
     # Paper eq. (1): the outcome is V_i(q_i, F_A(q_i, S_i)), the task's verifier's verdict.
     skipped = b'<testsuite><testcase classname="t" name="a"><skipped/></testcase><testcase classname="t" name="b"/></testsuite>'

@@ -29,6 +29,7 @@ def all_text(root: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in sorted(root.rglob("*")) if p.is_file())
 
 
+@pytest.mark.unit
 def test_secret_values_and_redaction(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     monkeypatch.setenv("GH_TOKEN", FAKE_TOKEN)
