@@ -639,23 +639,24 @@ def test_close_is_idempotent_and_removes_everything(cache_dir: Path, task: Task)
 
 
 def test_sweep_removes_containers_of_dead_owners(backend: DockerBackend, base_image: str) -> None:
+    runs = secrets.token_hex(4)  # this session's runs: a sweep by run id must not reach another's
     dead = subprocess.Popen(["true"])
     dead.wait()
     created = _docker(
         "create", "--label", f"{LABEL}=1", "--label", f"{LABEL}.pid={dead.pid}",
-        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=old-run", BASE_IMAGE, "true",
+        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=old-{runs}", BASE_IMAGE, "true",
     ).strip()
     alive = _docker(
         "create", "--label", f"{LABEL}=1", "--label", f"{LABEL}.pid={os.getpid()}",
-        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=this-run", BASE_IMAGE, "true",
+        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=this-{runs}", BASE_IMAGE, "true",
     ).strip()
     try:
         assert sweep() >= 1
         remaining = _containers(f"label={LABEL}=1")
         assert created[:12] not in [c[:12] for c in remaining]
         assert alive[:12] in [c[:12] for c in remaining]
-        assert backend.sweep(run_id="this-run") == 1
-        assert _containers(f"label={LABEL}.run=this-run") == []
+        assert backend.sweep(run_id=f"this-{runs}") == 1
+        assert _containers(f"label={LABEL}.run=this-{runs}") == []
     finally:
         subprocess.run(["docker", "rm", "-f", created, alive], capture_output=True)
 

@@ -124,7 +124,7 @@ def suite_checkout(root: Path) -> dict[str, str]:
 def run_suite(root: Path, env: dict[str, str], run_id: str, agents: Sequence[str]) -> Path:
     """One real run of the suite (local backend) with ``agents``; return its run directory."""
     result = subprocess.run(
-        ["python", "-m", "pytest", "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out",
+        [sys.executable, "-m", "pytest", "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out",
          f"--run-id={run_id}", *(f"--agent={a}" for a in agents), "-p", "no:cacheprovider", "-q"],
         check=False, cwd=root, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
