@@ -186,6 +186,7 @@ class TierGuard:
         """Starting a process (subprocess, GitPython and asyncio all go through
         Popen._execute_child) and making a Docker client."""
         import docker.api.client  # a dependency of the package itself
+        import git  # noqa: F401 - GitPython runs `git version` when first imported: not the test's doing
 
         def refuse(what: str) -> Callable[..., Any]:
             def refused(*args: Any, **kwargs: Any) -> Any:

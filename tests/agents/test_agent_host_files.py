@@ -113,6 +113,7 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: 
     return pytester
 
 
+@pytest.mark.slow
 def test_local_cmd_agent_from_the_checkout_runs_in_the_workspace(suite: pytest.Pytester) -> None:
     write_agent(suite.path)
     (suite.path / "helper.txt").write_text("copied with its directory\n")

@@ -76,6 +76,7 @@ def test_directory_without_tasks_is_a_problem(tmp_path: Path, contents: list[str
 
 
 # -- --verify: the verifier on the base and on each state -------------------------------------
+@pytest.mark.slow
 def test_verify_accepts_valid_states(tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_task(tmp_path / "data", "calc")
     status, out = validate(capsys, str(tmp_path / "data"), "--verify", "--backend=local")
@@ -84,6 +85,7 @@ def test_verify_accepts_valid_states(tmp_path: Path, cache_dir: Path, capsys: py
     assert "ok: calc/drafter-1: verify: fails with the recorded statuses (reward 0)" in out
 
 
+@pytest.mark.slow
 def test_verify_reports_a_state_that_passes(tmp_path: Path, cache_dir: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     make_task(tmp_path / "data", "calc", states={"drafter-1": {"calc.py": SOLVED_SOURCE}})
@@ -95,6 +97,7 @@ def test_verify_reports_a_state_that_passes(tmp_path: Path, cache_dir: Path,
     assert "ok: calc/drafter-1: patch applies to the base" in out
 
 
+@pytest.mark.slow
 def test_verify_reports_statuses_that_differ(tmp_path: Path, cache_dir: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     # The state leaves calc.py as the base (both clamp tests fail); state.toml records

@@ -272,6 +272,7 @@ def test_make_backend_builds_a_fleet_for_several_engines(proxy: EngineProxy, cac
         make_backend("local", "fleet", docker_hosts=(UNIX_URL,))
 
 
+@pytest.mark.slow
 @needs_engine
 def test_items_run_on_both_engines(task: Task, proxy: EngineProxy, cache_dir: Path, tmp_path: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -293,6 +294,7 @@ def test_items_run_on_both_engines(task: Task, proxy: EngineProxy, cache_dir: Pa
     assert proxy.connections > 0  # the first worker's item really went through the tcp endpoint
 
 
+@pytest.mark.slow
 @needs_engine
 @pytest.mark.parametrize("when", ["before the start", "while the agent runs"])
 def test_a_lost_engine_retries_the_item_on_the_other(task: Task, proxy: EngineProxy, cache_dir: Path,

@@ -199,6 +199,7 @@ print(json.dumps({"before_kib": before, "after_kib": after, "outcome": record["o
 """
 
 
+@pytest.mark.slow
 def test_an_agent_printing_hundreds_of_mib_costs_the_harness_a_few(tmp_path: Path) -> None:
     from conftest import REPO_ROOT
 

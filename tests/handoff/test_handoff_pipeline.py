@@ -17,6 +17,7 @@ SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"
 
 
+@pytest.mark.slow
 def test_the_pipeline_writes_the_sample_states_trajectories_and_notes(tmp_path: Path) -> None:
     work, out = tmp_path / "work", tmp_path / "out"
     predecessors = [f"--predecessor={name}=script:{PREDECESSORS / name}" for name in ("drafter", "skimmer")]

@@ -195,6 +195,7 @@ def machine_task_id() -> Iterator[str]:
     remove_cached_images(name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("_", [pytest.param(None, marks=requires_docker)])
 def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, machine_task_id: str, _: None) -> None:
     _check_engine()

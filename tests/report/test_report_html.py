@@ -143,6 +143,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "out"
 
 
+@pytest.mark.slow
 def test_each_run_writes_its_report(shards: Path) -> None:
     for shard in ("shard-1", "shard-2"):
         page = (shards / shard / "report.html").read_text()
@@ -150,6 +151,7 @@ def test_each_run_writes_its_report(shards: Path) -> None:
         assert (shards / shard / "diffs").is_dir()
 
 
+@pytest.mark.slow
 def test_merged_report_renders_in_chromium(shards: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     merged = tmp_path / "merged"
     assert cli_main(["report", str(shards / "shard-1"), str(shards / "shard-2" / "results.jsonl"), "--out", str(merged)]) == 0

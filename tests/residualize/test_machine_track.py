@@ -10,6 +10,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from conftest import REPO_ROOT
 
@@ -70,6 +72,7 @@ def test_checkpoint_support_is_reported() -> None:
         assert report["reason"]
 
 
+@pytest.mark.slow
 def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
     """generate -> filter -> review -> build on docker gives the shipped commands and statuses."""
     env = {**os.environ, "SWE_RESIDUAL_CACHE": os.environ.get("SWE_RESIDUAL_CACHE", str(Path.home() / ".cache/swe-residual"))}
@@ -102,6 +105,7 @@ def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
     assert _leftovers("residualize-generate", pids["generate"]) == []
 
 
+@pytest.mark.slow
 def test_oracle_and_noop_on_the_machine_track(tmp_path: Path) -> None:
     run_id = f"machine-track-{uuid.uuid4().hex[:8]}"  # unique: the containers' label names it
     done = subprocess.run(

@@ -133,6 +133,7 @@ def only_record(suite: pytest.Pytester) -> dict:
     return record
 
 
+@pytest.mark.slow
 def test_configuration_from_the_ini_file_and_the_command_line(suite: pytest.Pytester) -> None:
     suite.makeini(
         "[pytest]\n"

@@ -137,6 +137,7 @@ class RateLimitedModel:
         return getattr(self.scripted, name)
 
 
+@pytest.mark.slow
 def test_a_rate_limited_model_is_infra_retried_never_the_agents_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

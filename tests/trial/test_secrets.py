@@ -83,6 +83,7 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: 
     return pytester
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_file_of_a_run(suite: pytest.Pytester) -> None:
     # Echo the keys from every place an agent can: output, a file in the repository (the final
     # diff), its own trajectory file, its final message, and an agent option's value.
