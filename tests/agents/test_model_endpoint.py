@@ -95,6 +95,7 @@ def test_a_scripted_solve_is_submitted_verified_and_its_tokens_recorded(entry, l
     assert record["agent_config"]["api_base"] == server.url
 
 
+@pytest.mark.slow
 def test_unpriced_model_under_a_cost_limit_warns_once_and_keeps_steps_and_time(
         entry, local, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with ModelServer(then="echo working", served_model="unpriced") as endless:

@@ -248,6 +248,7 @@ print(json.dumps({"found": sorted(c.path.name for c in found), "tasks": tasks}))
 """
 
 
+@pytest.mark.slow
 def test_harbor_loads_every_exported_task(harbor_bin: Path, exported: Path) -> None:
     done = subprocess.run([str(harbor_bin / "python"), "-c", HARBOR_LOADS, str(exported)], capture_output=True,
                           text=True, timeout=300, check=False)
@@ -264,6 +265,7 @@ def test_harbor_loads_every_exported_task(harbor_bin: Path, exported: Path) -> N
     assert len({task["name"] for task in loaded["tasks"].values()}) == len(records)  # names stay unique
 
 
+@pytest.mark.slow
 def test_harbor_lint_passes_every_exported_task(harbor_bin: Path, exported: Path) -> None:
     directories = sorted(str(p) for p in exported.iterdir() if p.is_dir())
     done = subprocess.run([str(harbor_bin / "harbor"), "lint", *directories], capture_output=True, text=True,

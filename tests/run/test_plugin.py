@@ -75,6 +75,7 @@ def test_oracle_and_noop_summary(suite: pytest.Pytester) -> None:
     assert all((run_dir / r["trajectory"]).is_file() for r in records(run_dir))
 
 
+@pytest.mark.slow
 def test_items_can_be_selected(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=noop", "-m", "residual", "--collect-only", "-q")
     assert result.ret == 0

@@ -162,6 +162,7 @@ def test_a_rate_limited_model_is_infra_retried_never_the_agents_failure(
     assert all(a["outcome"] == "infra_error" for a in unresolved["attempts"])
 
 
+@pytest.mark.slow
 def test_which_model_errors_are_the_service_failing() -> None:
     # The service failing (retry from a fresh instance) versus the request being refused (the
     # agent's own failure: a fresh instance would be refused the same way).
