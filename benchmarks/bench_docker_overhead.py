@@ -4,7 +4,7 @@ One item, verifier excluded, with the `noop` agent: start a Residual State, run 
 capture the final patch, close. The hand-made baseline does the same with plain commands:
 `docker run`, `git apply` of the patch, `git diff` of the result, `docker rm`.
 
-  cold  the first item of a task: the task image and the state snapshot are built (the Debian
+  cold  the first item of a task: the task image is built and the state checked (the Debian
         base image is not: it is built once per machine, see `swe-residual build-base`);
         beside it, by hand: `docker build --no-cache` then the hand-made item.
   warm  every later item: images and snapshot cached. Target: at most 1.3x the hand-made item.

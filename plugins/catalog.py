@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from swe_residual.agents.registry import SOLUTION_AGENTS
 from swe_residual.dataset.load import _is_task_dir, not_a_directory  # load_dataset's rules: both see the same tasks
 from swe_residual.errors import DatasetError
 from swe_residual.run.items import ItemSpec
@@ -74,10 +75,6 @@ class Catalog:
                 items.extend(ItemSpec(agent, task_id, state_id, track, skip_reason=skip, handoff=view)
                              for state_id in entry.state_ids for view in views)
         return items
-
-
-# Agents that run the task's reference solution (Harbor's oracle): without one they measure nothing.
-SOLUTION_AGENTS = ("oracle",)
 
 
 def missing_verifier(task: Task) -> DatasetError | None:

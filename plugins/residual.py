@@ -25,7 +25,7 @@ from plugins.legend import legend
 from plugins.options import given_settings, read_settings
 from swe_residual.agents.environment import require_docker
 from swe_residual.agents.identity import AgentConfigConflict
-from swe_residual.agents import AGENT_FORMS, resolve_agent
+from swe_residual.agents import AGENT_FORMS
 from swe_residual.environments.choice import BackendChoice
 from swe_residual.environments.registry import checked_docker_hosts
 from swe_residual.dataset.load import not_a_directory
@@ -83,8 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for agent in settings.agents:
         try:
             # a typo in --agent (or a bad model, config or script) is a usage error before anything runs
-            factory = resolve_agent(agent, dict(settings.agent_options), settings.model, settings.invocation_dir,
-                                    name=settings.agent_name(agent))
+            factory = settings.agent_factory(agent)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
         if factory.label in labels.values():

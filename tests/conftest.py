@@ -28,6 +28,24 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     if not pluginmanager.has_plugin("pytester"):
         pluginmanager.import_plugin("pytester")
 
+
+# The project's tests' tiers (the evaluation suite's markers are in pyproject.toml).
+MARKERS = {
+    "unit": "starts no process, opens no connection, needs no engine: `pytest tests -m unit` (seconds)",
+    "docker": "needs a working Docker engine (`pytest tests -m \"not docker\"` leaves these out)",
+    "slow": "takes more than a few seconds (`pytest tests -m \"not slow\"` leaves these out)",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+    # Keeps the marks true: a `unit` test that starts a process or connects, or a test without
+    # `docker` that reaches the engine, fails naming the mark (tests/tierguard.py).
+    from tierguard import TierGuard
+
+    config.pluginmanager.register(TierGuard(TESTS_DIR), "tierguard")
+
 @pytest.fixture(scope="session", autouse=True)
 def _plotting_stack() -> None:
     """`pytester` restores sys.modules after each test that uses it, and numpy (under matplotlib,

@@ -7,10 +7,14 @@ a broken machine and must fail the run, not pass it silently.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pytest
 
 from swe_residual.environments.docker import DockerBackend
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 ENGINE_ANSWERS = DockerBackend.available()
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1", "yes")
@@ -26,6 +30,13 @@ requires_docker = [
     pytest.mark.docker,
     pytest.mark.skipif(not ENGINE_ANSWERS and not IN_CI, reason="no Docker engine answers"),
 ]
+
+
+def docker_test(function: F) -> F:
+    """`requires_docker` on one test function (a module's `engine_needed` still has to be imported)."""
+    for mark in reversed(requires_docker):
+        function = mark(function)
+    return function
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,9 @@ BASE_COMMIT_ENV = {
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
 }
 
+# The largest verifier log file a backend copies out of an environment (larger ones are left out).
+MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class ExecResult:

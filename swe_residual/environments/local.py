@@ -11,7 +11,6 @@ docker backend for untrusted agents. Machine-track tasks need the docker backend
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import posixpath
@@ -30,7 +29,8 @@ import git
 from filelock import FileLock
 
 from swe_residual.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
-from swe_residual.environments.base import BASE_COMMIT_ENV, ExecResult, StartSpec, VerifierOutput
+from swe_residual.environments.base import BASE_COMMIT_ENV, MAX_LOG_FILE_BYTES, ExecResult, StartSpec, VerifierOutput
+from swe_residual.environments.cache import default_cache_dir, tree_digest
 from swe_residual.environments.capped_output import communicate_capped
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.environments.harness_git import harness_git, tree_patch
@@ -41,30 +41,10 @@ from swe_residual.verifier.environment import SHARED, plan_verifier_environment
 from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env
 from swe_residual.trial.values import Track
 
-MAX_LOG_FILE_BYTES = 16 * 1024 * 1024
 # Every process an environment starts carries this variable (as in the docker backend), so
 # what the agent left running (a daemon, a `setsid` loop that kills or forges the verifier)
 # can be found in /proc and killed before verification.
 EXEC_MARK = "SWE_RESIDUAL_EXEC"
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("SWE_RESIDUAL_CACHE", Path.home() / ".cache" / "swe-residual"))
-
-
-def tree_digest(root: Path) -> str:
-    """Content hash of a directory (paths, modes, bytes), for cache keys."""
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
-        rel = path.relative_to(root).as_posix()
-        digest.update(rel.encode() + b"\0")
-        if path.is_symlink():
-            digest.update(b"link:" + os.readlink(path).encode())
-        else:
-            digest.update(oct(path.stat().st_mode & 0o111).encode())
-            digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()[:16]
 
 
 def _commit_base(workdir: Path) -> str:

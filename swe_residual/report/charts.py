@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from swe_residual.summary.model import ScopeMetrics, Summary, as_summary
+
 __all__ = ["chart_clean_vs_residual", "chart_conditional", "missing_dependency"]
 
 # Colour-blind-safe pair (Okabe-Ito blue and vermillion) for Clean vs Residual / success vs fail.
@@ -107,12 +109,6 @@ def _label_lines(names: Sequence[str]) -> int:
     return max((_label(n).count("\n") + 1 for n in names), default=1)
 
 
-def _metrics(agent_block: Mapping[str, Any], scope: str) -> Mapping[str, Any]:
-    if scope == "overall":
-        return agent_block.get("overall") or {}
-    return agent_block.get("tracks", {}).get(scope) or {}
-
-
 def _value_label(ax: Any, value: float, y: float) -> None:
     """The bar's value at its end: inside a long bar (white), just past a short one."""
     if value >= INSIDE_FROM:
@@ -122,7 +118,7 @@ def _value_label(ax: Any, value: float, y: float) -> None:
         ax.text(value + 1.5, y, f"{value:.1f}", ha="left", va="center", color=TEXT_COLOUR, fontsize=VALUE_SIZE)
 
 
-def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -> str | None:
+def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequence[str]) -> str | None:
     """Clean and Residual success per agent (the paper's Figure 1, right panel): one row per
     agent, labelled with its whole name (wrapped, never cut), holding its Ref. Clean success
     (upper bar) and its Residual success (lower bar), the value printed on each; one panel per
@@ -131,7 +127,7 @@ def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -
     Each agent's label is an SVG group ``figure-1-agent-<i>`` (the first panel's; a further
     line of panels repeats them as ``figure-1-agent-<i>-<line>``) and each bar is
     ``figure-1-bar-<panel>-<i>-clean|residual``, so a browser test can find the rows."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
+    agents = as_summary(summary).agents
     if not agents or not scopes:
         return None
     import matplotlib
@@ -155,10 +151,10 @@ def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -
             for y, agent in enumerate(names):
                 if y % 2:  # a faint band behind every other row: a row is read across the panels
                     ax.axhspan(y - 0.5, y + 0.5, color=BAND_COLOUR, zorder=0, linewidth=0)
-                m = _metrics(agents[agent], scope)
+                m = agents[agent].scope(scope) or ScopeMetrics()
                 for rate, offset, colour in (("clean", -BAR_OFFSET, CLEAN_COLOUR),
                                              ("residual", BAR_OFFSET, RESIDUAL_COLOUR)):  # fmt: skip
-                    value = m.get(rate)
+                    value = m.clean if rate == "clean" else m.residual
                     if value is None:  # no qualifying run: say so rather than draw a zero bar
                         ax.text(1.5, y + offset, "no run", va="center", color=MUTED_COLOUR, fontsize=VALUE_SIZE)
                         continue
@@ -185,15 +181,14 @@ def chart_clean_vs_residual(summary: Mapping[str, Any], scopes: Sequence[str]) -
         return _svg(fig)
 
 
-def chart_conditional(summary: Mapping[str, Any]) -> str | None:
+def chart_conditional(summary: Summary | Mapping[str, Any]) -> str | None:
     """CondFail per agent (the paper's Figure 2): per agent (all tracks pooled, the ``overall``
     block), a stacked bar of its Residual Starts on the tasks it solves from Clean Start: failed
     (= CondFail) and solved, with the tasks and states behind them; each agent's label (its
     whole name, wrapped) is the group ``figure-2-agent-<i>``.
     None when no agent has a CondFail."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    overall = {agent: block.get("overall") or {} for agent, block in agents.items()}
-    if not any(m.get("cond_fail") is not None for m in overall.values()):
+    overall = {agent: block.overall or ScopeMetrics() for agent, block in as_summary(summary).agents.items()}
+    if not any(m.cond_fail is not None for m in overall.values()):
         return None
     import matplotlib
 
@@ -206,7 +201,7 @@ def chart_conditional(summary: Mapping[str, Any]) -> str | None:
         labelled = False  # label the first drawn bar only, so the legend has one entry each
         for y, agent in enumerate(names):
             m = overall[agent]
-            fail = m.get("cond_fail")
+            fail = m.cond_fail
             if fail is None:
                 ax.text(1, y, "solves no task from Clean Start", va="center", fontsize=VALUE_SIZE, color=MUTED_COLOUR)
                 continue
@@ -218,7 +213,7 @@ def chart_conditional(summary: Mapping[str, Any]) -> str | None:
                 ax.text(fail / 2, y, f"{fail:.1f}", ha="center", va="center", color="white", fontsize=VALUE_SIZE)
             if solved >= 8:
                 ax.text(fail + solved / 2, y, f"{solved:.1f}", ha="center", va="center", color="white", fontsize=VALUE_SIZE)
-            counts = f"{m.get('cond_fail_tasks', 0)} tasks, {m.get('cond_fail_states', 0)} states"
+            counts = f"{m.cond_fail_tasks} tasks, {m.cond_fail_states} states"
             ax.text(101, y, counts, va="center", fontsize=VALUE_SIZE, color=MUTED_COLOUR)
         ax.set_xlim(0, 100)
         ax.set_ylim(-0.7, len(names) - 0.3)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.metrics.comparison import headline_line
+from swe_residual.summary.model import Summary, as_summary
 from swe_residual.summary.oracle import oracle_lines
 from swe_residual.trial.record_model import RecordLike, as_records
 from swe_residual.trial.records import read_records
@@ -44,7 +45,6 @@ from swe_residual.report.tables import (
     headline_table,
     infra_section,
     predecessor_table,
-    scopes,
     table,
     wrap,
 )
@@ -95,7 +95,7 @@ def _items_table(items: Sequence[Item], run_dir: Path) -> str:
     return table(header, rows, left=7, raw=True)
 
 
-def _figures(summary: Mapping[str, Any], all_scopes: Sequence[str], agents: Sequence[str]) -> list[str]:
+def _figures(summary: Summary, all_scopes: Sequence[str], agents: Sequence[str]) -> list[str]:
     """The two charts, each a block of its own under a heading naming what it shows (side by
     side they would be shrunk, and their text with them), or the one line saying why they are
     not drawn."""
@@ -128,7 +128,7 @@ def _figures(summary: Mapping[str, Any], all_scopes: Sequence[str], agents: Sequ
 # --------------------------------------------------------------------------- the page
 
 
-def _oracle_section(summary: Mapping[str, Any]) -> list[str]:
+def _oracle_section(summary: Summary) -> list[str]:
     """The starts the reference solution did not solve (nothing when it solved them all)."""
     lines = oracle_lines(summary)
     if not lines:
@@ -149,7 +149,7 @@ def contents(body: str) -> str:
 
 
 def render_html(
-    summary: Mapping[str, Any],
+    summary: Summary | Mapping[str, Any],
     records: Sequence[RecordLike],
     run_dir: Path,
     *,
@@ -160,11 +160,13 @@ def render_html(
     from (its trajectory path is relative to that), else ``run_dir``."""
     run_dir = Path(run_dir)
     records = as_records(records)
-    block: Mapping[str, Any] | None = summary.get("comparison")
-    all_scopes = scopes(summary)
+    s = as_summary(summary)
+    raw = summary if isinstance(summary, Mapping) else s.to_json()  # the items' order and the skipped starts
+    block = s.comparison
+    all_scopes = s.scopes()
     run_ids = sorted({str(r.run_id) for r in records if r.run_id})
-    agents = list(summary.get("agents", {}))
-    every_agent = agent_order(summary, records)
+    agents = list(s.agents)
+    every_agent = agent_order(raw, records)
     items = latest_items(records, record_dirs, run_dir, every_agent)
     no_comparison = '<p class="note">The summary holds no comparison (build it with compare=True).</p>'
 
@@ -176,21 +178,22 @@ def render_html(
         f"<style>{CSS}</style></head><body>",
         "<h1>SWE-Residual report</h1>",
         f'<p class="note">run(s): {_e(", ".join(run_ids) or "-")} &middot; {len(agents)} agent(s) &middot; '
-        f"{_e(summary.get('infra', {}).get('items', 0))} items. Success in %, averaged over a task's "
+        f"{_e(s.infra.items)} items. Success in %, averaged over a task's "
         "states, then equally across tasks; Gap = Ref. Clean - Residual in points.</p>",
-        f'<p class="headline">{_e(headline_line(block, single_scope=len(all_scopes) == 1))}</p>' if block else "",
+        f'<p class="headline">{_e(headline_line(block.to_json(), single_scope=len(all_scopes) == 1))}</p>'
+        if block else "",
     ]
     body = [
-        status_html(summary),  # an interrupted run and the skipped items, when there are
+        status_html(s),  # an interrupted run and the skipped items, when there are
         heading(2, "success", "Success from Residual and matched Clean starts, per agent", paper="Table 3"),
         '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '
         "Residual Starts failed on the tasks the agent solves from Clean Start.</p>",
-        headline_table(summary),
+        headline_table(s),
         heading(3, "counts", "Tasks and states behind each figure"),
-        counts_table(summary),
-        *_figures(summary, all_scopes, agents),
+        counts_table(s),
+        *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),
-        matrix_section(matrix_rows(items, summary.get("skipped") or []), every_agent),
+        matrix_section(matrix_rows(items, raw.get("skipped") or []), every_agent),
         heading(2, "ranking", "Ranking under Clean and Residual starts"),
         '<p class="note">Ties share a rank. A reversed pair is ordered one way on Clean and the other way on '
         "Residual; margins in points.</p>",
@@ -199,16 +202,16 @@ def render_html(
                 paper="Table 4 (Appendix D)"),
         '<p class="note">Normally submitted runs (declared done, valid verdict); task-level averages in %. '
         "Same failing and Kept over failed continuations; Steps = median over tasks of Residual/Clean steps.</p>",
-        acceptance_table(summary),
-        *handoff_section(summary),
+        acceptance_table(s),
+        *handoff_section(s),
         heading(2, "by-predecessor", "Success by predecessor agent (who left the Residual State)", paper="Table 8"),
         '<p class="note">Each group: tasks with at least one state from the predecessor, only its states '
         "averaged, Clean Start matched on the same tasks.</p>",
-        predecessor_table(summary),
-        *_oracle_section(summary),
+        predecessor_table(s),
+        *_oracle_section(s),
         heading(2, "infrastructure", "Infrastructure: retries, exclusions and time per item"),
-        infra_section(summary),
-        *fidelity_html(summary),
+        infra_section(s),
+        *fidelity_html(s),
         heading(2, "items", "Items: outcome, trajectory and final diff of every run"),
         '<p class="note">One row per item (the last record of a key wins, as in the summary). The outcome opens '
         "the item's page; the other links open the normalized trajectory and the final diff against the base "

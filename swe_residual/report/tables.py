@@ -11,10 +11,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from swe_residual.metrics.comparison import ranking_table
-from swe_residual.summary.aggregate import DURATION_KEYS
+from swe_residual.summary.model import Comparison, Summary, as_summary
+from swe_residual.summary.tables import (
+    ACCEPTANCE, AGENT, DURATIONS, EXCLUDED, HEADLINE, PREDECESSOR, RANKS, TRACK, UNSOLVED, Align, Column, Format,
+    Scopes, Table, pct, rank_rows,
+)  # fmt: skip
 
 __all__ = [
     "acceptance_table",
@@ -23,6 +27,8 @@ __all__ = [
     "e",
     "heading",
     "headline_table",
+    "html_across",
+    "html_table",
     "infra_section",
     "pct",
     "predecessor_table",
@@ -44,21 +50,9 @@ def wrap(value: Any) -> str:
     return "<wbr>".join(e(piece) for piece in re.split(r"(?<=[:/._])", "" if value is None else str(value)))
 
 
-def pct(value: Any, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def scopes(summary: Mapping[str, Any]) -> list[str]:
+def scopes(summary: Summary | Mapping[str, Any]) -> list[str]:
     """The tracks (sorted), then ``overall`` only when it pools more than one track."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    tracks = sorted({t for block in agents.values() for t in block.get("tracks", {})})
-    return tracks + (["overall"] if len(tracks) > 1 else [])
-
-
-def _metrics(agent_block: Mapping[str, Any], scope: str) -> Mapping[str, Any] | None:
-    if scope == "overall":
-        return agent_block.get("overall")
-    return agent_block.get("tracks", {}).get(scope)
+    return as_summary(summary).scopes()
 
 
 def heading(level: int, anchor: str, title: str, *, paper: str | None = None) -> str:
@@ -85,144 +79,121 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, left: int = 1
     return "".join(out)
 
 
-def headline_table(summary: Mapping[str, Any]) -> str:
-    """Per agent, Residual / Ref. Clean / Gap (and CondFail) for every scope (the paper's Table 3)."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    all_scopes = scopes(summary)
-    top = '<tr><th class="l" rowspan="2">Agent</th>' + "".join(
-        f'<th colspan="4">{e(s)}</th>' for s in all_scopes
+def _html_cell(column: Column, row: Any, i: int) -> str:
+    if column.html is not None:
+        return column.html(row)
+    text = column.value(row) if column.format is Format.TEXT else column.text(row)
+    return wrap(text) if i == 0 else e(text)
+
+
+def html_table(table_: Table, rows: Sequence[Any]) -> str:
+    """Any :class:`~swe_residual.summary.tables.Table` as an HTML table (the key columns
+    left-aligned); without rows, the table's ``empty_html`` note when it has one."""
+    if not rows and table_.empty_html is not None:
+        return f'<p class="note">{e(table_.empty_html)}</p>'
+    columns = table_.shown(rows)
+    left = sum(1 for c in columns if c.align is Align.LEFT)
+    cells = [[_html_cell(c, row, i) for i, c in enumerate(columns)] for row in rows]
+    return table([c.title for c in columns], cells, left=left, raw=True)
+
+
+def html_across(table_: Table, rows: Sequence[Any], *, key: Column, across: Column) -> str:
+    """``table_``'s figures spread across the values of column ``across`` (a scope): one row per
+    value of ``key`` (an agent), a group of the figure columns per value of ``across``; the
+    first figure of each group says the counts behind it when hovered, the emphasized one
+    (the Gap) is bold."""
+    figures = [c for c in table_.columns if c.format.is_figure]
+    counts = [c for c in table_.columns if c.format is Format.COUNT]
+    values = list(dict.fromkeys(across.value(r) for r in rows))
+    keys = list(dict.fromkeys(key.value(r) for r in rows))
+    found = {(key.value(r), across.value(r)): r for r in rows}
+    top = f'<tr><th class="l" rowspan="2">{e(key.title)}</th>' + "".join(
+        f'<th colspan="{len(figures)}">{e(v)}</th>' for v in values
     ) + "</tr>"
-    sub = "<tr>" + "".join("<th>Residual</th><th>Ref. Clean</th><th>Gap</th><th>CondFail</th>" for _ in all_scopes)
-    sub += "</tr>"
-    rows = []
-    for agent, block in agents.items():
-        cells = [f'<td class="l">{wrap(agent)}</td>']
-        for scope in all_scopes:
-            m = _metrics(block, scope) or {}
-            title = f"{m.get('n_tasks', 0)} tasks, {m.get('n_states', 0)} states"
-            cells += [
-                f'<td title="{e(title)}">{pct(m.get("residual"))}</td>',
-                f"<td>{pct(m.get('clean'))}</td>",
-                f"<td><b>{pct(m.get('gap'))}</b></td>",
-                f"<td>{pct(m.get('cond_fail'))}</td>",
-            ]
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<div class="scroll"><table><thead>{top}{sub}</thead><tbody>{"".join(rows)}</tbody></table></div>'
+    sub = "<tr>" + "".join(f"<th>{e(c.title)}</th>" for _ in values for c in figures) + "</tr>"
+    body = []
+    for k in keys:
+        cells = [f'<td class="l">{wrap(k)}</td>']
+        for v in values:
+            row = found[(k, v)]
+            hint = ", ".join(f"{c.text(row)} {c.title.lower()}" for c in counts)
+            for i, c in enumerate(figures):
+                text = f"<b>{c.text(row)}</b>" if c.emphasis else c.text(row)
+                cells.append(f'<td title="{e(hint)}">{text}</td>' if i == 0 and hint else f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<div class="scroll"><table><thead>{top}{sub}</thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
-def counts_table(summary: Mapping[str, Any]) -> str:
-    rows = []
-    for agent, block in summary.get("agents", {}).items():
-        for scope in scopes(summary):
-            m = _metrics(block, scope) or {}
-            rows.append([agent, scope, str(m.get("n_tasks", 0)), str(m.get("n_states", 0))])
-    return table(["Agent", "Track", "Tasks", "States"], rows, left=2)
+def headline_table(summary: Summary | Mapping[str, Any]) -> str:
+    """Per agent, Residual / Ref. Clean / Gap (and CondFail) for every scope (the paper's Table 3)."""
+    s = as_summary(summary)
+    return html_across(HEADLINE, HEADLINE.rows_of(s, Scopes.SHARED_ALL), key=AGENT, across=TRACK)
 
 
-def acceptance_table(summary: Mapping[str, Any]) -> str:
+def counts_table(summary: Summary | Mapping[str, Any]) -> str:
+    """The tasks and states behind each figure of :func:`headline_table`."""
+    rows = HEADLINE.rows_of(as_summary(summary), Scopes.SHARED_ALL)
+    shown = tuple(c for c in HEADLINE.columns if c.align is Align.LEFT or c.format is Format.COUNT)
+    return html_table(replace(HEADLINE, columns=shown), rows)
+
+
+def acceptance_table(summary: Summary | Mapping[str, Any]) -> str:
     """One row per agent and track: never an ``overall`` row, which would pool the machine
     track into the repo track's figures (``overall.acceptance_bias`` is the repo track's)."""
-    rows = []
-    for agent, block in summary.get("agents", {}).items():
-        for scope, m in (block.get("tracks") or {}).items():
-            ab = m.get("acceptance_bias") or {}
-            split = ab.get("split_by_kept") or {}
-            rows.append([
-                agent, scope, pct(m.get("gap")), pct(ab.get("same_failing")),
-                pct(ab.get("initially_failing_clean")), pct(ab.get("initially_failing_residual")),
-                pct(ab.get("kept")), pct(ab.get("left_out_clean")), pct(ab.get("left_out_residual")),
-                pct(ab.get("left_out_opened")), pct(ab.get("steps_ratio"), 2), pct(ab.get("inspected")),
-                f"{pct(split.get('success_above'))} / {pct(split.get('success_below'))}",
-            ])  # fmt: skip
-    header = [
-        "Agent", "Track", "Gap", "Same failing", "Init. failing Clean", "Init. failing Residual", "Kept",
-        "Left-out Clean", "Left-out Residual", "Opened", "Steps", "Inspected", "Success above / below median Kept",
-    ]  # fmt: skip
-    return table(header, rows, left=2)
+    return html_table(ACCEPTANCE, ACCEPTANCE.rows_of(as_summary(summary)))
 
 
-def predecessor_table(summary: Mapping[str, Any]) -> str:
-    rows = []
-    for agent, block in summary.get("agents", {}).items():
-        for scope in scopes(summary):
-            m = _metrics(block, scope) or {}
-            for pred, g in (m.get("by_predecessor") or {}).items():
-                rows.append([agent, scope, pred, pct(g.get("residual")), pct(g.get("clean")),
-                             pct(g.get("gap")), str(g.get("n_tasks", 0))])
-    if not rows:
-        return '<p class="note">No residual states.</p>'
-    header = ["Agent", "Track", "Predecessor", "Residual", "Ref. Clean", "Gap", "Tasks"]
-    return table(header, rows, left=3)
+def predecessor_table(summary: Summary | Mapping[str, Any]) -> str:
+    return html_table(PREDECESSOR, PREDECESSOR.rows_of(as_summary(summary), Scopes.SHARED_ALL))
 
 
-def comparison_section(block: Mapping[str, Any], all_scopes: Sequence[str]) -> str:
+def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:
     """Per scope, each agent's rank under Clean and Residual and the reversed pairs; then the
     states no agent solved."""
+    comparison = block if isinstance(block, Comparison) else Comparison.from_json(block)
     out = []
     for scope in all_scopes:
-        rows = []
-        for r in ranking_table(block, scope):
-            moved = r["moved"]
-            arrow = "" if moved is None or moved == 0 else (
-                f'<span class="up">&#9650; {moved}</span>' if moved > 0 else f'<span class="down">&#9660; {-moved}</span>'
-            )
-            rows.append([
-                wrap(r["agent"]),
-                "-" if r["clean_rank"] is None else f"{r['clean_rank']} ({pct(r['clean'])})",
-                "-" if r["residual_rank"] is None else f"{r['residual_rank']} ({pct(r['residual'])})",
-                arrow,
-            ])  # fmt: skip
         anchor = "ranks-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scope)  # a track name is data: keep ids plain
-        out.append(heading(3, anchor, f"Ranks from Clean and Residual starts: {scope}"))
-        out.append(table(["Agent", "Clean rank (%)", "Residual rank (%)", "Moved"], rows, raw=True))
-        found = block.get("reversals", {}).get(scope) or []
+        out.append(heading(3, anchor, f"{RANKS.title}: {scope}"))
+        out.append(html_table(RANKS, rank_rows(comparison, scope)))
+        found = comparison.reversals.get(scope) or ()
         if found:
             items = "".join(
-                f"<li><b>{e(r['clean_leader'])}</b> over <b>{e(r['residual_leader'])}</b> on Clean "
-                f"(+{r['clean_margin']:.1f}), <b>{e(r['residual_leader'])}</b> over "
-                f"<b>{e(r['clean_leader'])}</b> on Residual (+{r['residual_margin']:.1f})</li>"
+                f"<li><b>{e(r.clean_leader)}</b> over <b>{e(r.residual_leader)}</b> on Clean "
+                f"(+{r.clean_margin:.1f}), <b>{e(r.residual_leader)}</b> over "
+                f"<b>{e(r.clean_leader)}</b> on Residual (+{r.residual_margin:.1f})</li>"
                 for r in found
             )
             out.append(f"<p>Reversed pairs:</p><ul>{items}</ul>")
         else:
             out.append('<p class="note">No pair of agents reverses its order.</p>')
-    states = block.get("states") or {}
-    unsolved = states.get("unsolved") or []
-    n_states = states.get("n_states", 0)
+    unsolved = comparison.states.unsolved
+    n_states = comparison.states.n_states
     if unsolved:
-        out.append(heading(3, "unsolved-states", f"Residual States no agent solved ({len(unsolved)} of {n_states})"))
-        rows = [[u["track"], u["task"], u["state"], str(u["agents"])] for u in unsolved]
-        out.append(table(["Track", "Task", "State", "Agents that ran it"], rows, left=3))
+        out.append(heading(3, "unsolved-states", f"{UNSOLVED.title} ({len(unsolved)} of {n_states})"))
+        out.append(html_table(UNSOLVED, list(unsolved)))
     else:  # a heading over nothing reads as a page that failed to load: say it in one line
         said = f"none (each of the {e(n_states)} was solved by at least one agent)" if n_states else "none ran"
-        out.append(f'<p class="note" id="unsolved-states">Residual States no agent solved: {said}.</p>')
+        out.append(f'<p class="note" id="unsolved-states">{UNSOLVED.title}: {said}.</p>')
     return "".join(out)
 
 
-def infra_section(summary: Mapping[str, Any]) -> str:
-    infra = summary.get("infra", {})
+def infra_section(summary: Summary | Mapping[str, Any]) -> str:
+    s = as_summary(summary)
+    infra = s.infra
     out = [
         "<ul>",
-        f"<li>items: {e(infra.get('items', 0))}</li>",
-        f"<li>retried (more than one attempt): {e(infra.get('retried', 0))}</li>",
+        f"<li>items: {e(infra.items)}</li>",
+        f"<li>retried (more than one attempt): {e(infra.retried)}</li>",
         f"<li>unresolved infrastructure errors (excluded from every metric, not failures): "
-        f"{e(infra.get('unresolved', 0))}</li>",
+        f"{e(infra.unresolved)}</li>",
         "</ul>",
     ]
-    excluded = infra.get("excluded") or []
-    if excluded:
-        rows = [[x.get("agent"), x.get("task"),
-                 (x.get("state") or "(clean)") + (f"@{x['handoff']}" if x.get("handoff") else ""), x.get("error") or ""]
-                for x in excluded]
-        out.append(heading(3, "excluded-items", "Items excluded by an unresolved infrastructure error"))
-        out.append(table(["Agent", "Task", "State", "Error"], rows, left=4))
-    by_agent: Mapping[str, Any] = infra.get("by_agent") or {}
-    if by_agent:
-        rows = [
-            [agent, str(d.get("items", 0)), str(d.get("attempts", 0)), *(pct(d.get(k), 2) for k in DURATION_KEYS)]
-            for agent, d in by_agent.items()
-        ]
-        out.append(heading(3, "durations", "Attempts and median seconds per item, per agent"))
+    if infra.excluded:
+        out.append(heading(3, "excluded-items", EXCLUDED.title))
+        out.append(html_table(EXCLUDED, EXCLUDED.rows_of(s)))
+    if infra.by_agent:
+        out.append(heading(3, "durations", DURATIONS.title))
         out.append('<p class="note">Setup = starting the environment and applying the state.</p>')
-        out.append(table(["Agent", "Items", "Attempts", "Setup", "Agent", "Verify", "Wall"], rows))
+        out.append(html_table(DURATIONS, DURATIONS.rows_of(s)))
     return "".join(out)

@@ -21,17 +21,12 @@ from typing import Any, Mapping
 from swe_residual.agents.environment import AgentEnvironment, parse_agent_mount, read_agent_setup
 from swe_residual.errors import ConfigError
 from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY
-from swe_residual.run.settings import RunSettings
+from swe_residual.run.settings import RunSettings, kept_fields
 
 RUN_CONFIG = "run.json"
 SCHEMA = 1
 # The settings kept, each with the option that sets it (for the messages).
-FIELDS: dict[str, str] = {
-    "agents": "--agent", "agent_names": "--agent-name", "model": "--model", "agent_options": "--agent-option",
-    "timeout_multiplier": "--timeout-multiplier", "max_steps": "--max-steps", "cost_limit": "--cost-limit",
-    "infra_retries": "--infra-retries", "dataset": "--dataset", "backend": "--backend", "handoff": "--handoff",
-    "agent_environment": "--agent-setup/--agent-mount", "shard": "--shard",
-}
+FIELDS: dict[str, str] = kept_fields()
 
 
 def describe(settings: RunSettings) -> dict[str, Any]:
@@ -122,7 +117,7 @@ def changes(stored: Mapping[str, Any], settings: RunSettings) -> list[str]:
     """What `settings` sets differently from the stored run configuration, one line each."""
     current = describe(settings)
     found = []
-    for name, option in FIELDS.items():
+    for name in current:  # in run.json's order
         if name in stored and stored[name] != current[name]:
-            found.append(f"{option}: the run has {json.dumps(stored[name])}, this invocation {json.dumps(current[name])}")
+            found.append(f"{FIELDS[name]}: the run has {json.dumps(stored[name])}, this invocation {json.dumps(current[name])}")
     return found

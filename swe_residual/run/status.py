@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from shlex import quote
 from typing import Any
 
+from swe_residual.summary.model import Summary, as_summary
+
 MAX_ITEMS_PER_REASON = 6  # on the terminal; summary.md, summary.json and report.html list all
 
 
@@ -32,44 +34,46 @@ def with_run_status(summary: dict[str, Any], skipped: Iterable[tuple[str, str]],
     return out
 
 
-def _by_reason(summary: Mapping[str, Any]) -> dict[str, list[str]]:
+def _by_reason(summary: Summary) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
-    for entry in summary.get("skipped") or []:
-        grouped.setdefault(str(entry.get("reason")), []).append(str(entry.get("item")))
+    for entry in summary.skipped or ():
+        grouped.setdefault(entry.reason, []).append(entry.item)
     return grouped
 
 
-def interrupted_lines(summary: Mapping[str, Any]) -> list[str]:
-    if not summary.get("interrupted"):
+def interrupted_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
+    s = as_summary(summary)
+    if not s.interrupted:
         return []
-    lines = [f"INTERRUPTED ({summary.get('interrupted_reason')}): the figures cover only the items that finished"]
-    if summary.get("resume_command"):
-        lines.append(f"continue with: {summary['resume_command']}")
+    lines = [f"INTERRUPTED ({s.interrupted_reason}): the figures cover only the items that finished"]
+    if s.resume_command:
+        lines.append(f"continue with: {s.resume_command}")
     return lines
 
 
-def skipped_terminal(summary: Mapping[str, Any]) -> list[str]:
+def skipped_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     lines = []
-    for reason, items in _by_reason(summary).items():
+    for reason, items in _by_reason(as_summary(summary)).items():
         shown = ", ".join(items[:MAX_ITEMS_PER_REASON]) + (", ..." if len(items) > MAX_ITEMS_PER_REASON else "")
         lines += [f"skipped {len(items)} item(s), because:", f"  {reason}", f"  {shown}"]
     return lines
 
 
-def status_markdown(summary: Mapping[str, Any]) -> list[str]:
+def status_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     """Lines for summary.md: the interruption first, the skipped items after the figures."""
+    s = as_summary(summary)
     out: list[str] = []
-    if summary.get("interrupted"):
-        out += [f"**Interrupted** ({summary.get('interrupted_reason')}): the figures cover only the items "
+    if s.interrupted:
+        out += [f"**Interrupted** ({s.interrupted_reason}): the figures cover only the items "
                 "that finished."]
-        if summary.get("resume_command"):
-            out += ["", f"Continue with: `{summary['resume_command']}`"]
+        if s.resume_command:
+            out += ["", f"Continue with: `{s.resume_command}`"]
         out += [""]
     return out
 
 
-def skipped_markdown(summary: Mapping[str, Any]) -> list[str]:
-    grouped = _by_reason(summary)
+def skipped_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
+    grouped = _by_reason(as_summary(summary))
     if not grouped:
         return []
     out = ["## Skipped items", ""]
@@ -78,17 +82,18 @@ def skipped_markdown(summary: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def status_html(summary: Mapping[str, Any]) -> str:
+def status_html(summary: Summary | Mapping[str, Any]) -> str:
     """The interruption banner and the skipped items, for report.html (empty when neither)."""
+    s = as_summary(summary)
     parts: list[str] = []
-    if summary.get("interrupted"):
+    if s.interrupted:
         parts.append(f'<p class="note" id="interrupted"><strong>Interrupted</strong> '
-                     f"({html.escape(str(summary.get('interrupted_reason')))}): the figures cover only the "
+                     f"({html.escape(str(s.interrupted_reason))}): the figures cover only the "
                      "items that finished.")
-        if summary.get("resume_command"):
-            parts.append(f" Continue with: <code>{html.escape(str(summary['resume_command']))}</code>")
+        if s.resume_command:
+            parts.append(f" Continue with: <code>{html.escape(str(s.resume_command))}</code>")
         parts.append("</p>")
-    grouped = _by_reason(summary)
+    grouped = _by_reason(s)
     if grouped:
         parts.append('<h2 id="skipped">Skipped items</h2>')
         for reason, items in grouped.items():

@@ -9,9 +9,8 @@ Nothing is rounded in the summary dict; only the renderers round.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields, replace
 from typing import Any
-
-from tabulate import tabulate
 
 from swe_residual.agents.identity import check_agent_configs
 from swe_residual.metrics.comparison import comparison, headline_line
@@ -25,10 +24,18 @@ from swe_residual.trial.values import Termination, Track
 from swe_residual.run.status import skipped_markdown, skipped_terminal, status_markdown
 from swe_residual.summary.fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
 from swe_residual.handoff.summary import handoff_markdown, handoff_summary, handoff_terminal
+from swe_residual.summary.model import (
+    AgentInfra, AgentSummary, Comparison, HandoffView, Infra, OracleSummary, ScopeMetrics, Summary, as_summary,
+)  # fmt: skip
+from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
+from swe_residual.summary.tables import (
+    ACCEPTANCE, AGENT, CLEAN, EXCLUDED, HEADLINE, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
+    PredecessorRow, Scopes, state_label,
+)  # fmt: skip
 
 __all__ = [
     "ACCEPTANCE_TRACK", "DURATION_KEYS", "SCHEMA", "build_summary", "in_agent_order", "infra_summary",
-    "plain_headlines", "render_markdown", "render_terminal",
+    "plain_headlines", "render_markdown", "render_terminal", "summarize",
 ]  # fmt: skip
 
 SCHEMA = 1
@@ -40,6 +47,7 @@ ACCEPTANCE_TRACK = Track.REPO
 TERMINAL_WIDTH = 100
 #: the phases whose median seconds per item ``infra.by_agent`` holds
 DURATION_KEYS = ("setup_sec", "agent_sec", "verify_sec", "wall_sec")
+assert DURATION_KEYS == tuple(f.name for f in fields(AgentInfra))[2:], "AgentInfra holds every phase"
 
 
 def _last_error(record: Record) -> str | None:
@@ -131,12 +139,12 @@ def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
     return block
 
 
-def build_summary(records: Iterable[RecordLike], *, compare: bool = False,
-                  sources: Sequence[str] | None = None) -> dict[str, Any]:
-    """The DESIGN section 5 summary:
-    ``{"schema": 1, "agents": {AGENT: {"tracks": {TRACK: {...}}, "overall": {...}}}, "infra"}``.
+def summarize(records: Iterable[RecordLike], *, compare: bool = False,
+              sources: Sequence[str] | None = None) -> Summary:
+    """The DESIGN section 5 summary as a typed :class:`~swe_residual.summary.model.Summary`
+    (its ``to_json()`` is ``summary.json``): per agent ``tracks`` and ``overall``, and ``infra``.
 
-    With ``compare`` it also holds ``"comparison"`` (rankings, reversals, states no agent
+    With ``compare`` it also holds ``comparison`` (rankings, reversals, states no agent
     solved; see :mod:`swe_residual.metrics.comparison`): opt-in so the section 5 layout stays exact.
     Raises `AgentConfigConflict` when one agent name carries two configurations (`sources`,
     parallel to `records`, name where each record came from in the error).
@@ -150,29 +158,38 @@ def build_summary(records: Iterable[RecordLike], *, compare: bool = False,
     by_agent: dict[str, list[Record]] = {}
     for r in shown:
         by_agent.setdefault(str(r.agent), []).append(r)
-    agents: dict[str, Any] = {}
+    agents: dict[str, AgentSummary] = {}
     for agent in sorted(by_agent):
         agent_recs = by_agent[agent]
         by_track: dict[str, list[Record]] = {}
         for r in agent_recs:
             by_track.setdefault(str(r.track), []).append(r)
-        agents[agent] = {
-            "tracks": {t: _block(by_track[t], pooled=False) for t in sorted(by_track)},
-            "overall": _block(agent_recs, pooled=True),
-        }
-    summary = {"schema": SCHEMA, "agents": agents, "infra": infra_summary(recs)}
-    if compare:
-        summary["comparison"] = comparison(summary, shown)
-    views = handoff_summary(recs)
-    if views is not None:
-        summary["by_handoff"] = views
-    oracle = oracle_summary(shown)
-    if oracle is not None:
-        summary["oracle"] = oracle
+        agents[agent] = AgentSummary(
+            tracks={t: ScopeMetrics.from_json(_block(by_track[t], pooled=False)) for t in sorted(by_track)},
+            overall=ScopeMetrics.from_json(_block(agent_recs, pooled=True)),
+        )
+    infra = infra_summary(recs)
     fidelity = fidelity_summary(recs)
     if fidelity is not None:  # under infra, only with machine-track states: section 5's keys stay as they are
-        summary["infra"]["fidelity"] = fidelity
-    return summary
+        infra["fidelity"] = fidelity
+    views = handoff_summary(recs)
+    oracle = oracle_summary(shown)
+    partial = Summary(schema=SCHEMA, agents=agents)
+    return replace(
+        partial,
+        infra=Infra.from_json(infra),
+        comparison=Comparison.from_json(comparison(partial.to_json(), shown)) if compare else None,
+        by_handoff={a: {v: HandoffView.from_json(b) for v, b in blocks.items()} for a, blocks in views.items()}
+        if views is not None else None,
+        oracle=OracleSummary.from_json(oracle) if oracle is not None else None,
+    )
+
+
+def build_summary(records: Iterable[RecordLike], *, compare: bool = False,
+                  sources: Sequence[str] | None = None) -> dict[str, Any]:
+    """:func:`summarize` as the dict ``summary.json`` holds:
+    ``{"schema": 1, "agents": {AGENT: {"tracks": {TRACK: {...}}, "overall": {...}}}, "infra"}``."""
+    return summarize(records, compare=compare, sources=sources).to_json()
 
 
 def _ordered(mapping: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
@@ -197,51 +214,17 @@ def in_agent_order(summary: Mapping[str, Any], order: Sequence[str]) -> dict[str
 # --------------------------------------------------------------------------- rendering
 
 
-def _pct(value: Any, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _md_cell(value: Any) -> Any:
-    # A "|" or a newline inside a cell would break the Markdown table.
-    return value.replace("|", "\\|").replace("\n", " ") if isinstance(value, str) else value
-
-
-def _markdown_table(
-    header: Sequence[str], rows: Sequence[Sequence[Any]], *, text_columns: int, floatfmt: str | Sequence[str] = ".1f"
-) -> list[str]:
-    """A Markdown (pipe) table: the first ``text_columns`` columns are text, left-aligned; the
-    others right-aligned, numbers with one decimal (or ``floatfmt`` per column), ``-`` where a
-    figure is missing."""
-    if not rows:
-        return []
-    table = tabulate(
-        [[_md_cell(c) for c in row] for row in rows],
-        headers=list(header),
-        tablefmt="pipe",
-        floatfmt=floatfmt,
-        missingval="-",
-        colalign=["left"] * text_columns + ["right"] * (len(header) - text_columns),
-        disable_numparse=list(range(text_columns)),  # an agent named "1" stays text
-    )
-    return table.splitlines()
-
-
-def _scopes(agent_block: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    scopes = list(agent_block.get("tracks", {}).items())
-    if len(scopes) != 1:
-        scopes.append(("overall", agent_block.get("overall", {})))
-    return scopes
-
-
 def _plain_number(value: float) -> str:
     """A figure in plain words: whole when it is (nearly) whole, else one decimal."""
     return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
 
 
-def plain_headline(agent: str, figures: Mapping[str, Any]) -> str:
+def plain_headline(agent: str, figures: ScopeMetrics | Mapping[str, Any]) -> str:
     """One agent's overall figures in words, for a reader who has not read the paper:
     "noop: 0% from a clean start, 0% from inherited work, 0 points lost"."""
-    clean, residual, gap = figures.get("clean"), figures.get("residual"), figures.get("gap")
+    if not isinstance(figures, ScopeMetrics):
+        figures = ScopeMetrics.from_json(figures)
+    clean, residual, gap = figures.clean, figures.residual, figures.gap
     if clean is None and residual is None:
         return f"{agent}: no scored task"
     parts = [f"{_plain_number(clean)}% from a clean start" if clean is not None else "no clean start scored",
@@ -251,9 +234,10 @@ def plain_headline(agent: str, figures: Mapping[str, Any]) -> str:
     return f"{agent}: " + ", ".join(parts)
 
 
-def plain_headlines(summary: Mapping[str, Any]) -> list[str]:
+def plain_headlines(summary: Summary | Mapping[str, Any]) -> list[str]:
     """One line per agent (in the summary's agent order), from its overall figures."""
-    return [plain_headline(agent, block.get("overall") or {}) for agent, block in summary.get("agents", {}).items()]
+    return [plain_headline(agent, block.overall or ScopeMetrics())
+            for agent, block in as_summary(summary).agents.items()]
 
 
 #: What the terminal's columns mean (and the `a/b` cells of the by-predecessor table).
@@ -265,13 +249,13 @@ TERMINAL_LEGEND = (
 )
 
 
-def render_markdown(summary: Mapping[str, Any]) -> str:
+def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    out: list[str] = ["# SWE-Residual summary", ""] + status_markdown(summary)
-    if agents:
-        out += ["In short (overall):", ""] + [f"- {_md_cell(line)}" for line in plain_headlines(summary)] + [""]
+    s = as_summary(summary)
+    out: list[str] = ["# SWE-Residual summary", ""] + status_markdown(s)
+    if s.agents:
+        out += ["In short (overall):", ""] + [f"- {md_cell(line)}" for line in plain_headlines(s)] + [""]
 
     out += ["## Residual Start vs. matched Clean Start", ""]
     out += ["Success rates in %, averaged over a task's states, then equally across tasks;"]
@@ -279,164 +263,96 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     out += ["a Residual State (work a predecessor left and claimed done); Ref. Clean: success from a clean"]
     out += ["start on the same tasks; CondFail: the share of Residual States failed on the tasks the agent"]
     out += ["solves from a clean start.", ""]
-    rows = [
-        [agent, scope, m.get("residual"), m.get("clean"), m.get("gap"), m.get("cond_fail"),
-         m.get("n_tasks", 0), m.get("n_states", 0)]
-        for agent, block in agents.items()
-        for scope, m in _scopes(block)
-    ]  # fmt: skip
-    header = [
-        "Agent", "Track", "Residual (%)", "Ref. Clean (%)", "Gap", "CondFail (%)", "n_tasks",
-        "n_states",
-    ]  # fmt: skip
-    out += (_markdown_table(header, rows, text_columns=2) or ["(no agents)"]) + [""]
+    out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
 
     out += ["## By predecessor agent", ""]
     out += ["Each group: tasks with >= 1 state from the predecessor, only its states averaged,"]
     out += ["Clean Start matched on the same tasks.", ""]
-    rows = [
-        [agent, scope, pred, g.get("residual"), g.get("clean"), g.get("gap"), g.get("n_tasks", 0)]
-        for agent, block in agents.items()
-        for scope, m in _scopes(block)
-        for pred, g in (m.get("by_predecessor") or {}).items()
-    ]
-    header = ["Agent", "Track", "Predecessor", "Residual (%)", "Ref. Clean (%)", "Gap", "n_tasks"]
-    out += (_markdown_table(header, rows, text_columns=3) or ["(no residual states)"]) + [""]
+    out += markdown_table(PREDECESSOR, PREDECESSOR.rows_of(s)) + [""]
 
     out += ["## Acceptance bias", ""]
     out += ["Normally submitted runs; task-level averages in % (Gap in points);"]
     out += ["Steps = median over tasks of the mean Residual/Clean step ratio; one row per track, never"]
     out += ["pooled (Table 4 is the repo track's; the machine track is shown apart).", ""]
-    rows = []
-    for agent, block in agents.items():
-        for scope, m in (block.get("tracks") or {}).items():
-            ab = m.get("acceptance_bias") or {}
-            split = ab.get("split_by_kept") or {}
-            rows.append([
-                agent, scope, m.get("gap"), ab.get("same_failing"), ab.get("initially_failing_clean"),
-                ab.get("initially_failing_residual"), ab.get("kept"), ab.get("left_out_clean"),
-                ab.get("left_out_residual"), ab.get("left_out_opened"),
-                ab.get("steps_ratio"), ab.get("inspected"),
-                f"{_pct(split.get('success_above'))} / {_pct(split.get('success_below'))}",
-            ])  # fmt: skip
-    header = [
-        "Agent", "Track", "Gap", "Same failing", "Init. failing Clean", "Init. failing Residual",
-        "Kept", "Left-out Clean", "Left-out Residual", "Opened", "Steps", "Inspected",
-        "Success above / below median Kept",
-    ]  # fmt: skip
-    steps_ratio = [".1f"] * len(header)
-    steps_ratio[header.index("Steps")] = ".2f"  # a ratio, not a percentage
-    out += (_markdown_table(header, rows, text_columns=2, floatfmt=steps_ratio) or ["(no agents)"]) + [""]
+    out += markdown_table(ACCEPTANCE, ACCEPTANCE.rows_of(s)) + [""]
 
-    out += handoff_markdown(summary)
-    out += oracle_markdown(summary)
+    out += handoff_markdown(s)
+    out += oracle_markdown(s)
 
-    infra = summary.get("infra", {})
+    infra = s.infra
     out += ["## Infrastructure", ""]
     out += [
-        f"- items: {infra.get('items', 0)}",
-        f"- retried (more than one attempt): {infra.get('retried', 0)}",
-        f"- unresolved infra errors (excluded, not failures): {infra.get('unresolved', 0)}",
+        f"- items: {infra.items}",
+        f"- retried (more than one attempt): {infra.retried}",
+        f"- unresolved infra errors (excluded, not failures): {infra.unresolved}",
     ]
-    rows = [
-        [e.get("agent"), e.get("task"),
-         "(clean)" if e.get("state") is None else f"{e['state']}" + (f"@{e['handoff']}" if e.get("handoff") else ""),
-         str(e.get("error") or "")]
-        for e in infra.get("excluded") or []
-    ]  # fmt: skip
-    if rows:
-        out += [""] + _markdown_table(["Agent", "Task", "State", "Error"], rows, text_columns=4)
-    failed = infra.get("verifier_failed") or []
-    if failed:
+    if infra.excluded:
+        out += [""] + markdown_table(EXCLUDED, EXCLUDED.rows_of(s))
+    if infra.verifier_failed:
         out += ["", f"- verifier failed on the agent's final state, works on the clean state (failures, counted): "
-                    f"{len(failed)}", ""]
-        out += _markdown_table(["Agent", "Task", "State"], [[e.get("agent"), e.get("task"), _state_label(e)]
-                                                            for e in failed], text_columns=3)
-    out += fidelity_markdown(summary)
-    skipped = skipped_markdown(summary)
+                    f"{len(infra.verifier_failed)}", ""]
+        out += markdown_table(FAILED_ITEMS, FAILED_ITEMS.rows_of(s))
+    out += fidelity_markdown(s)
+    skipped = skipped_markdown(s)
     if skipped:
         out += [""] + skipped[:-1]
     return "\n".join(out) + "\n"
-
-
-def _state_label(entry: Mapping[str, Any]) -> str:
-    state = "(clean)" if entry.get("state") is None else str(entry["state"])
-    return state + (f"@{entry['handoff']}" if entry.get("handoff") else "")
 
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _terminal_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """Plain columns: the first (the agent) left-aligned, numbers right-aligned with one
-    decimal, ``-`` where the figure is missing."""
-    table = tabulate(
-        rows, headers=list(header), tablefmt="plain", floatfmt=".1f", missingval="-",
-        numalign="right", stralign="right", disable_numparse=[0],
-        colalign=["left"] + ["right"] * (len(header) - 1),
-    )  # fmt: skip
-    return table.splitlines()
+def _agent_cell(text: str) -> str:
+    return _clip(text, 32)
 
 
-def render_terminal(summary: Mapping[str, Any]) -> list[str]:
+def _pair(row: PredecessorRow) -> str:
+    # the terminal's by-predecessor cell: residual/clean (TERMINAL_LEGEND says so)
+    return f"{RESIDUAL.text(row)}/{CLEAN.text(row)}"
+
+
+def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     """Short terminal report: one line per agent in plain words, one headline table per track
     (and overall when there are several tracks), a legend, then the infrastructure figures and
     the excluded items. Agents in the summary's order. Lines <= 100 chars."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    tracks = sorted({t for block in agents.values() for t in block.get("tracks", {})})
-    scopes = tracks + (["overall"] if len(tracks) > 1 else [])
-    lines: list[str] = plain_headlines(summary)
-    for scope in scopes:
-        found: list[tuple[str, Mapping[str, Any]]] = []
-        for agent, block in agents.items():
-            m = block.get("overall") if scope == "overall" else block.get("tracks", {}).get(scope)
-            if m is not None:
-                found.append((agent, m))
+    s = as_summary(summary)
+    lines: list[str] = plain_headlines(s)
+    headline_rows = HEADLINE.rows_of(s, Scopes.SHARED)
+    predecessor_rows = PREDECESSOR.rows_of(s, Scopes.SHARED)
+    for scope in s.scopes():
+        found = [row for row in headline_rows if row.scope == scope]
         if not found:
             continue
         # In the summary's agent order (the command line's, in a run), the same in every table.
         lines.append(f"SWE-Residual [{scope}] (success %, gap in points)")
-        rows = [
-            [_clip(agent, 32), m.get("residual"), m.get("clean"), m.get("gap"), m.get("cond_fail"),
-             m.get("n_tasks", 0), m.get("n_states", 0)]
-            for agent, m in found
-        ]  # fmt: skip
-        lines += _terminal_table(["agent", "residual", "clean", "gap", "condfail", "tasks", "states"], rows)
-        predecessors = sorted({p for _, m in found for p in (m.get("by_predecessor") or {})})
-        if predecessors:
-            rows = []
-            for agent, m in found:
-                groups = m.get("by_predecessor") or {}
-                cells = [
-                    f"{_pct(g.get('residual'))}/{_pct(g.get('clean'))}" if (g := groups.get(p)) else "-"
-                    for p in predecessors
-                ]
-                rows.append([_clip(agent, 32), *cells])
-            header = ["by predecessor: residual/clean", *(_clip(p, 17) for p in predecessors)]
-            lines += _terminal_table(header, rows)
-    lines += handoff_terminal(summary, _clip)
-    if agents:  # the a/b line only under a by-predecessor table
+        lines += terminal_table(HEADLINE, found, first=_agent_cell)
+        lines += terminal_across([row for row in predecessor_rows if row.scope == scope],
+                                 keys=[row.agent for row in found], key=AGENT, across=PREDECESSOR_NAME, cell=_pair,
+                                 corner="by predecessor: residual/clean", first=_agent_cell,
+                                 head=lambda name: _clip(name, 17))
+    lines += handoff_terminal(s, _clip)
+    if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
-    if summary.get("comparison"):  # the one comparison line that matters most
-        lines.append(headline_line(summary["comparison"], single_scope=len(tracks) == 1, width=TERMINAL_WIDTH))
-    lines += oracle_lines(summary)
-    lines += fidelity_terminal(summary, _clip)
-    lines += skipped_terminal(summary)
-    infra = summary.get("infra", {})
+    if s.comparison is not None:  # the one comparison line that matters most
+        lines.append(headline_line(s.comparison.to_json(), single_scope=len(s.tracks) == 1, width=TERMINAL_WIDTH))
+    lines += oracle_lines(s)
+    lines += fidelity_terminal(s, _clip)
+    lines += skipped_terminal(s)
+    infra = s.infra
     lines.append(
-        f"infra: {infra.get('items', 0)} items, {infra.get('retried', 0)} retried, "
-        f"{infra.get('unresolved', 0)} unresolved (excluded, not failures)"
+        f"infra: {infra.items} items, {infra.retried} retried, "
+        f"{infra.unresolved} unresolved (excluded, not failures)"
     )
-    for e in infra.get("excluded") or []:
-        state = e.get("state") if e.get("state") is not None else "clean"
-        state = f"{state}@{e['handoff']}" if e.get("handoff") else state
-        error = str(e.get("error") or "").replace("\n", " ")
-        lines.append(f"  excluded: {e.get('agent')} {e.get('task')} [{state}]: {error}")
-    failed = infra.get("verifier_failed") or []
-    if failed:
-        lines.append(f"verifier failed on the agent's final state (works on the clean state; failures): {len(failed)}")
-    for e in failed:
-        lines.append(f"  failed: {e.get('agent')} {e.get('task')} [{_state_label(e).strip('()')}]")
+    for e in infra.excluded:
+        state = e.state if e.state is not None else "clean"
+        state = f"{state}@{e.handoff}" if e.handoff else state
+        error = str(e.error or "").replace("\n", " ")
+        lines.append(f"  excluded: {e.agent} {e.task} [{state}]: {error}")
+    if infra.verifier_failed:
+        lines.append(f"verifier failed on the agent's final state (works on the clean state; failures): "
+                     f"{len(infra.verifier_failed)}")
+    for e in infra.verifier_failed:
+        lines.append(f"  failed: {e.agent} {e.task} [{state_label(e).strip('()')}]")
     return [_clip(line, TERMINAL_WIDTH) for line in lines]

@@ -21,6 +21,7 @@ from typing import Any
 
 from swe_residual.trial.record_model import RecordLike, as_records
 from swe_residual.trial.values import Track
+from swe_residual.summary.model import Fidelity, Summary, as_summary
 
 MEANING = {
     "snapshot": "a container of the committed snapshot (files only)",
@@ -48,39 +49,38 @@ def fidelity_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     return {"counts": dict(sorted(counts.items())), "states": listed}
 
 
-def _counts_text(block: Mapping[str, Any]) -> str:
-    return ", ".join(f"{count} {name}" for name, count in block["counts"].items())
+def _counts_text(block: Fidelity) -> str:
+    return ", ".join(f"{count} {name}" for name, count in block.counts.items())
 
 
-def fidelity_terminal(summary: Mapping[str, Any], clip: Callable[[str, int], str]) -> list[str]:
-    block = summary.get("infra", {}).get("fidelity")
+def fidelity_terminal(summary: Summary | Mapping[str, Any], clip: Callable[[str, int], str]) -> list[str]:
+    block = as_summary(summary).infra.fidelity
     if not block:
         return []
     lines = [f"machine-track states restored by: {_counts_text(block)}"]
-    for entry in block["states"]:
-        if entry["fidelity"] != "snapshot":
-            lines.append(f"  {entry['task']} [{entry['state']}]: {entry['fidelity'] or 'not started'}")
+    for entry in block.states:
+        if entry.fidelity != "snapshot":
+            lines.append(f"  {entry.task} [{entry.state}]: {entry.fidelity or 'not started'}")
     return lines
 
 
-def fidelity_markdown(summary: Mapping[str, Any]) -> list[str]:
-    block = summary.get("infra", {}).get("fidelity")
+def fidelity_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
+    block = as_summary(summary).infra.fidelity
     if not block:
         return []
     out = ["", "## Machine-track fidelity", "", f"States restored by: {_counts_text(block)}.", "",
            "| Task | State | Fidelity | How an instance is made |", "|---|---|---|---|"]
-    out += [f"| {e['task']} | {e['state']} | {e['fidelity'] or '-'} | {MEANING.get(e['fidelity'], '')} |"
-            for e in block["states"]]
+    out += [f"| {e.task} | {e.state} | {e.fidelity or '-'} | {MEANING.get(e.fidelity, '')} |" for e in block.states]
     return out
 
 
-def fidelity_html(summary: Mapping[str, Any]) -> list[str]:
+def fidelity_html(summary: Summary | Mapping[str, Any]) -> list[str]:
     from swe_residual.report.tables import heading, table
 
-    block = summary.get("infra", {}).get("fidelity")
+    block = as_summary(summary).infra.fidelity
     if not block:
         return []
-    rows = [[e["task"], e["state"], str(e["fidelity"] or "-"), MEANING.get(e["fidelity"], "")] for e in block["states"]]
+    rows = [[e.task, e.state, str(e.fidelity or "-"), MEANING.get(e.fidelity, "")] for e in block.states]
     return [
         heading(2, "fidelity", "Machine-track fidelity: how each Residual State was restored"),
         f'<p class="note">States restored by: {escape(_counts_text(block))}.</p>',

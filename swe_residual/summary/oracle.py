@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
 from swe_residual.trial.values import Outcome
+from swe_residual.summary.model import OracleMiss, Summary, as_summary
 
 if TYPE_CHECKING:
     from swe_residual.environments.base import Backend
@@ -54,25 +55,25 @@ def oracle_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
     return {"starts": len(ran), "unsolved": unsolved}
 
 
-def _where(entry: Mapping[str, Any]) -> str:
-    return f"{entry.get('task')} [{entry.get('state') or 'clean'}]"
+def _where(entry: OracleMiss) -> str:
+    return f"{entry.task} [{entry.state or 'clean'}]"
 
 
-def oracle_lines(summary: Mapping[str, Any]) -> list[str]:
+def oracle_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
     """Terminal lines: nothing when the oracle solved every start (or did not run)."""
-    oracle = summary.get("oracle")
-    if not oracle or not oracle.get("unsolved"):
+    oracle = as_summary(summary).oracle
+    if oracle is None or not oracle.unsolved:
         return []
-    unsolved = oracle["unsolved"]
-    lines = [f"oracle did not solve {len(unsolved)} of {oracle.get('starts')} starts "
+    unsolved = oracle.unsolved
+    lines = [f"oracle did not solve {len(unsolved)} of {oracle.starts} starts "
              "(a task, state or set-up fault, not a score):"]
     for entry in unsolved:
-        why = str(entry.get("message") or "").replace("\n", " ")
-        lines.append(f"  {_where(entry)}: {entry.get('outcome')} ({entry.get('termination')}) {why}".rstrip())
+        why = str(entry.message or "").replace("\n", " ")
+        lines.append(f"  {_where(entry)}: {entry.outcome} ({entry.termination}) {why}".rstrip())
     return lines
 
 
-def oracle_markdown(summary: Mapping[str, Any]) -> list[str]:
+def oracle_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     lines = oracle_lines(summary)
     if not lines:
         return []

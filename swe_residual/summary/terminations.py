@@ -13,19 +13,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tabulate import tabulate
-
 from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
+from swe_residual.summary.render import terminal_table
+from swe_residual.summary.tables import TERMINATIONS, TerminationRow
 from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Outcome, Start, Termination
 
 # Budget terminations share one column; the detail names them by these words.
 BUDGET_KINDS = {Termination.TIME_LIMIT: "time", Termination.STEP_LIMIT: "steps", Termination.COST_LIMIT: "cost"}
-# Column order; "verifier failed" (no valid verdict on the agent's final state while the
-# verifier works on the clean state: the agent's failure) and "other" (an unknown or missing
-# termination) appear only when counted.
-COLUMNS = ("submitted", "budget", "agent error", "verifier failed", "infra", "other")
-OPTIONAL_COLUMNS = ("verifier failed", "other")
+# The table's columns are declared in swe_residual.summary.tables (TERMINATIONS); column_of
+# names the column a record counts in.
 AGENT_WIDTH = 32
 ERROR_LINE_WIDTH = 160
 MAX_ERRORS_SHOWN = 3
@@ -84,12 +81,10 @@ def _budget_cell(kinds: Counter[str]) -> str:
     return f"{total} ({detail})"
 
 
-def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[str]:
-    """One row per agent: items, then how many ended in each column. Agents in `order` first
-    (the order they were given), any others by name."""
+def termination_rows(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[TerminationRow]:
+    """One row per agent: its items, how many ended in each column, the budget cell. Agents in
+    `order` first (the order they were given), any others by name."""
     records = as_records(records)
-    if not records:
-        return []
     counts: dict[str, Counter[str]] = {}
     budgets: dict[str, Counter[str]] = {}
     for record in records:
@@ -98,19 +93,24 @@ def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) 
         counts.setdefault(agent, Counter())[column] += 1
         if column == "budget":
             budgets.setdefault(agent, Counter())[str(record.termination)] += 1
-    columns = [c for c in COLUMNS if c not in OPTIONAL_COLUMNS or any(row[c] for row in counts.values())]
-    rows = []
-    for agent in _agent_order(records, order):
-        row = counts[agent]
-        cells = [_budget_cell(budgets.get(agent, Counter())) if c == "budget" else str(row[c]) for c in columns]
-        rows.append([one_line(agent, AGENT_WIDTH), str(sum(row.values())), *cells])
-    table = tabulate(rows, headers=["agent", "items", *columns], tablefmt="plain", disable_numparse=True,
-                     colalign=["left"] + ["right"] * (len(columns) + 1))
+    return [TerminationRow(agent, sum(counts[agent].values()), dict(counts[agent]),
+                           _budget_cell(budgets.get(agent, Counter())))
+            for agent in _agent_order(records, order)]
+
+
+def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[str]:
+    """The terminal's table of :data:`~swe_residual.summary.tables.TERMINATIONS` under its
+    heading (nothing without records)."""
+    records = as_records(records)
+    if not records:
+        return []
+    rows = termination_rows(records, order)
+    columns = {c.title for c in TERMINATIONS.shown(rows)}
     legend = "budget: time/step/cost limit; infra: failed after retries"
     if "verifier failed" in columns:
         legend += "; verifier failed: no verdict on the agent's final state, one on the clean state"
     return [f"SWE-Residual items by termination ({legend})",
-            *table.splitlines()]
+            *terminal_table(TERMINATIONS, rows, first=lambda agent: one_line(agent, AGENT_WIDTH))]
 
 
 def _item_of(record: RunRecord) -> str:

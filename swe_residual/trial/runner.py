@@ -30,7 +30,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from swe_residual.agents.environment import AgentEnvironment
 from swe_residual.agents import (
@@ -60,6 +60,9 @@ from swe_residual.trial.trajectory import Trajectory
 from swe_residual.trial.values import Outcome, Start, Termination, Track
 from swe_residual.verifier.outputs import Verdict, evaluate
 
+if TYPE_CHECKING:
+    from swe_residual.run.settings import RunSettings
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -77,6 +80,20 @@ class RunOptions:
     agent_environment: AgentEnvironment | None = None  # `--agent-setup` and `--agent-mount`
     handoff: str = BLIND  # what a Residual State's agent is told of its predecessor (swe_residual/handoff/views.py)
     agent_spec: str | None = None  # the `--agent` value, when the agent is named by a label
+
+    @classmethod
+    def from_settings(
+        cls, settings: RunSettings, *, run_id: str, run_dir: Path, agent_spec: str, handoff: str = BLIND,
+        watchdog_exceptions: tuple[type[BaseException], ...] = (),
+    ) -> RunOptions:
+        """The options of one item of a pytest run: the run's settings, its item's agent and view."""
+        return cls(
+            run_id=run_id, run_dir=run_dir, infra_retries=settings.infra_retries,
+            timeout_multiplier=settings.timeout_multiplier, max_steps=settings.max_steps,
+            cost_limit=settings.cost_limit, model=settings.model, agent_options=settings.agent_options,
+            watchdog_exceptions=watchdog_exceptions, agent_environment=settings.agent_environment,
+            handoff=handoff, agent_spec=agent_spec,
+        )
 
     def agent_config(self) -> dict[str, Any]:
         """What configured the agent, for the record; option values that look secret are hidden.

@@ -31,7 +31,7 @@ from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.dataset.task import Task, load_task
 from swe_residual.trial.trajectory import Trajectory
 
-pytestmark = requires_docker
+pytestmark = [*requires_docker, pytest.mark.slow]
 
 FIX_AGENT = f"""#!/bin/bash
 echo "host=$(hostname) pwd=$(pwd) self=$0 dockerenv=$(test -e /.dockerenv && echo yes || echo no)"

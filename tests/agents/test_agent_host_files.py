@@ -45,6 +45,7 @@ def archive_members(archive: bytes) -> dict[str, int]:
 
 
 # -- which words are host files ----------------------------------------------------------------
+@pytest.mark.unit
 def test_relative_host_file_is_rewritten_and_copied_read_only(tmp_path: Path) -> None:
     write_agent(tmp_path / "agents")
     program = host_program('./agents/fix-agent.sh --prompt "$SWE_RESIDUAL_INSTRUCTION_FILE"', str(tmp_path))
@@ -55,6 +56,7 @@ def test_relative_host_file_is_rewritten_and_copied_read_only(tmp_path: Path) ->
     assert members["fix-agent.sh"] & 0o222 == 0 and members["fix-agent.sh"] & stat.S_IXUSR
 
 
+@pytest.mark.unit
 def test_words_that_are_not_host_files_stay_as_written(tmp_path: Path) -> None:
     for command in ("python3 -c 'print(1)'", "/usr/bin/env bash -c true", "my-cli --x a/b", "run.sh ./missing.txt",
                     "curl http://127.0.0.1/x", "scripts/solve.sh"):
@@ -62,6 +64,7 @@ def test_words_that_are_not_host_files_stay_as_written(tmp_path: Path) -> None:
         assert (program.command, program.archive) == (command, None), command
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("command", ["./missing-agent.sh", "X=1 ../missing-agent.sh --fast", "./agents"])
 def test_a_missing_program_is_a_usage_error(tmp_path: Path, command: str) -> None:
     """`./x` as the program means a host file: missing, every item would fail as an agent error."""
@@ -70,12 +73,14 @@ def test_a_missing_program_is_a_usage_error(tmp_path: Path, command: str) -> Non
         resolve_agent(f"cmd:{command}", base_dir=tmp_path)
 
 
+@pytest.mark.unit
 def test_absolute_host_file_and_interpreter_argument(tmp_path: Path) -> None:
     script = write_agent(tmp_path, "agent.py", "print('hi')\n")
     program = host_program(f"python3 {script} --fast", "/nonexistent")
     assert program.command == 'python3 "$SWE_RESIDUAL_AGENT_DIR"/agent.py --fast'
 
 
+@pytest.mark.unit
 def test_upload_dir_copies_the_directory_without_git(tmp_path: Path) -> None:
     write_agent(tmp_path / "agent")
     (tmp_path / "agent" / "helper.txt").write_text("from the directory\n")
@@ -90,6 +95,7 @@ def test_upload_dir_copies_the_directory_without_git(tmp_path: Path) -> None:
     assert not any(name.startswith(".git") for name in names)
 
 
+@pytest.mark.unit
 def test_bad_upload_and_name_clash_are_usage_errors(tmp_path: Path) -> None:
     write_agent(tmp_path / "a", "run.sh")
     write_agent(tmp_path / "b", "run.sh")
@@ -107,6 +113,7 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: 
     return pytester
 
 
+@pytest.mark.slow
 def test_local_cmd_agent_from_the_checkout_runs_in_the_workspace(suite: pytest.Pytester) -> None:
     write_agent(suite.path)
     (suite.path / "helper.txt").write_text("copied with its directory\n")

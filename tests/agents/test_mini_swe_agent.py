@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT, TESTS_DIR
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
 from swe_residual.agents import resolve_agent
 from swe_residual.agents.mini_swe import PINNED_VERSION, load_script
@@ -31,12 +32,6 @@ SAMPLE_TASK = REPO_ROOT / "datasets" / "sample" / "lru-cache-ttl"
 STATE = "drafter-1"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 ACCEPT = ["git status --short", "git diff", SUBMIT]
-
-
-def docker_available() -> bool:
-    from swe_residual.environments.docker import DockerBackend
-
-    return DockerBackend.available()
 
 
 def solving_script() -> list[str]:
@@ -83,9 +78,7 @@ def docker_base_image() -> str:
     return ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
 
 
-@pytest.fixture(params=["local", pytest.param("docker", marks=[
-    pytest.mark.docker, pytest.mark.skipif(not docker_available(), reason="no Docker engine answers"),
-])])
+@pytest.fixture(params=["local", pytest.param("docker", marks=requires_docker)])
 def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     if request.param == "local":
         yield LocalBackend(cache_dir=tmp_path_factory.mktemp("cache"), work_dir=tmp_path_factory.mktemp("work"))
@@ -108,6 +101,7 @@ def failing(tests: dict[str, str] | None) -> set[str]:
     return {name for name, status in (tests or {}).items() if status != "passed"}
 
 
+@pytest.mark.slow
 def test_solving_script_solves_from_the_clean_start(entry, scripts, backend, tmp_path: Path) -> None:
     options = RunOptions(run_id="mini", run_dir=tmp_path / "run", max_steps=10)
     record = run_item(entry.task, None, mini(scripts["solve"]), backend, options)
@@ -125,6 +119,7 @@ def test_solving_script_solves_from_the_clean_start(entry, scripts, backend, tmp
     assert record["cost"] == 4.0  # its scripted model charges 1.0 a call
 
 
+@pytest.mark.slow
 def test_accepting_script_leaves_exactly_the_inherited_failures(entry, scripts, backend, tmp_path: Path) -> None:
     state = next(s for s in entry.states if s.id == STATE)
     options = RunOptions(run_id="mini", run_dir=tmp_path / "run")
@@ -159,6 +154,7 @@ def test_actions_of_one_model_call_are_one_step(entry, tmp_path: Path) -> None:
     assert [s["index"] for s in steps] == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_exit_statuses_map_to_terminations(entry, tmp_path: Path) -> None:
     backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path)
     run = lambda script, **kw: run_item(  # noqa: E731
@@ -177,6 +173,7 @@ def test_exit_statuses_map_to_terminations(entry, tmp_path: Path) -> None:
     assert "IndexError" in ran_out["message"] and len(ran_out["attempts"]) == 1
 
 
+@pytest.mark.slow
 def test_the_plugin_runs_it_from_the_command_line(pytester: pytest.Pytester, scripts, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copy(REPO_ROOT / "conftest.py", pytester.path / "conftest.py")
@@ -203,6 +200,7 @@ def test_the_plugin_runs_it_from_the_command_line(pytester: pytest.Pytester, scr
     assert "Same failing" in (run_dir / "summary.md").read_text()
 
 
+@pytest.mark.unit
 def test_bad_configuration_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="script=FILE"):
         resolve_agent("mini-swe-agent", {}, "deterministic")

@@ -78,6 +78,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_scripted_solve_is_submitted_verified_and_its_tokens_recorded(entry, local, server, tmp_path: Path) -> None:
     assert "MSWEA_COST_TRACKING" not in os.environ
     record = run(entry, local, agent(server.url), tmp_path, max_steps=10)
@@ -94,6 +95,7 @@ def test_a_scripted_solve_is_submitted_verified_and_its_tokens_recorded(entry, l
     assert record["agent_config"]["api_base"] == server.url
 
 
+@pytest.mark.slow
 def test_unpriced_model_under_a_cost_limit_warns_once_and_keeps_steps_and_time(
         entry, local, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with ModelServer(then="echo working", served_model="unpriced") as endless:
@@ -106,6 +108,7 @@ def test_unpriced_model_under_a_cost_limit_warns_once_and_keeps_steps_and_time(
     assert len(warnings) == 1 and "openai/unpriced" in warnings[0] and "not enforced" in warnings[0]
 
 
+@pytest.mark.slow
 def test_a_priced_model_keeps_its_cost(entry, local, tmp_path: Path) -> None:
     # The same endpoint under a name litellm has a price for: the cost is known, not null.
     with ModelServer(script=[SUBMIT], served_model="gpt-4o-mini") as priced:
@@ -161,6 +164,7 @@ def test_malformed_output_is_the_agents_failure(entry, local, tmp_path: Path) ->
     assert [s["action"] for s in steps] == ["message"] * 3
 
 
+@pytest.mark.unit
 def test_options_are_checked_and_mapped(server) -> None:
     with pytest.raises(ConfigError, match="model_retries"):
         agent(server.url, model_retries="-1")()
@@ -173,6 +177,7 @@ def test_options_are_checked_and_mapped(server) -> None:
     assert strict.model_config["model_kwargs"]["max_retries"] == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend_name", [pytest.param("docker", marks=requires_docker)])
 def test_the_agent_loop_reaches_the_host_server_with_docker(entry, server, backend_name, tmp_path: Path) -> None:
     """The loop and its model calls run in this process; only the commands run in the container."""

@@ -154,6 +154,7 @@ def freed_mb(out: str) -> float:
 
 
 # -- list --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_list_shows_the_suites_images_with_task_and_size_and_nothing_foreign(
     engine: Engine, capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -192,6 +193,7 @@ def test_list_shows_the_suites_images_with_task_and_size_and_nothing_foreign(
 
 
 # -- prune -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_prune_removes_a_superseded_build_and_keeps_the_newest(
     engine: Engine, capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -217,6 +219,7 @@ def test_prune_removes_a_superseded_build_and_keeps_the_newest(
     assert "nothing to remove" in out
 
 
+@pytest.mark.slow
 def test_prune_all_of_a_task_spares_foreign_names_and_images_in_use(
     engine: Engine, capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -255,6 +258,7 @@ def test_prune_all_of_a_task_spares_foreign_names_and_images_in_use(
     assert engine.present(alias) and engine.present(unlabelled)
 
 
+@pytest.mark.slow
 def test_prune_takes_dead_owners_temporaries_and_spares_live_ones(
     engine: Engine, capsys: pytest.CaptureFixture[str],
 ) -> None:

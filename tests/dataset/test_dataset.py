@@ -16,6 +16,7 @@ from swe_residual.dataset.task import ArtifactSpec, VerifierEnvironment, load_ta
 DEEPSWE = TESTS_DIR / "data" / "deepswe"
 
 
+@pytest.mark.unit
 def test_deepswe_records_load_with_every_field() -> None:
     task = load_task(DEEPSWE / "onedump-dump-encryption-pipeline")
     config = task.config
@@ -46,6 +47,7 @@ def test_deepswe_records_load_with_every_field() -> None:
     assert task.track == "repo"
 
 
+@pytest.mark.unit
 def test_deepswe_records_name_the_files_they_lack() -> None:
     dataset = load_dataset(DEEPSWE)
     assert sorted(e.task.id for e in dataset.entries) == [
@@ -61,6 +63,7 @@ def test_deepswe_records_name_the_files_they_lack() -> None:
     assert "tests.test_cache.test_cache_cleans_up_renamed_files" in (vulture.acceptance_tests() or [])
 
 
+@pytest.mark.unit
 def test_sample_dataset_loads_cleanly() -> None:
     dataset = load_dataset(REPO_ROOT / "datasets" / "sample")
     assert dataset.task_errors == []
@@ -73,6 +76,7 @@ def test_sample_dataset_loads_cleanly() -> None:
     assert all(1 <= len(entry.states) <= 3 for entry in dataset.entries if entry.task.track == "repo")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("toml", "field", "message"),
     [

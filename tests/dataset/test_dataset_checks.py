@@ -64,6 +64,7 @@ def test_base_commit_hash_is_checked(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "[metadata.base_commit_hash]: the repository source builds commit" in out
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("contents", [[], ["README.md"]], ids=["empty", "no-task"])
 def test_directory_without_tasks_is_a_problem(tmp_path: Path, contents: list[str],
                                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,6 +76,7 @@ def test_directory_without_tasks_is_a_problem(tmp_path: Path, contents: list[str
 
 
 # -- --verify: the verifier on the base and on each state -------------------------------------
+@pytest.mark.slow
 def test_verify_accepts_valid_states(tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_task(tmp_path / "data", "calc")
     status, out = validate(capsys, str(tmp_path / "data"), "--verify", "--backend=local")
@@ -83,6 +85,7 @@ def test_verify_accepts_valid_states(tmp_path: Path, cache_dir: Path, capsys: py
     assert "ok: calc/drafter-1: verify: fails with the recorded statuses (reward 0)" in out
 
 
+@pytest.mark.slow
 def test_verify_reports_a_state_that_passes(tmp_path: Path, cache_dir: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     make_task(tmp_path / "data", "calc", states={"drafter-1": {"calc.py": SOLVED_SOURCE}})
@@ -94,6 +97,7 @@ def test_verify_reports_a_state_that_passes(tmp_path: Path, cache_dir: Path,
     assert "ok: calc/drafter-1: patch applies to the base" in out
 
 
+@pytest.mark.slow
 def test_verify_reports_statuses_that_differ(tmp_path: Path, cache_dir: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     # The state leaves calc.py as the base (both clamp tests fail); state.toml records
@@ -138,6 +142,7 @@ def test_stats_exit_status_reports_states_left_out(tmp_path: Path, capsys: pytes
     assert "error: state calc/patcher-1 left out: " in captured.err and "[predecessor]" in captured.err
 
 
+@pytest.mark.unit
 def test_stats_of_the_sample_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["stats", str(SAMPLE)]) == 0
     assert capsys.readouterr().err == ""

@@ -7,11 +7,11 @@ import secrets
 from pathlib import Path
 
 import pytest
+from dockerneeded import docker_test, engine_needed  # noqa: F401 - engine_needed is autouse
 from taskfactory import make_task
 
 from swe_residual.environments.registry import (
     MACHINE_TRACK_NEEDS_DOCKER,
-    docker_available,
     unsupported_tracks,
 )
 from swe_residual.dataset.load import load_dataset
@@ -180,8 +180,8 @@ def test_local_backend_skips_machine_track_items_with_the_reason(tmp_path: Path)
         LocalBackend(cache_dir=tmp_path / "cache").prepare(dataset.entries[0].task)
 
 
-@pytest.mark.docker
-@pytest.mark.skipif(not docker_available(), reason="no Docker engine answers")
+@pytest.mark.slow
+@docker_test
 def test_replay_runs_in_a_container_without_network_or_engine_socket(tmp_path: Path) -> None:
     from swe_residual.environments.docker import DockerBackend, remove_cached_images
 

@@ -15,6 +15,8 @@ from swe_residual.dataset.task import load_task
 from swe_residual.dataset.tracks import resolve_track
 from swe_residual.verifier.outputs import evaluate, read_test_reports
 
+pytestmark = pytest.mark.unit
+
 CTRF = b'{"results": {"tests": [{"name": "[f2p] tests.t.test_a", "status": "passed"}, ' \
        b'{"name": "[p2p] tests.t.test_b", "status": "failed"}]}}'
 BASE_XML = b'<testsuite><testcase classname="tests.t" name="test_a"><failure/></testcase>' \

@@ -12,6 +12,8 @@ from swe_residual.errors import DatasetError
 from swe_residual.dataset.image_recipes import ImageRecipe, find_recipe, load_recipes
 from swe_residual.dataset.task import ArtifactSpec, CollectStep, VerifierEnvironment, load_task
 
+pytestmark = pytest.mark.unit
+
 
 def _task(root: Path, toml: str, name: str = "t") -> Path:
     task = root / name

@@ -240,6 +240,7 @@ def _sh(env: DockerEnvironment, command: str) -> str:
 
 
 # -- the base image and its recipe -----------------------------------------------------------
+@pytest.mark.slow
 def test_base_image_is_reused_and_has_the_tools(base_image: str) -> None:
     lines: list[str] = []
     assert ensure_base_image(progress=lines.append) == base_image
@@ -266,6 +267,7 @@ def test_dockerfile_bases_substitute_args() -> None:
 
 
 # -- starts ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_clean_start_is_the_base_commit(backend: DockerBackend, task: Task) -> None:
     with backend.start(task, None, _spec()) as env:
         assert env.workdir == "/app"
@@ -288,6 +290,7 @@ def test_residual_state_is_uncommitted_changes(backend: DockerBackend, task: Tas
         assert _sh(env, f"ls -A {env.scratch_dir}") == ""  # the applied patch file is gone
 
 
+@pytest.mark.slow
 def test_rollouts_of_one_state_are_independent(
     backend: DockerBackend, task: Task, state: ResidualState, progress: list[str]
 ) -> None:
@@ -306,6 +309,7 @@ def test_rollouts_of_one_state_are_independent(
         assert sorted(_sh(third, "git status --porcelain").splitlines()) == [" M calc.py", "?? NOTES.md"]
 
 
+@pytest.mark.slow
 def test_second_prepare_reuses_and_changed_dockerfile_rebuilds(
     cache_dir: Path, task: Task, tmp_path: Path
 ) -> None:
@@ -340,6 +344,7 @@ with DockerBackend(cache_dir=Path(sys.argv[2]), progress=lambda line: print(line
 '''
 
 
+@pytest.mark.slow
 def test_parallel_processes_build_once(task: Task, cache_dir: Path, tmp_path: Path) -> None:
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
@@ -388,6 +393,7 @@ def test_patch_that_does_not_apply_is_a_dataset_error(backend: DockerBackend, ta
         backend.start(other_task, load_state(other_task, patch.parent), _spec())
 
 
+@pytest.mark.slow
 def test_state_validation_hook_runs_once_and_can_reject(cache_dir: Path, task: Task, tmp_path: Path) -> None:
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
@@ -424,6 +430,7 @@ def test_state_validation_hook_runs_once_and_can_reject(cache_dir: Path, task: T
     assert len(seen) == 2
 
 
+@pytest.mark.slow
 def test_repo_state_snapshots_when_asked(cache_dir: Path, task: Task, tmp_path: Path) -> None:
     """The snapshot way (kept for the set-up benchmark): one commit per state, validated once,
     every instance a container of it with the patch already in the tree."""
@@ -449,6 +456,7 @@ def test_repo_state_snapshots_when_asked(cache_dir: Path, task: Task, tmp_path: 
     _docker("image", "rm", tag)
 
 
+@pytest.mark.slow
 def test_machine_track_state_is_replayed_and_snapshotted(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
@@ -470,6 +478,7 @@ def test_machine_track_state_is_replayed_and_snapshotted(backend: DockerBackend,
 
 
 # -- exec, files, limits -----------------------------------------------------------------------
+@pytest.mark.slow
 def test_exec_timeout_kills_inside_the_container(backend: DockerBackend, task: Task) -> None:
     with backend.start(task, None, _spec()) as env:
         started = time.monotonic()
@@ -540,6 +549,7 @@ def test_network_mode_comes_from_task_toml(backend: DockerBackend, task: Task, t
 
 
 # -- the verifier -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_hidden_tests_arrive_only_with_the_verifier(backend: DockerBackend, task: Task, state: ResidualState) -> None:
     with backend.start(task, state, _spec()) as env:
         assert env.exec("ls /tests").exit_code != 0
@@ -567,6 +577,7 @@ def test_oracle_fix_passes_in_shared_mode(backend: DockerBackend, task: Task, st
         assert backend.run_verifier(env, task).files["reward.txt"] == b"1\n"
 
 
+@pytest.mark.slow
 def test_verifier_timeout_kills_inside(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
@@ -580,6 +591,7 @@ def test_verifier_timeout_kills_inside(backend: DockerBackend, task: Task, tmp_p
         assert "sleep 303" not in _sh(env, "ps -eo args")
 
 
+@pytest.mark.slow
 def test_separate_mode_verifies_a_fresh_container(backend: DockerBackend, task_root: Path, tmp_path: Path, task: Task) -> None:
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
@@ -639,23 +651,24 @@ def test_close_is_idempotent_and_removes_everything(cache_dir: Path, task: Task)
 
 
 def test_sweep_removes_containers_of_dead_owners(backend: DockerBackend, base_image: str) -> None:
+    runs = secrets.token_hex(4)  # this session's runs: a sweep by run id must not reach another's
     dead = subprocess.Popen(["true"])
     dead.wait()
     created = _docker(
         "create", "--label", f"{LABEL}=1", "--label", f"{LABEL}.pid={dead.pid}",
-        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=old-run", BASE_IMAGE, "true",
+        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=old-{runs}", BASE_IMAGE, "true",
     ).strip()
     alive = _docker(
         "create", "--label", f"{LABEL}=1", "--label", f"{LABEL}.pid={os.getpid()}",
-        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=this-run", BASE_IMAGE, "true",
+        "--label", f"{LABEL}.host={os.uname().nodename}", "--label", f"{LABEL}.run=this-{runs}", BASE_IMAGE, "true",
     ).strip()
     try:
         assert sweep() >= 1
         remaining = _containers(f"label={LABEL}=1")
         assert created[:12] not in [c[:12] for c in remaining]
         assert alive[:12] in [c[:12] for c in remaining]
-        assert backend.sweep(run_id="this-run") == 1
-        assert _containers(f"label={LABEL}.run=this-run") == []
+        assert backend.sweep(run_id=f"this-{runs}") == 1
+        assert _containers(f"label={LABEL}.run=this-{runs}") == []
     finally:
         subprocess.run(["docker", "rm", "-f", created, alive], capture_output=True)
 

@@ -128,6 +128,7 @@ print(json.dumps({"growth_kib": after - before, "before_kib": before, "seconds":
 '''
 
 
+@pytest.mark.slow
 def test_200_mb_of_output_costs_the_harness_a_few_mib(task: Task, tmp_path: Path) -> None:
     # In a fresh process: the peak RSS of this pytest process says nothing about one exec.
     done = subprocess.run([sys.executable, "-c", MEASURE, str(task.path), str(tmp_path)], capture_output=True,
@@ -216,6 +217,7 @@ def test_missing_cwd_is_the_callers_error(env: DockerEnvironment) -> None:
     assert env.exec("echo fine").stdout == "fine\n"
 
 
+@pytest.mark.slow
 def test_a_failed_build_leaves_no_image_it_made(tmp_path: Path) -> None:
     import re
     import secrets

@@ -213,6 +213,7 @@ def _dead_url() -> str:
 
 
 # -- which engine ------------------------------------------------------------------------------
+@pytest.mark.unit
 def test_preferred_engine_follows_the_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     assert preferred_index(2, "gw0") == 0 and preferred_index(2, "gw3") == 1 and preferred_index(4, "gw3") == 3
     assert preferred_index(3, "") == 0 and preferred_index(3, "master") == 0
@@ -222,6 +223,7 @@ def test_preferred_engine_follows_the_xdist_worker(monkeypatch: pytest.MonkeyPat
     assert preferred_index(2) == 0
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("url, says", [
     ("127.0.0.1:2375", "starts with unix://, tcp:// or ssh://"),
     ("http://127.0.0.1:2375", "starts with unix://, tcp:// or ssh://"),
@@ -238,6 +240,7 @@ def test_a_bad_engine_url_is_a_config_error(url: str, says: str) -> None:
         assert says in str(caught.value) and url.strip() in str(caught.value)
 
 
+@pytest.mark.unit
 @pytest.mark.skipif(importlib.util.find_spec("paramiko") is not None, reason="paramiko is installed")
 def test_an_ssh_engine_without_paramiko_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match=r"docker\[ssh\]"):
@@ -269,6 +272,7 @@ def test_make_backend_builds_a_fleet_for_several_engines(proxy: EngineProxy, cac
         make_backend("local", "fleet", docker_hosts=(UNIX_URL,))
 
 
+@pytest.mark.slow
 @needs_engine
 def test_items_run_on_both_engines(task: Task, proxy: EngineProxy, cache_dir: Path, tmp_path: Path,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,6 +294,7 @@ def test_items_run_on_both_engines(task: Task, proxy: EngineProxy, cache_dir: Pa
     assert proxy.connections > 0  # the first worker's item really went through the tcp endpoint
 
 
+@pytest.mark.slow
 @needs_engine
 @pytest.mark.parametrize("when", ["before the start", "while the agent runs"])
 def test_a_lost_engine_retries_the_item_on_the_other(task: Task, proxy: EngineProxy, cache_dir: Path,

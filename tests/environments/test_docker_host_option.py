@@ -9,6 +9,8 @@ import pytest
 from suitecheckout import make_checkout
 from taskfactory import make_task
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.Pytester:

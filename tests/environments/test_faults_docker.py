@@ -35,7 +35,7 @@ from taskfactory import make_task
 from conftest import REPO_ROOT, TESTS_DIR
 from swe_residual.environments.docker import LABEL, remove_cached_images
 
-pytestmark = requires_docker
+pytestmark = [*requires_docker, pytest.mark.slow]
 
 AGENT = "--agent=module:scripted_agents:InjectsFaults"
 

@@ -52,6 +52,7 @@ def immutable_cleanup(tmp_path: Path) -> Iterator[None]:
     subprocess.run(["chattr", "-R", "-i", str(tmp_path)], capture_output=True, check=False)
 
 
+@pytest.mark.slow
 def test_read_only_results_directory_loses_no_record(tmp_path: Path, immutable_cleanup: None) -> None:
     if not _chattr_works(tmp_path):
         pytest.skip("needs chattr on a file system with the immutable attribute (root, ext4/xfs/btrfs)")

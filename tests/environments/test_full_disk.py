@@ -69,6 +69,7 @@ def test_a_short_write_is_continued_or_cut_off_never_counted_as_saved(small_disk
     assert any("read from the fallback file" in problem for problem in loaded.problems)
 
 
+@pytest.mark.slow
 def test_a_full_results_disk_loses_no_record(small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tasks = ["a-before", "b-fills-the-disk", "c-after", "d-after", "e-after", "f-after", "g-after"]
     for task_id in tasks:

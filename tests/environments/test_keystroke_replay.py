@@ -49,6 +49,7 @@ def task_id(base_image: str) -> Iterator[str]:
     remove_cached_images(name)
 
 
+@pytest.mark.slow
 def test_keystrokes_replay_through_tmux_with_a_foreground_server_left_running(tmp_path: Path, task_id: str) -> None:
     task = load_task(make_machine_task(tmp_path, task_id, KEYSTROKES, tmux=True))
     state = load_state(task, task.path / "residual" / "terminus-1")
@@ -85,6 +86,7 @@ FAILING_REPLAYS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(FAILING_REPLAYS))
 def test_a_failed_replay_is_attempted_once_per_run(tmp_path: Path, task_id: str, case: str) -> None:
     """A state whose replay fails is replayed once for the run, however many items (and

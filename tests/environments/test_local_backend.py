@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -198,12 +199,13 @@ print(json.dumps({"before_kib": before, "after_kib": after, "outcome": record["o
 """
 
 
+@pytest.mark.slow
 def test_an_agent_printing_hundreds_of_mib_costs_the_harness_a_few(tmp_path: Path) -> None:
     from conftest import REPO_ROOT
 
     make_task(tmp_path / "data")
     done = subprocess.run(
-        ["python", "-c", _LOUD_AGENT, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", _LOUD_AGENT, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
         check=False,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )

@@ -21,7 +21,7 @@ from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.states.state import load_state
 from swe_residual.dataset.task import Task, load_task
 
-pytestmark = requires_docker
+pytestmark = [*requires_docker, pytest.mark.slow]
 
 AGENT = "module:scripted_agents:FollowsHandoff"
 

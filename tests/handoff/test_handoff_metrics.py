@@ -25,6 +25,8 @@ from swe_residual.handoff.metrics import by_view, primary_records, quantity, tak
 from swe_residual.report.html import render_html
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
+pytestmark = pytest.mark.unit
+
 FROZEN = TESTS_DIR / "data" / "handoff"
 approx = pytest.approx
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO_ROOT
 
 from swe_residual.cli.main import main as cli_main
@@ -15,6 +17,7 @@ SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"
 
 
+@pytest.mark.slow
 def test_the_pipeline_writes_the_sample_states_trajectories_and_notes(tmp_path: Path) -> None:
     work, out = tmp_path / "work", tmp_path / "out"
     predecessors = [f"--predecessor={name}=script:{PREDECESSORS / name}" for name in ("drafter", "skimmer")]
@@ -30,6 +33,7 @@ def test_the_pipeline_writes_the_sample_states_trajectories_and_notes(tmp_path: 
     assert (out / "lru-cache-ttl" / "residual" / "skimmer-1" / "notes.md").read_text() == "ran lru-cache-ttl.sh\n"
 
 
+@pytest.mark.unit
 def test_what_a_run_gives_a_state(tmp_path: Path) -> None:
     trajectory = {"schema": 1, "agent": "p", "final_message": "  All done.\n", "steps": [
         {"index": 0, "action": "command", "command": "pytest", "path": None, "output": "1 failed", "exit_code": 1,

@@ -119,6 +119,7 @@ def _comparable(summary: dict) -> dict:
 _TIMING = {"durations", "attempts", "run_id", "trajectory", "collect"}  # timings and the run's name
 
 
+@pytest.mark.slow
 def test_default_run_is_unchanged_by_an_explicit_blind(suite: pytest.Pytester) -> None:
     default = _run(suite, "default", "-v")
     blind = _run(suite, "blind", "-v", "--handoff=blind")
@@ -142,6 +143,7 @@ def test_default_run_is_unchanged_by_an_explicit_blind(suite: pytest.Pytester) -
     assert _comparable(summaries[0]) == _comparable(summaries[1])
 
 
+@pytest.mark.slow
 def test_views_are_items_markers_records_and_a_by_view_table(suite: pytest.Pytester) -> None:
     views = ["--handoff=trace", "--handoff=blind", "--handoff=structured", "--handoff=notes"]
     selected = suite.runpytest_subprocess("residual_tests", "--dataset=data", "--backend=local", "-p",
@@ -179,6 +181,7 @@ def test_views_are_items_markers_records_and_a_by_view_table(suite: pytest.Pytes
     resumed.stdout.fnmatch_lines(["*5 deselected*"])
 
 
+@pytest.mark.slow
 def test_an_unknown_view_is_a_usage_error_naming_its_source(suite: pytest.Pytester) -> None:
     result = _run(suite, "bad", "--handoff=summary")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

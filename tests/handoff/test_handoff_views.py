@@ -30,6 +30,7 @@ def _states():
     return [(entry.task, state) for entry in dataset.entries for state in entry.states]
 
 
+@pytest.mark.unit
 def test_sample_states_keep_what_their_predecessor_said() -> None:
     states = _states()
     assert len(states) == 21
@@ -42,6 +43,7 @@ def test_sample_states_keep_what_their_predecessor_said() -> None:
         assert state.notes_path.read_text().strip()
 
 
+@pytest.mark.unit
 def test_structured_notes_of_the_sample_are_deterministic_and_name_the_files() -> None:
     for task, state in _states():
         first = render_structured(state)
@@ -62,6 +64,7 @@ def test_structured_notes_of_the_sample_are_deterministic_and_name_the_files() -
             assert description not in first
 
 
+@pytest.mark.unit
 def test_machine_state_lists_the_files_its_commands_named() -> None:
     entry = load_dataset(SAMPLE).entry("backup-retention-config")
     text = render_structured(entry.states[0])
@@ -128,6 +131,7 @@ def test_a_source_file_linking_out_of_the_state_is_refused(tmp_path: Path) -> No
         load_state(dataset.entries[0].task, task / "residual" / "drafter-1")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("command", "expected"), [
     ("python -m pytest -q", True), ("cd app && pytest tests -x", True), ("PYTHONPATH=. python3 -m pytest", True),
     ("timeout 60 pytest", True), ("python -m unittest discover", True), ("npm test", True), ("npm run test", True),
@@ -139,6 +143,7 @@ def test_which_commands_ran_tests(command: str, expected: bool) -> None:
     assert runs_tests(command) is expected
 
 
+@pytest.mark.unit
 def test_summary_lines_of_the_usual_runners() -> None:
     assert summary_line("..F\n===== 1 failed, 2 passed in 0.1s =====\n") == "1 failed, 2 passed in 0.1s"
     assert summary_line("Ran 3 tests in 0.001s\n\nFAILED (failures=1)\n") == "FAILED (failures=1)"
@@ -150,6 +155,7 @@ def test_summary_lines_of_the_usual_runners() -> None:
     assert summary_line("compiling...\n") is None
 
 
+@pytest.mark.unit
 def test_the_last_run_of_each_test_command_in_the_order_of_its_last_runs() -> None:
     def step(command: str, output: str, code: int) -> Step:
         return Step(0, "command", command=command, output=output, exit_code=code)
@@ -164,6 +170,7 @@ def test_the_last_run_of_each_test_command_in_the_order_of_its_last_runs() -> No
     ]
 
 
+@pytest.mark.unit
 def test_files_a_machine_command_names() -> None:
     assert command_targets("sed -i -e 's|a = 1|a = 2|' -e 's|x|y|' app.conf && echo hi > out.txt 2>&1", "/etc/app") == {
         "/etc/app/app.conf": "written", "/etc/app/out.txt": "written"}
@@ -175,6 +182,7 @@ def test_files_a_machine_command_names() -> None:
     assert command_targets('echo "unbalanced') == {}
 
 
+@pytest.mark.unit
 def test_handoff_setting_orders_views_and_names_a_bad_one() -> None:
     assert resolve_handoff([], []) == ("blind",)
     assert resolve_handoff(["structured", "blind", "trace", "trace"], ["notes"]) == ("blind", "trace", "structured")

@@ -66,6 +66,7 @@ def tree(root: Path) -> dict[str, tuple[int, bytes]]:
 
 
 # -- what is exported ----------------------------------------------------------------------------
+@pytest.mark.unit
 def test_every_start_of_the_sample_is_exported_or_skipped_with_its_reason(exported: Path) -> None:
     summary = summary_of(exported)
     dataset = load_dataset(SAMPLE)
@@ -82,6 +83,7 @@ def test_every_start_of_the_sample_is_exported_or_skipped_with_its_reason(export
                for note in summary["notes"])
 
 
+@pytest.mark.unit
 def test_the_summary_is_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "harbor", str(SAMPLE), "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
@@ -90,6 +92,7 @@ def test_the_summary_is_printed(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert f"summary: {tmp_path / 'out' / 'export.json'}" in printed
 
 
+@pytest.mark.unit
 def test_clean_start_is_the_task_without_its_states(exported: Path) -> None:
     for entry in load_dataset(SAMPLE).entries:
         task = entry.task
@@ -103,6 +106,7 @@ def test_clean_start_is_the_task_without_its_states(exported: Path) -> None:
         assert "swe_residual_source_state" not in metadata
 
 
+@pytest.mark.unit
 def test_residual_task_carries_its_state_and_traces_back_to_it(exported: Path) -> None:
     for entry in load_dataset(SAMPLE).entries:
         for state in entry.states:
@@ -132,6 +136,7 @@ def test_residual_task_carries_its_state_and_traces_back_to_it(exported: Path) -
                 assert dockerfile.count("\nRUN [") == len(state.read_commands())
 
 
+@pytest.mark.unit
 def test_a_prebuilt_image_becomes_the_base_of_the_state_layer(exported: Path) -> None:
     target = exported / "spanfmt-days-weeks--drafter-1"
     assert "docker_image" not in tomllib.loads((target / "task.toml").read_text())["environment"]
@@ -142,6 +147,7 @@ def test_a_prebuilt_image_becomes_the_base_of_the_state_layer(exported: Path) ->
     assert tree(target / "tests") == tree(SAMPLE / "spanfmt-days-weeks" / "tests")
 
 
+@pytest.mark.unit
 def test_reexport_is_byte_identical_and_replaces_the_previous_one(tmp_path: Path, exported: Path) -> None:
     out = tmp_path / "again"
     export_dataset(SAMPLE, out)
@@ -154,12 +160,14 @@ def test_reexport_is_byte_identical_and_replaces_the_previous_one(tmp_path: Path
     assert [p.name for p in tmp_path.iterdir()] == ["again"]  # no staging or old copy left beside it
 
 
+@pytest.mark.unit
 def test_missing_dataset_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["export", "harbor", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
     assert "dataset directory does not exist" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.unit
 def test_refuses_to_replace_a_directory_that_is_not_an_export(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "mine"
@@ -186,6 +194,7 @@ def _machine_dataset(tmp_path: Path, states: dict[str, tuple[str, list[dict]]]) 
     return root
 
 
+@pytest.mark.unit
 def test_machine_states_that_an_image_cannot_hold_are_skipped_with_the_reason(tmp_path: Path) -> None:
     root = _machine_dataset(tmp_path, {
         "background": ("", [{"command": "python3 -m http.server 8000 >/dev/null 2>&1 &"}]),
@@ -206,6 +215,7 @@ def test_machine_states_that_an_image_cannot_hold_are_skipped_with_the_reason(tm
         ["/root/sub", "30.000", "cd /etc && grep -q x backupctl/backupctl.conf 2>&1 || true"]]
 
 
+@pytest.mark.unit
 def test_task_toml_edits_are_checked_not_trusted(tmp_path: Path) -> None:
     path = tmp_path / "task.toml"
     text = '[task]\nname = "o/t"\n[metadata]\n# why\ntrack = "repo"\n[environment]\ndocker_image = "i:1"\n'
@@ -238,6 +248,7 @@ print(json.dumps({"found": sorted(c.path.name for c in found), "tasks": tasks}))
 """
 
 
+@pytest.mark.slow
 def test_harbor_loads_every_exported_task(harbor_bin: Path, exported: Path) -> None:
     done = subprocess.run([str(harbor_bin / "python"), "-c", HARBOR_LOADS, str(exported)], capture_output=True,
                           text=True, timeout=300, check=False)
@@ -254,6 +265,7 @@ def test_harbor_loads_every_exported_task(harbor_bin: Path, exported: Path) -> N
     assert len({task["name"] for task in loaded["tasks"].values()}) == len(records)  # names stay unique
 
 
+@pytest.mark.slow
 def test_harbor_lint_passes_every_exported_task(harbor_bin: Path, exported: Path) -> None:
     directories = sorted(str(p) for p in exported.iterdir() if p.is_dir())
     done = subprocess.run([str(harbor_bin / "harbor"), "lint", *directories], capture_output=True, text=True,

@@ -20,10 +20,12 @@ DATASETS = REPO_ROOT / "datasets"
 TASKS = sorted(path.parent for path in DATASETS.glob("*/*/task.toml"))
 
 
+@pytest.mark.unit
 def test_every_bundled_task_is_found() -> None:
     assert len(TASKS) >= 12 and all((task / "instruction.md").is_file() for task in TASKS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS, ids=[f"{task.parent.name}/{task.name}" for task in TASKS])
 def test_harbor_lint_passes(harbor: Path, task: Path) -> None:
     done = subprocess.run([str(harbor), "lint", str(task)], capture_output=True, text=True, timeout=300,
@@ -44,6 +46,7 @@ def test_harbor_lint_fails_a_docker_network_spelling(harbor: Path, tmp_path: Pat
     assert "[invalid-task-config] environment.network_mode" in done.stdout
 
 
+@pytest.mark.slow
 def test_conformance_tasks_lint_as_the_published_tasks_they_reproduce(harbor: Path, tmp_path: Path) -> None:
     """The project's DeepSWE- and Terminal-Bench-shaped tasks (tests/conformance.py) are tasks
     Harbor reads as it reads the published ones: the DeepSWE shape passes; the Terminal-Bench

@@ -62,6 +62,7 @@ def harbor_jobs_of(records: list[dict[str, Any]], export: Path, jobs: Path) -> P
     return job
 
 
+@pytest.mark.slow
 def test_harbor_results_give_the_suite_runs_summary(suite_run: tuple[Path, list[dict[str, Any]]],
                                                      tmp_path: Path) -> None:
     dataset, records = suite_run

@@ -55,6 +55,7 @@ def _terminus_trial(job: Path, name: str, task: Path, **extra: object) -> Path:
 # --------------------------------------------------------------------------- keystrokes read
 
 
+@pytest.mark.unit
 def test_keystrokes_of_a_terminus_trial(tmp_path: Path) -> None:
     task = make_machine_task(tmp_path / "dataset", "ticker", None, tmux=False)
     trial = _terminus_trial(tmp_path / "jobs" / "job", "ticker__1", task)
@@ -71,6 +72,7 @@ def test_keystrokes_of_a_terminus_trial(tmp_path: Path) -> None:
     assert read is not None and read.interactions[-1] == {"keystrokes": "top\n", "duration_sec": 60.0}
 
 
+@pytest.mark.unit
 def test_a_terminus_run_that_typed_nothing_has_no_interaction(tmp_path: Path) -> None:
     agent = tmp_path / "trial" / "agent"
     agent.mkdir(parents=True)
@@ -83,6 +85,7 @@ def test_a_terminus_run_that_typed_nothing_has_no_interaction(tmp_path: Path) ->
     assert read_keystrokes(tmp_path / "trial") is None
 
 
+@pytest.mark.unit
 def test_a_summarised_run_continues_without_its_copied_context(tmp_path: Path) -> None:
     agent = tmp_path / "trial" / "agent"
     agent.mkdir(parents=True)
@@ -192,6 +195,7 @@ def machine_task_id() -> Iterator[str]:
     remove_cached_images(name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("_", [pytest.param(None, marks=requires_docker)])
 def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, machine_task_id: str, _: None) -> None:
     _check_engine()
@@ -234,6 +238,7 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
             environment.close()
 
 
+@pytest.mark.unit
 def test_a_keystroke_state_is_not_exported_as_an_image(tmp_path: Path) -> None:
     """An image holds no terminal session: `export harbor` skips the state with the reason."""
     dataset = tmp_path / "dataset"

@@ -224,6 +224,7 @@ def entry(dataset: Path) -> TaskEntry:
     return loaded.entries[0]
 
 
+@pytest.mark.slow
 def test_the_task_holds_the_base_the_solution_and_the_hidden_tests(imported: Path, source_repo: Path) -> None:
     task = imported / TASK_ID
     config = json.loads((task / "tests" / "config.json").read_text())
@@ -262,12 +263,14 @@ def test_the_task_holds_the_base_the_solution_and_the_hidden_tests(imported: Pat
         assert left_out not in (task / "residual" / state_id / "changes.patch").read_text()
 
 
+@pytest.mark.slow
 def test_validate_accepts_it(imported: Path) -> None:
     code, output = swe_residual("validate", str(imported))
     assert code == 0, output
     assert output.count("patch applies to the base") == len(LEFT_OUT)
 
 
+@pytest.mark.slow
 def test_harbor_lint_accepts_it(harbor: Path, imported: Path) -> None:  # noqa: F811 - the fixture
     done = subprocess.run([str(harbor), "lint", str(imported / TASK_ID)], capture_output=True, text=True, timeout=300)
     assert (done.returncode, done.stdout.strip()) == (0, ""), done.stdout + done.stderr
@@ -289,6 +292,7 @@ def check_every_start(dataset: Path, backend: Any, run_dir: Path) -> None:
         assert failing == (set(F2P) if state is None else LEFT_OUT[state.id][1]), label
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend_name", ["local", pytest.param("docker", marks=requires_docker)])
 def test_oracle_solves_and_noop_fails_every_start(imported: Path, tmp_path: Path, backend_name: str) -> None:
     """On both backends, the base commit is the one task.toml records, and every start holds."""
@@ -316,6 +320,7 @@ def test_oracle_solves_and_noop_fails_every_start(imported: Path, tmp_path: Path
             remove_cached_images(TASK_ID)
 
 
+@pytest.mark.slow
 def test_importing_twice_gives_the_same_bytes(imported: Path, source_repo: Path, tmp_path: Path) -> None:
     code, output = import_into(source_repo, tmp_path / "again", "--backend", "local")
     assert code == 0, output
@@ -355,6 +360,7 @@ def local_cache_cleanup() -> Iterator[list[str]]:
 TEST_CALC = "from calc import add, mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
 
 
+@pytest.mark.slow
 def test_a_state_that_passes_anyway_is_dropped(tmp_path: Path, local_cache_cleanup: list[str]) -> None:
     """helpers.py's change is needed by no test: the fix without it passes, so it is no state."""
     task_id = f"calc-{secrets.token_hex(3)}"

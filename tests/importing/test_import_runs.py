@@ -125,6 +125,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 # --------------------------------------------------------------------------- Harbor jobs
 
 
+@pytest.mark.slow
 def test_harbor_stage_ii_rules(imported: dict[str, Any]) -> None:
     filtered = _json(imported["harbor_work"] / "filter.json")
     rules = {(e["task"], e["candidate"]): e["rule"] for e in filtered["excluded"]}
@@ -139,6 +140,7 @@ def test_harbor_stage_ii_rules(imported: dict[str, Any]) -> None:
     assert "/logs/artifacts/model.patch" in detail and "calc__Ee5" in detail
 
 
+@pytest.mark.slow
 def test_harbor_table5(imported: dict[str, Any]) -> None:
     table = _json(imported["harbor_work"] / "table5.json")
     assert table["table5"]["total"] == {"passed_review": 2, "replay_failed": 0, "environment_unusable": 0,
@@ -148,6 +150,7 @@ def test_harbor_table5(imported: dict[str, Any]) -> None:
                                          "no_final_state": 1, "unchanged": 0, "duplicate": 0}
 
 
+@pytest.mark.slow
 def test_harbor_records(imported: dict[str, Any]) -> None:
     runs = imported["harbor_work"] / "runs" / "calc" / "claude_code__anthropic_claude_sonnet_4_5"
     first = _json(runs / "1" / "record.json")
@@ -176,6 +179,7 @@ def test_harbor_records(imported: dict[str, Any]) -> None:
     assert not (runs / "5" / "changes.patch").exists() and missing["residualize"]["final_state"]["recoverable"] is False
 
 
+@pytest.mark.slow
 def test_harbor_unknown_and_broken_trials_are_reported(imported: dict[str, Any]) -> None:
     config = _json(imported["harbor_work"] / "generate.json")
     block = config["import"]
@@ -187,6 +191,7 @@ def test_harbor_unknown_and_broken_trials_are_reported(imported: dict[str, Any])
     assert set(config["predecessors"]) == {"claude_code__anthropic_claude_sonnet_4_5", "terminus_2__openai_gpt_5"}
 
 
+@pytest.mark.slow
 def test_harbor_state_provenance(imported: dict[str, Any]) -> None:
     state = imported["harbor_out"] / "calc" / "residual" / "claude_code__anthropic_claude_sonnet_4_5-1"
     data = tomllib.loads((state / "state.toml").read_text())
@@ -209,12 +214,14 @@ def test_harbor_state_provenance(imported: dict[str, Any]) -> None:
     assert tomllib.loads(gauge.read_text())["provenance"]["import"]["patch"].endswith("/workspace.patch")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefix", ["harbor", "preds"])
 def test_import_twice_is_byte_identical(imported: dict[str, Any], prefix: str) -> None:
     first, second = imported[f"{prefix}_trees"]
     assert len(first) > 3 and first == second
 
 
+@pytest.mark.slow
 def test_harbor_import_again_into_the_same_work_dir(imported: dict[str, Any]) -> None:
     before = _tree(imported["harbor_again"])
     harbor_jobs.import_harbor_jobs(imported["jobs"], imported["dataset"], imported["harbor_again"],
@@ -225,6 +232,7 @@ def test_harbor_import_again_into_the_same_work_dir(imported: dict[str, Any]) ->
                                        name_from="agent", progress=lambda _: None, warn=lambda _: None)
 
 
+@pytest.mark.slow
 def test_predecessor_name_from_agent(imported: dict[str, Any], tmp_path: Path) -> None:
     summary = harbor_jobs.import_harbor_jobs(imported["jobs"], imported["dataset"], tmp_path / "w", name_from="model",
                                              progress=lambda _: None, warn=lambda _: None)
@@ -233,6 +241,7 @@ def test_predecessor_name_from_agent(imported: dict[str, Any], tmp_path: Path) -
     assert summary.unrecoverable == 2 and summary.unknown_tasks == {"test/other": 1}
 
 
+@pytest.mark.slow
 def test_cli_errors(imported: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dataset = str(imported["dataset"])
     out = ["--out", str(tmp_path / "w")]
@@ -255,6 +264,7 @@ def test_cli_errors(imported: dict[str, Any], tmp_path: Path, capsys: pytest.Cap
 # --------------------------------------------------------------------------- predictions
 
 
+@pytest.mark.slow
 def test_predictions_pipeline(imported: dict[str, Any]) -> None:
     work = imported["preds_work"]
     filtered = _json(work / "filter.json")
@@ -274,6 +284,7 @@ def test_predictions_pipeline(imported: dict[str, Any]) -> None:
     assert config["import"]["unknown_tasks"] == {"nope": 1}
 
 
+@pytest.mark.slow
 def test_predictions_state_provenance(imported: dict[str, Any]) -> None:
     state = imported["preds_out"] / "calc" / "residual" / "swe_agent_gpt_4o-1" / "state.toml"
     provenance = tomllib.loads(state.read_text())["provenance"]
@@ -285,6 +296,7 @@ def test_predictions_state_provenance(imported: dict[str, Any]) -> None:
     assert "date" not in provenance["import"]
 
 
+@pytest.mark.unit
 def test_prediction_file_formats(tmp_path: Path) -> None:
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps([{"instance_id": "a", "model_name_or_path": "m", "model_patch": "x"},
@@ -302,6 +314,7 @@ def test_prediction_file_formats(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the reader alone
 
 
+@pytest.mark.unit
 def test_find_artifact_layouts(tmp_path: Path) -> None:
     artifacts = tmp_path / "artifacts"
     (artifacts / "out").mkdir(parents=True)
@@ -317,6 +330,7 @@ def test_find_artifact_layouts(tmp_path: Path) -> None:
     assert find_artifact(artifacts, (), "/logs/artifacts/x.patch") is None
 
 
+@pytest.mark.slow
 def test_reader_is_tolerant(imported: dict[str, Any]) -> None:
     jobs = read_jobs(imported["jobs"])
     assert [t.trial_name for t in jobs.trials] == ["calc__Aa1", "calc__Bb2", "calc__Cc3", "calc__Dd4", "calc__Ee5",
@@ -326,6 +340,7 @@ def test_reader_is_tolerant(imported: dict[str, Any]) -> None:
     assert (first.agent_name, first.model_name, first.reward) == ("claude-code", "anthropic/claude-sonnet-4-5", 0.0)
 
 
+@pytest.mark.unit
 def test_atif_without_tool_results_ids() -> None:
     data = {"steps": [{"source": "agent", "message": "",
                        "tool_calls": [{"tool_call_id": "1", "function_name": "bash_command",
@@ -371,6 +386,7 @@ HARBOR_CHECK = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.slow
 def test_fixtures_load_in_harbors_models(imported: dict[str, Any]) -> None:
     python = _harbor_python()
     if not os.access(python, os.X_OK):

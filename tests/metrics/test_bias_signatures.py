@@ -17,6 +17,8 @@ from swe_residual.trial.records import append_record, read_records
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.summary.aggregate import build_summary
 
+pytestmark = pytest.mark.slow
+
 # Two predecessors that each add several lines to calc.py, fix only the low side of clamp (so
 # exactly test_clamp_high still fails, as their state.toml says), and never touch README.md,
 # which the reference solution also changes: README.md is the left-out file.

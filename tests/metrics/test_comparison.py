@@ -18,6 +18,8 @@ from swe_residual.metrics.comparison import (
 )
 from swe_residual.summary.aggregate import build_summary, render_terminal
 
+pytestmark = pytest.mark.unit
+
 
 def summary_of(rates: dict[str, dict[str, tuple[float | None, float | None]]]) -> dict[str, Any]:
     """A hand-built summary: ``{agent: {track: (clean, residual)}}``; overall = the first track's

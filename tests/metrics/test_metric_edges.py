@@ -18,6 +18,8 @@ from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.trial.records import record_key
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
+pytestmark = pytest.mark.unit
+
 S, F = "success", "failure"
 P, X = "passed", "failed"
 

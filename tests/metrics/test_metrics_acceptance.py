@@ -21,6 +21,8 @@ from swe_residual.metrics.acceptance import (
 )
 from swe_residual.metrics.lines import lcs_length
 
+pytestmark = pytest.mark.unit
+
 S, F, X = "success", "failure", "infra_error"
 
 

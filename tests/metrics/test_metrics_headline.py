@@ -15,6 +15,8 @@ from swe_residual.metrics.headline import (
     task_table,
 )
 
+pytestmark = pytest.mark.unit
+
 rec = make_record
 
 

@@ -124,7 +124,7 @@ def suite_checkout(root: Path) -> dict[str, str]:
 def run_suite(root: Path, env: dict[str, str], run_id: str, agents: Sequence[str]) -> Path:
     """One real run of the suite (local backend) with ``agents``; return its run directory."""
     result = subprocess.run(
-        ["python", "-m", "pytest", "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out",
+        [sys.executable, "-m", "pytest", "residual_tests", "--dataset=data", "--backend=local", "--results-dir=out",
          f"--run-id={run_id}", *(f"--agent={a}" for a in agents), "-p", "no:cacheprovider", "-q"],
         check=False, cwd=root, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -143,6 +143,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "out"
 
 
+@pytest.mark.slow
 def test_each_run_writes_its_report(shards: Path) -> None:
     for shard in ("shard-1", "shard-2"):
         page = (shards / shard / "report.html").read_text()
@@ -150,6 +151,7 @@ def test_each_run_writes_its_report(shards: Path) -> None:
         assert (shards / shard / "diffs").is_dir()
 
 
+@pytest.mark.slow
 def test_merged_report_renders_in_chromium(shards: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     merged = tmp_path / "merged"
     assert cli_main(["report", str(shards / "shard-1"), str(shards / "shard-2" / "results.jsonl"), "--out", str(merged)]) == 0
@@ -230,6 +232,7 @@ def test_console_error_detection_works(tmp_path: Path) -> None:
     assert any("undefinedFunction" in m for m in messages), result.stderr[-2000:]
 
 
+@pytest.mark.unit
 def test_render_html_escapes_and_handles_no_records(tmp_path: Path) -> None:
     empty = render_html(build_summary([], compare=True), [], tmp_path)
     assert "<svg" not in empty and "no ranking" in empty
@@ -251,6 +254,7 @@ def _figure(page: str, figure_id: str) -> str:
     return page[start : page.index("</figure>", start)]
 
 
+@pytest.mark.unit
 def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_path: Path) -> None:
     """Records that repeat an item (same agent, track, task, start, state) count once, the last
     one winning: report.html must show exactly the figures summary.json holds, never its own."""
@@ -300,6 +304,7 @@ def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_pat
     assert f"<li>items: {summary['infra']['items']}</li>" in page and summary["infra"]["items"] == 7
 
 
+@pytest.mark.unit
 def test_report_without_matplotlib_says_so_and_keeps_its_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -343,6 +348,7 @@ class Cells(HTMLParser):
             self.cells[-1]["text"] += data
 
 
+@pytest.mark.unit
 def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
     """The task x start x agent matrix: agents in the summary's order (not by name), one cell per
     agent and start, the outcome as a class and as text, the start one agent skipped or never ran
@@ -408,6 +414,7 @@ def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
     assert '<a href="#matrix">' in page[page.index('id="contents"') : page.index("</nav>")]
 
 
+@pytest.mark.unit
 def test_no_heading_over_an_empty_list_of_unsolved_states(tmp_path: Path) -> None:
     records = [make_record("t", None, "success"), make_record("t", "s", "success")]
     page = render_html(build_summary(records, compare=True), records, tmp_path)
@@ -419,6 +426,7 @@ def test_no_heading_over_an_empty_list_of_unsolved_states(tmp_path: Path) -> Non
     assert '<h3 id="unsolved-states">Residual States no agent solved (1 of 1)</h3>' in page
 
 
+@pytest.mark.unit
 def test_chart_labels_hold_whole_agent_names(tmp_path: Path) -> None:
     """Agent specs are long and differ at either end: the charts label each row with the whole
     name, wrapped at its separators, never cut; and no caption says what only the paper can."""

@@ -7,7 +7,10 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+import pytest
 
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from conftest import REPO_ROOT
@@ -25,10 +28,26 @@ def machine_entries() -> list:
     return [e for e in load_dataset(SAMPLE).entries if e.task.track == "machine"]
 
 
-def _leftovers(run_id: str) -> list[str]:
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=swe-residual.run={run_id}"],
+def _leftovers(run_id: str, pid: int | None = None) -> list[str]:
+    """Containers of run `run_id` (and, with `pid`, made by that process): the run ids of the
+    residualize stages are fixed, so another session on the engine may be running the same one."""
+    labels = [f"swe-residual.run={run_id}", *([f"swe-residual.pid={pid}"] if pid is not None else [])]
+    listed = subprocess.run(["docker", "ps", "-aq", *[arg for label in labels for arg in ("--filter", f"label={label}")]],
                             capture_output=True, text=True, check=True)
     return listed.stdout.split()
+
+
+def _stage(step: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], int]:
+    """One `swe-residual residualize` stage run to its end, and its pid: its containers carry
+    it (`swe-residual.pid`), which tells them from those of the same stage run by anyone else."""
+    with subprocess.Popen([sys.executable, "-m", "swe_residual.cli.main", "residualize", *step], cwd=REPO_ROOT,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=900)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr), process.pid
 
 
 def test_sample_has_the_three_kinds_of_machine_task() -> None:
@@ -53,6 +72,7 @@ def test_checkpoint_support_is_reported() -> None:
         assert report["reason"]
 
 
+@pytest.mark.slow
 def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
     """generate -> filter -> review -> build on docker gives the shipped commands and statuses."""
     env = {**os.environ, "SWE_RESIDUAL_CACHE": os.environ.get("SWE_RESIDUAL_CACHE", str(Path.home() / ".cache/swe-residual"))}
@@ -65,9 +85,9 @@ def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
         ["review", str(work), "--accept-all-as", "machine-test"],
         ["build", str(work), "--out", str(out)],
     ]
+    pids: dict[str, int] = {}
     for step in steps:
-        done = subprocess.run([sys.executable, "-m", "swe_residual.cli.main", "residualize", *step], cwd=REPO_ROOT,
-                              capture_output=True, text=True, env=env, timeout=900)
+        done, pids[step[0]] = _stage(step, env)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Included" in done.stdout
     rebuilt = load_dataset(out)
@@ -81,11 +101,13 @@ def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
     # every run record carries the (null) fidelity of its clean start; the build cleaned up after itself
     record = json.loads((work / "runs" / "artifact-http-server" / "drafter" / "1" / "record.json").read_text())
     assert "fidelity" in record and record["residualize"]["payload"] == "commands.jsonl"
-    assert _leftovers("residualize-build") == [] and _leftovers("residualize-generate") == []
+    assert _leftovers("residualize-build", pids["build"]) == []
+    assert _leftovers("residualize-generate", pids["generate"]) == []
 
 
+@pytest.mark.slow
 def test_oracle_and_noop_on_the_machine_track(tmp_path: Path) -> None:
-    run_id = "machine-track"
+    run_id = f"machine-track-{uuid.uuid4().hex[:8]}"  # unique: the containers' label names it
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--agent=oracle", "--agent=noop", "-m", "machine", "--backend=docker",
          f"--results-dir={tmp_path}", f"--run-id={run_id}", "-q", "-p", "no:cacheprovider"],

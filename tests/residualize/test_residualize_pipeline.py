@@ -17,6 +17,8 @@ from conftest import REPO_ROOT
 from swe_residual.cli.main import main as cli_main
 from swe_residual.dataset.load import load_dataset
 
+pytestmark = pytest.mark.slow
+
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"
 

@@ -79,16 +79,19 @@ def _excluded(filtered: dict[str, Any]) -> dict[str, str]:
     return {entry["predecessor"]: entry["rule"] for entry in filtered["excluded"]}
 
 
+@pytest.mark.slow
 def test_not_submitted_run_is_excluded(pipeline: dict[str, Any]) -> None:
     assert _excluded(pipeline["filter"])["crasher"] == "not_submitted"
     record = json.loads((pipeline["work"] / "runs/calc/crasher/1/record.json").read_text())
     assert record["termination"] == "agent_error" and record["steps"] == 2  # two `# step` blocks
 
 
+@pytest.mark.slow
 def test_passing_run_is_excluded(pipeline: dict[str, Any]) -> None:
     assert _excluded(pipeline["filter"])["solver"] == "not_failing"
 
 
+@pytest.mark.slow
 def test_artifact_only_run_is_excluded_but_artifacts_stay_in_states(pipeline: dict[str, Any]) -> None:
     excluded = {e["predecessor"]: e for e in pipeline["filter"]["excluded"]}
     assert excluded["littering"]["rule"] == "unchanged"
@@ -101,15 +104,18 @@ def test_artifact_only_run_is_excluded_but_artifacts_stay_in_states(pipeline: di
     assert stage_ii.substantive_changes(patch, stage_ii.DEFAULT_ARTIFACT_PATTERNS) == ["calc.py"]
 
 
+@pytest.mark.slow
 def test_duplicate_final_state_is_kept_once(pipeline: dict[str, Any]) -> None:
     excluded = {e["predecessor"]: e for e in pipeline["filter"]["excluded"]}
     assert excluded["twin"]["rule"] == "duplicate" and "good-a1" in excluded["twin"]["detail"]
 
 
+@pytest.mark.slow
 def test_infra_failure_is_excluded(pipeline: dict[str, Any]) -> None:
     assert _excluded(pipeline["filter"])["flaky"] == "infra_failure"
 
 
+@pytest.mark.slow
 def test_filter_json_records_every_exclusion(pipeline: dict[str, Any]) -> None:
     data = json.loads((pipeline["work"] / "filter.json").read_text())
     assert data["n_runs"] == len(SCRIPTS)
@@ -117,6 +123,7 @@ def test_filter_json_records_every_exclusion(pipeline: dict[str, Any]) -> None:
     assert data["counts"] == {"infra_failure": 1, "not_submitted": 1, "not_failing": 1, "unchanged": 1, "duplicate": 1}
 
 
+@pytest.mark.slow
 def test_stage_iv_exclusions_and_table5(pipeline: dict[str, Any]) -> None:
     outcomes = {c["predecessor"]: c for c in pipeline["built"]["candidates"]}
     assert outcomes["stale"]["category"] == reconstruct.REPLAY_FAILED
@@ -153,12 +160,14 @@ def test_unusable_environment_probe(tmp_path: Path) -> None:
     assert outcome.category == reconstruct.UNUSABLE and "trivial command" in outcome.detail
 
 
+@pytest.mark.unit
 def test_script_steps_split_at_markers() -> None:
     script = "#!/bin/bash\nset -e\n# step 1: a\necho a\n# step 2: b\necho b\n"
     assert split_script(script) == ["#!/bin/bash\nset -e\n# step 1: a\necho a\n", "#!/bin/bash\nset -e\n# step 2: b\necho b\n"]
     assert split_script("echo one\n") == ["echo one\n"]
 
 
+@pytest.mark.slow
 def test_output_must_not_be_the_source(pipeline: dict[str, Any]) -> None:
     from swe_residual.errors import ConfigError
 

@@ -11,6 +11,8 @@ import pytest
 from swe_residual.cli.main import main as cli_main
 from swe_residual.residualize.stats import dataset_stats
 
+pytestmark = pytest.mark.unit
+
 PATCHES = {
     # 2 files, +3 -1
     ("t1", "a-1"): "diff --git a/x.py b/x.py\nindex 1111111..2222222 100644\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-old\n+new\n"

@@ -37,6 +37,7 @@ sys.meta_path.insert(0, _NoMatplotlib())
 # ---------------------------------------------------------------- 1. both option forms
 
 
+@pytest.mark.slow
 def test_space_separated_options_work_without_the_extras(suite: pytest.Pytester,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """`--agent noop` makes pytest read `noop` as a path before the suite's options exist, and
@@ -77,6 +78,7 @@ def test_a_missing_cmd_program_is_a_usage_error_before_anything_runs(suite: pyte
 FAILING = "cmd:echo boom>&2;exit 3"
 
 
+@pytest.mark.slow
 def test_an_agent_that_failed_on_every_item_fails_the_run(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=oracle", f"--agent={FAILING}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
@@ -97,6 +99,7 @@ def header_lines(result: pytest.RunResult) -> dict[str, str]:
     return {key: line.split(": ", 1)[1] for line in result.outlines for key in keys if line.startswith(f"{key}: ")}
 
 
+@pytest.mark.slow
 def test_the_header_names_backend_dataset_run_directory_and_agents(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=oracle", "--agent=noop", "--run-id=r1")
     assert header_lines(result) == {
@@ -134,6 +137,7 @@ def add_machine_task(suite: pytest.Pytester, task_id: str = "mach") -> None:
     toml.write_text(toml.read_text().replace('track = "repo"', 'track = "machine"'))
 
 
+@pytest.mark.slow
 def test_skipped_items_are_listed_with_their_reason(suite: pytest.Pytester) -> None:
     add_machine_task(suite)
     result = run(suite, "--agent=noop", "--agent=oracle")
@@ -151,6 +155,7 @@ def test_skipped_items_are_listed_with_their_reason(suite: pytest.Pytester) -> N
     assert '<h2 id="skipped">Skipped items</h2>' in report and "<code>oracle/mach/clean</code>" in report
 
 
+@pytest.mark.slow
 def test_a_run_that_skipped_everything_is_not_green(suite: pytest.Pytester) -> None:
     add_machine_task(suite)
     result = run(suite, "--agent=noop", "-m", "machine")
@@ -214,6 +219,7 @@ class StopsOnSecond:
 '''
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_is_marked_with_the_resume_command(suite: pytest.Pytester,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
@@ -261,6 +267,7 @@ def test_build(n, request):
 '''
 
 
+@pytest.mark.slow
 def test_progress_lines_do_not_break_the_status_line(suite: pytest.Pytester) -> None:
     suite.makepyfile(test_builds=PROGRESS_ITEMS)
     result = suite.runpytest_subprocess("test_builds.py", "-p", "no:cacheprovider")
@@ -280,6 +287,7 @@ def test_progress_lines_do_not_break_the_status_line(suite: pytest.Pytester) -> 
     assert sum("test_builds.py::test_build[2] PASSED" in line for line in verbose.outlines) == 1
 
 
+@pytest.mark.slow
 def test_one_agent_order_a_headline_and_a_legend(suite: pytest.Pytester) -> None:
     # noop, named first, scores below oracle: it stays first in every table
     result = run(suite, "--agent=noop", "--agent=oracle")

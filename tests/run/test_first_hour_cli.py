@@ -21,6 +21,7 @@ from swe_residual.dataset.load import load_dataset
 from swe_residual.residualize.stats import render_stats
 
 
+@pytest.mark.unit
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["--version"])
@@ -28,6 +29,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"swe-residual {__version__}"
 
 
+@pytest.mark.unit
 def test_report_help_describes_out(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["report", "--help"])
@@ -35,6 +37,7 @@ def test_report_help_describes_out(capsys: pytest.CaptureFixture[str]) -> None:
     assert "report.html" in help_text and "reports/merged" in help_text
 
 
+@pytest.mark.unit
 def test_images_help_names_the_cache_directory(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["images", "--help"])
@@ -51,6 +54,7 @@ def test_pytest_help_lists_every_agent_form() -> None:
     assert f"agent to evaluate (repeatable): {', '.join(AGENT_FORMS)}" in help_text
 
 
+@pytest.mark.unit
 def test_iqr_keeps_its_decimals() -> None:
     figures = {"n_states": 2, "n_tasks": 1, "states_per_predecessor": {"a": 2},
                "tasks_by_states": {"1": 0, "2": 1, "3": 0, "more": 0}, "prior_steps_median": 4.0,
@@ -64,6 +68,7 @@ def test_iqr_keeps_its_decimals() -> None:
     assert "(IQR 15-25)" in next(line for line in render_stats(stats) if "prior attempt" in line)
 
 
+@pytest.mark.unit
 def test_empty_harbor_jobs_says_nothing_was_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "jobs").mkdir()
     assert cli_main(["report", "--harbor-jobs", str(tmp_path / "jobs"), "--out", str(tmp_path / "out")]) == 2
@@ -74,6 +79,7 @@ def test_empty_harbor_jobs_says_nothing_was_found(tmp_path: Path, capsys: pytest
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.unit
 def test_a_file_is_not_a_dataset_directory(tmp_path: Path) -> None:
     path = tmp_path / "task.toml"
     path.write_text("")

@@ -51,6 +51,7 @@ def comparable(summary: dict) -> dict:
     return {**summary, "infra": {**summary.get("infra", {}), "by_agent": timings}}
 
 
+@pytest.mark.slow
 def test_oracle_and_noop_summary(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=oracle", "--agent=noop", "-v")
     assert result.ret == 0, result.stdout.str()
@@ -74,6 +75,7 @@ def test_oracle_and_noop_summary(suite: pytest.Pytester) -> None:
     assert all((run_dir / r["trajectory"]).is_file() for r in records(run_dir))
 
 
+@pytest.mark.slow
 def test_items_can_be_selected(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=noop", "-m", "residual", "--collect-only", "-q")
     assert result.ret == 0
@@ -85,6 +87,7 @@ def test_items_can_be_selected(suite: pytest.Pytester) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_xdist_gives_the_same_records_and_summary(suite: pytest.Pytester) -> None:
     assert run(suite, "--agent=oracle", "--agent=noop", "--run-id=serial").ret == 0
     parallel = run(suite, "--agent=oracle", "--agent=noop", "--run-id=parallel", "-n", "2")
@@ -102,6 +105,7 @@ def test_xdist_gives_the_same_records_and_summary(suite: pytest.Pytester) -> Non
     assert all((out / "parallel" / r["trajectory"]).is_file() for r in records(out / "parallel"))
 
 
+@pytest.mark.slow
 def test_malformed_task_is_one_clear_error_while_the_rest_run(suite: pytest.Pytester) -> None:
     (suite.path / "data" / "alpha" / "task.toml").write_text("[agent]\ntimeout_sec = 'forever'\n")
     result = run(suite, "--agent=noop")
@@ -111,6 +115,7 @@ def test_malformed_task_is_one_clear_error_while_the_rest_run(suite: pytest.Pyte
     assert len(records(only_run_dir(suite))) == 4
 
 
+@pytest.mark.slow
 def test_malformed_state_fails_its_items_naming_file_and_field(suite: pytest.Pytester) -> None:
     """States are read when their items run (collection stays fast): the error is the same."""
     (suite.path / "data" / "beta" / "residual" / "patcher-1" / "state.toml").write_text('track = "repo"\n')
@@ -124,6 +129,7 @@ def test_malformed_state_fails_its_items_naming_file_and_field(suite: pytest.Pyt
     assert len(records(only_run_dir(suite))) == 5
 
 
+@pytest.mark.slow
 def test_infra_fault_is_retried_and_recorded(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=module:scripted_agents:FlakyInfra", "-k", "alpha and clean")
     assert result.ret == 0, result.stdout.str()
@@ -133,6 +139,7 @@ def test_infra_fault_is_retried_and_recorded(suite: pytest.Pytester) -> None:
     assert summary["infra"]["retried"] == 1 and summary["infra"]["unresolved"] == 0
 
 
+@pytest.mark.slow
 def test_unresolved_infra_error_fails_the_item_and_is_excluded(suite: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.setenv("FLAKY_INFRA_FAILURES", "99")
     result = run(suite, "--agent=module:scripted_agents:FlakyInfra", "--infra-retries=1", "-k", "alpha and clean")
@@ -144,6 +151,7 @@ def test_unresolved_infra_error_fails_the_item_and_is_excluded(suite: pytest.Pyt
     assert summary["infra"]["unresolved"] == 1
 
 
+@pytest.mark.slow
 def test_bad_settings_name_their_source(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=noop", "--infra-retries=-1")
     assert result.ret == 4
@@ -161,6 +169,7 @@ def test_bad_settings_name_their_source(suite: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--agent=gpt-7: unknown agent*"])
 
 
+@pytest.mark.slow
 def test_report_command_recomputes_the_same_summary(suite: pytest.Pytester, tmp_path: Path) -> None:
     assert run(suite, "--agent=oracle", "--agent=noop").ret == 0
     run_dir = only_run_dir(suite)
@@ -170,6 +179,7 @@ def test_report_command_recomputes_the_same_summary(suite: pytest.Pytester, tmp_
     )
 
 
+@pytest.mark.slow
 def test_task_without_verifier_is_one_error_item_not_run(suite: pytest.Pytester) -> None:
     (suite.path / "data" / "alpha" / "tests" / "test.sh").unlink()
     collected = run(suite, "--agent=noop", "--collect-only", "-q")
@@ -182,6 +192,7 @@ def test_task_without_verifier_is_one_error_item_not_run(suite: pytest.Pytester)
     assert {r["task"] for r in records(only_run_dir(suite))} == {"beta", "gamma"}
 
 
+@pytest.mark.slow
 def test_oracle_without_solution_is_one_error_item_other_agents_run(suite: pytest.Pytester) -> None:
     shutil.rmtree(suite.path / "data" / "alpha" / "solution")
     result = run(suite, "--agent=oracle", "--agent=noop", "-v")
@@ -209,6 +220,7 @@ def test_dataset_without_tasks_is_a_usage_error(suite: pytest.Pytester, contents
                       "(each holding task.toml or instruction.md), or one such task directory"]
 
 
+@pytest.mark.slow
 def test_residual_only_run_says_no_clean_start_ran(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=noop", "-m", "residual")
     assert result.ret == 0, result.stdout.str()

@@ -25,6 +25,8 @@ from test_plugin import records, run, suite  # noqa: F401  (the `suite` fixture)
 from swe_residual.cli.main import main as cli_main
 from swe_residual.trial.records import append_record
 
+pytestmark = pytest.mark.slow
+
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 

@@ -15,13 +15,14 @@ import sys
 
 import pytest
 from conftest import REPO_ROOT
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
 from swe_residual.dataset.load import load_dataset
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 
 
-@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=requires_docker)])
 def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict]]:
     backend = request.param
     out = tmp_path_factory.mktemp("sample-run")
@@ -45,6 +46,7 @@ def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     return summary, records
 
 
+@pytest.mark.slow
 def test_oracle_solves_everything_and_noop_nothing(sample_run) -> None:
     summary, records = sample_run
     for track, block in summary["agents"]["oracle"]["tracks"].items():
@@ -56,6 +58,7 @@ def test_oracle_solves_everything_and_noop_nothing(sample_run) -> None:
     assert noop and all(r["outcome"] == "failure" and r["reward"] == 0.0 for r in noop)
 
 
+@pytest.mark.slow
 def test_states_measure_what_their_state_toml_claims(sample_run) -> None:
     _, records = sample_run
     dataset = load_dataset(SAMPLE)
@@ -74,6 +77,7 @@ def test_states_measure_what_their_state_toml_claims(sample_run) -> None:
             assert recorded["n_tests"] == len(tests) and recorded["pass_rate"] == pytest.approx(passed / len(tests))
 
 
+@pytest.mark.unit
 def test_sample_covers_the_paper_patterns() -> None:
     dataset = load_dataset(SAMPLE)
     patterns = {p for entry in dataset.entries for state in entry.states for p in state.raw.get("patterns", [])}

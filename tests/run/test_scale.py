@@ -22,6 +22,7 @@ def key(record: dict) -> tuple:
     return (record["agent"], record["task"], record["state"] or "")
 
 
+@pytest.mark.unit
 def test_assign_tasks_keeps_tasks_whole_and_balances() -> None:
     ids = ["a"] * 4 + ["b"] * 3 + ["c"] * 2 + ["d"] * 2 + ["e"]
     assignment = assign_tasks(ids, 3)
@@ -34,6 +35,7 @@ def test_assign_tasks_keeps_tasks_whole_and_balances() -> None:
             parse_shard(bad)
 
 
+@pytest.mark.slow
 def test_shards_merged_equal_the_serial_run(suite: pytest.Pytester, tmp_path: Path) -> None:  # noqa: F811
     assert run(suite, "--agent=oracle", "--agent=noop", "--run-id=serial").ret == 0
     for k in (1, 2, 3):
@@ -51,6 +53,7 @@ def test_shards_merged_equal_the_serial_run(suite: pytest.Pytester, tmp_path: Pa
     assert comparable(merged) == comparable(json.loads((out / "serial" / "summary.json").read_text()))
 
 
+@pytest.mark.slow
 def test_gates_decide_the_exit_status(suite: pytest.Pytester, tmp_path: Path) -> None:  # noqa: F811
     failing = run(suite, "--agent=noop", "--run-id=noop", "--residual-fail-under=50")
     assert failing.ret == 1
@@ -66,6 +69,7 @@ def test_gates_decide_the_exit_status(suite: pytest.Pytester, tmp_path: Path) ->
     assert cli_main(["report", str(out / "noop"), "--out", str(tmp_path / "r2"), "--residual-fail-under=1"]) == 1
 
 
+@pytest.mark.slow
 def test_resume_after_a_killed_run_loses_nothing(suite: pytest.Pytester, tmp_path: Path) -> None:  # noqa: F811
     hang_dir = tmp_path / "hang"
     hang_dir.mkdir()
@@ -99,6 +103,7 @@ def test_resume_after_a_killed_run_loses_nothing(suite: pytest.Pytester, tmp_pat
     assert summary["infra"]["items"] == 6
 
 
+@pytest.mark.slow
 def test_a_dead_worker_loses_only_its_item(suite: pytest.Pytester) -> None:  # noqa: F811
     result = run(suite, "-n", "2", "--agent=noop", "--agent=module:scripted_agents:KillsItsWorker", "-k", "alpha")
     assert result.ret == 1

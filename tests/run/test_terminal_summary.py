@@ -46,6 +46,7 @@ def termination_block(result: pytest.RunResult) -> list[str]:
     return lines[start:end]
 
 
+@pytest.mark.slow
 def test_agent_errors_are_counted_and_shown_with_their_message(suite: pytest.Pytester) -> None:
     result = run(suite, "-rA")
     out = result.stdout.str()
@@ -74,6 +75,7 @@ def test_agent_errors_are_counted_and_shown_with_their_message(suite: pytest.Pyt
     assert not any("so far" in line for line in summary)
 
 
+@pytest.mark.slow
 def test_verbose_lines_carry_the_termination(suite: pytest.Pytester) -> None:
     result = run(suite, "-v")
     assert result.ret == 1, result.stdout.str()  # the failing agent failed on every item

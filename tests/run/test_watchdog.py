@@ -67,6 +67,7 @@ class WakesUpLate:
         self.done.set()
 
 
+@pytest.mark.slow
 def test_an_agent_that_never_returns_is_a_time_limit_failure(tmp_path: Path) -> None:
     make_task(tmp_path / "data", agent_timeout_sec=BUDGET_SEC)
     entry = load_dataset(tmp_path / "data").entries[0]
@@ -89,6 +90,7 @@ def test_an_agent_that_never_returns_is_a_time_limit_failure(tmp_path: Path) -> 
     assert isinstance(agent.late_call, BudgetExhausted)  # cut off from the environment
 
 
+@pytest.mark.unit
 def test_an_outer_watchdog_interrupt_ends_the_agent_as_a_time_limit() -> None:
     """pytest-timeout's signal method raises in the waiting thread: that is a budget failure too."""
 
@@ -116,6 +118,7 @@ def test_an_outer_watchdog_interrupt_ends_the_agent_as_a_time_limit() -> None:
     assert raised.value.termination == "time_limit"
 
 
+@pytest.mark.unit
 def test_what_the_agent_raises_is_raised_in_the_caller() -> None:
     class Crashes:
         name = "crashes"
@@ -128,6 +131,7 @@ def test_what_the_agent_raises_is_raised_in_the_caller() -> None:
         run_agent(Crashes(), session)
 
 
+@pytest.mark.slow
 def test_every_item_carries_its_watchdog(suite: pytest.Pytester) -> None:  # noqa: F811
     make_task(suite.path / "slow", "slow", agent_timeout_sec=30, verifier_timeout_sec=20, states={})
     with (suite.path / "conftest.py").open("a") as conftest:
@@ -156,6 +160,7 @@ def test_every_item_carries_its_watchdog(suite: pytest.Pytester) -> None:  # noq
     result.stdout.fnmatch_lines(["WATCHDOG noop/slow/clean 57.0 *"])
 
 
+@pytest.mark.slow
 def test_a_hanging_in_process_agent_ends_as_a_budget_failure_through_pytest(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,  # noqa: F811
 ) -> None:
@@ -181,6 +186,7 @@ def test_a_hanging_in_process_agent_ends_as_a_budget_failure_through_pytest(
     assert json.loads((only_run_dir(suite) / "summary.json").read_text())["infra"]["unresolved"] == 0
 
 
+@pytest.mark.slow
 def test_pytest_timeout_ends_an_item_hanging_outside_the_agent(suite: pytest.Pytester) -> None:  # noqa: F811
     """The outer backstop: the item fails (no valid measurement) and the run goes on."""
     make_task(suite.path / "tiny", "tiny", agent_timeout_sec=1, verifier_timeout_sec=1, states={})

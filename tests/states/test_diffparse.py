@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from swe_residual.states.diffparse import FileDiff, changed_files, parse_diff, unquote_path
+
+pytestmark = pytest.mark.unit
 
 # `git diff --cached --binary` of a real repository (git 2.x), pasted verbatim. Note the TAB
 # after paths containing a space in the ---/+++ lines, and git's C-quoting of "tab\té.txt".

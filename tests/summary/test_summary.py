@@ -12,6 +12,8 @@ from recordfactory import make_record
 
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
+pytestmark = pytest.mark.unit
+
 S, F, X = "success", "failure", "infra_error"
 
 TRACK_KEYS = {

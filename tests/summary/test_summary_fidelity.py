@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from recordfactory import make_record
 
 from swe_residual.report.html import write_report
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+
+pytestmark = pytest.mark.unit
 
 
 def _records() -> list[dict]:

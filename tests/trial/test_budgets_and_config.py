@@ -89,6 +89,7 @@ def test_cost_limit_is_a_task_failure(setup, tmp_path: Path) -> None:
 
 
 # -- configuration: CLI > ini > default ------------------------------------------------------------
+@pytest.mark.unit
 def test_agent_options_merge_per_key_with_the_command_line_winning() -> None:
     merged = dict(resolve_agent_options(
         ["script=cli.json", "env=A", "env=B"],
@@ -99,6 +100,7 @@ def test_agent_options_merge_per_key_with_the_command_line_winning() -> None:
     assert resolve_agent_options([], []) == ()
 
 
+@pytest.mark.unit
 def test_bad_agent_options_name_their_source() -> None:
     with pytest.raises(ConfigError, match=r"'scrpit=x' from the command line --agent-option: unknown key 'scrpit'"):
         resolve_agent_options(["scrpit=x"], [])
@@ -131,6 +133,7 @@ def only_record(suite: pytest.Pytester) -> dict:
     return record
 
 
+@pytest.mark.slow
 def test_configuration_from_the_ini_file_and_the_command_line(suite: pytest.Pytester) -> None:
     suite.makeini(
         "[pytest]\n"

@@ -137,6 +137,7 @@ class RateLimitedModel:
         return getattr(self.scripted, name)
 
 
+@pytest.mark.slow
 def test_a_rate_limited_model_is_infra_retried_never_the_agents_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -161,6 +162,7 @@ def test_a_rate_limited_model_is_infra_retried_never_the_agents_failure(
     assert all(a["outcome"] == "infra_error" for a in unresolved["attempts"])
 
 
+@pytest.mark.slow
 def test_which_model_errors_are_the_service_failing() -> None:
     # The service failing (retry from a fresh instance) versus the request being refused (the
     # agent's own failure: a fresh instance would be refused the same way).
@@ -223,6 +225,7 @@ def test_reward_one_with_a_skipped_acceptance_test_is_a_success_with_a_note(tmp_
     assert any("did not pass" in note and "test_clamp_high" in note for note in record["verifier_notes"])
 
 
+@pytest.mark.unit
 def test_the_verdict_keeps_statuses_and_notes_but_not_a_second_opinion() -> None:
     # Paper eq. (1): the outcome is V_i(q_i, F_A(q_i, S_i)), the task's verifier's verdict.
     skipped = b'<testsuite><testcase classname="t" name="a"><skipped/></testcase><testcase classname="t" name="b"/></testsuite>'

@@ -29,6 +29,7 @@ def all_text(root: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in sorted(root.rglob("*")) if p.is_file())
 
 
+@pytest.mark.unit
 def test_secret_values_and_redaction(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     monkeypatch.setenv("GH_TOKEN", FAKE_TOKEN)
@@ -82,6 +83,7 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: 
     return pytester
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_file_of_a_run(suite: pytest.Pytester) -> None:
     # Echo the keys from every place an agent can: output, a file in the repository (the final
     # diff), its own trajectory file, its final message, and an agent option's value.

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from recordfactory import make_record
 
 from swe_residual.summary.terminations import ERROR_LINE_WIDTH, column_of, one_line, termination_report
+
+pytestmark = pytest.mark.unit
 
 CMD = "cmd:./missing.sh"
 

@@ -9,6 +9,8 @@ import pytest
 from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.metrics.shell import split_commands
 
+pytestmark = pytest.mark.unit
+
 CANDIDATES = {"src/pkg/core.py", "src/pkg/util.py", "docs/my guide.md", "lib/a-b.c"}
 
 DIFF_OUT = (

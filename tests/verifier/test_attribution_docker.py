@@ -110,6 +110,7 @@ def _attacker_failed(record: dict[str, Any]) -> None:
     assert len(record["attempts"]) == 1, record["attempts"]
 
 
+@pytest.mark.slow
 def test_an_honest_agent_succeeds_on_the_attacked_tasks(world) -> None:
     for task in ("shared", "separate"):
         record = _run(world, task, FIX_CLAMP)
@@ -140,6 +141,7 @@ def test_broken_git_does_not_stop_the_collect_steps_from_grading_real_work(world
     assert [step["exit_code"] for step in record["collect"]] == [0]
 
 
+@pytest.mark.slow
 def test_processes_at_the_pids_limit_are_the_agents_failure(world) -> None:
     # The agent fills the pids limit and keeps it full. Before: no command could start in the
     # container (patch capture, verifier): excluded. Now the engine restarts the container
@@ -149,6 +151,7 @@ def test_processes_at_the_pids_limit_are_the_agents_failure(world) -> None:
     assert record["reward"] == 0.0 and record["tests"]["test_calc.test_add"] == "passed"
 
 
+@pytest.mark.slow
 def test_hidden_tests_hanging_on_the_agents_code_are_its_failure(world) -> None:
     # Before: the verifier timed out on every attempt, an unresolved infra error. Now it times
     # out on the final state and again in a fresh instance of it, and works on the clean state.
@@ -185,6 +188,7 @@ def test_a_loop_rewriting_the_hidden_tests_on_the_machine_track_is_caught(world)
     assert any(note.startswith("tampering:") and "test_done.py" in note for note in record["verifier_notes"])
 
 
+@pytest.mark.slow
 def test_a_verifier_broken_for_every_start_stays_infrastructure(world) -> None:
     before = world["backend"].canaries
     for _ in range(2):
@@ -199,6 +203,7 @@ def test_a_verifier_broken_for_every_start_stays_infrastructure(world) -> None:
     assert world["backend"].canaries - before == 1
 
 
+@pytest.mark.slow
 def test_summary_counts_the_attackers_and_lists_them(world) -> None:
     records = [_record(world, "shared", HANG_ON_IMPORT), _record(world, "broken", FIX_CLAMP),
                _record(world, "shared", FIX_CLAMP)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from attackers import CORRUPT_GIT, HANG_ON_IMPORT, USER_SITE_PTH, attack_task
 from scripted_agents import FIX_CLAMP
 
@@ -42,6 +44,7 @@ def test_a_corrupted_repository_is_the_agents_failure(tmp_path: Path) -> None:
     assert (failed["outcome"], failed["reward"], len(failed["attempts"])) == ("failure", 0.0, 1), failed["attempts"]
 
 
+@pytest.mark.slow
 def test_hidden_tests_hanging_on_the_agents_code_are_its_failure(tmp_path: Path) -> None:
     record = _run(tmp_path, HANG_ON_IMPORT, verifier_timeout_sec=5.0)
     assert (record["outcome"], record["termination"], len(record["attempts"])) == (

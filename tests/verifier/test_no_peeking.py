@@ -67,6 +67,7 @@ def _run(peek: tuple[TaskEntry, DockerBackend, RunOptions], agent: str, residual
     return record
 
 
+@pytest.mark.slow
 def test_a_whole_filesystem_search_finds_nothing_hidden(peek) -> None:
     # From the validated residual state (its snapshot was verified before) and after another
     # item's verification: no hidden test, solution, reward or verifier log anywhere.
@@ -82,6 +83,7 @@ def test_reward_files_written_by_the_agent_gain_nothing(peek) -> None:
     assert (record["outcome"], record["reward"], len(record["attempts"])) == ("failure", 0.0, 1)
 
 
+@pytest.mark.slow
 def test_hijacking_the_test_runner_gains_nothing(peek) -> None:
     # conftest.py, pytest.ini, setup.cfg, tox.ini, pyproject.toml, sitecustomize.py,
     # usercustomize.py, a .pth file, pytest.py and _pytest/ in reach: the verdict is still the truth.

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from swe_residual.environments.base import VerifierOutput
 from swe_residual.verifier.outputs import evaluate, parse_ctrf, parse_junit, read_reward
+
+pytestmark = pytest.mark.unit
 
 JUNIT = b"""<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" tests="5">

@@ -193,6 +193,7 @@ def test_verifier_environment_image_and_its_resources(docker_backend, tmp_path: 
         assert seen["memory"] == str(300 * 1024 * 1024)
 
 
+@pytest.mark.slow
 @docker_test
 def test_a_collect_step_past_its_timeout_fails_verification_not_the_task(docker_backend, tmp_path: Path) -> None:
     task_dir = _probe_task(tmp_path / "data", "slow-collect", "[[verifier.collect]]\ncommand = 'sleep 60'\ntimeout_sec = 1\n")

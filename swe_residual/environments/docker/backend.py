@@ -34,7 +34,7 @@ from swe_residual.environments.docker.environment import SCRATCH_DIR, DockerEnvi
 from swe_residual.environments.docker.failures import StateFailures
 from swe_residual.environments.docker.hygiene import LABEL
 from swe_residual.environments.docker.named_images import named_image_id
-from swe_residual.environments.local import default_cache_dir, tree_digest
+from swe_residual.environments.cache import default_cache_dir, tree_digest
 from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import Task

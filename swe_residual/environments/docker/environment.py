@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import docker.errors
 
-from swe_residual.environments.base import ExecResult, StartSpec
+from swe_residual.environments.base import MAX_LOG_FILE_BYTES, ExecResult, StartSpec
 from swe_residual.environments.docker.archives import (
     MODE_SYMLINK,
     directory_archive,
@@ -21,7 +21,6 @@ from swe_residual.environments.docker.archives import (
 )
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, inspect_container
 from swe_residual.environments.docker.exec import RawExec, lost_or_failed, run_exec, to_result
-from swe_residual.environments.local import MAX_LOG_FILE_BYTES
 from swe_residual.errors import InfraError
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from filelock import FileLock
 
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image, remove_images
 from swe_residual.environments.docker.hygiene import LABEL
-from swe_residual.environments.local import tree_digest
+from swe_residual.environments.cache import tree_digest
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
 from swe_residual.dataset.task import Task

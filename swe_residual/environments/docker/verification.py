@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import docker.errors
 
 from swe_residual.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
-from swe_residual.environments.base import CollectResult, Environment, StartSpec, VerifierOutput
+from swe_residual.environments.base import MAX_LOG_FILE_BYTES, CollectResult, Environment, StartSpec, VerifierOutput
 from swe_residual.environments.docker import harness_tools
 from swe_residual.environments.docker.archives import digest_files, rooted_archive
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS
@@ -33,7 +33,6 @@ from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.exec import lost_or_failed, to_result
 from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
-from swe_residual.environments.local import MAX_LOG_FILE_BYTES
 from swe_residual.errors import InfraError
 from swe_residual.dataset.task import Task
 from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env

@@ -1,0 +1,26 @@
+"""What both backends share for their caches: where they live, and the content key of a directory."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("SWE_RESIDUAL_CACHE", Path.home() / ".cache" / "swe-residual"))
+
+
+def tree_digest(root: Path) -> str:
+    """Content hash of a directory (paths, modes, bytes), for cache keys."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(root).as_posix()
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(b"link:" + os.readlink(path).encode())
+        else:
+            digest.update(oct(path.stat().st_mode & 0o111).encode())
+            digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]

@@ -1,0 +1,552 @@
+"""The summary as typed parts: what ``summary.json`` holds, read by attribute.
+
+Each part is a frozen dataclass with ``from_json`` (a dict as ``summary.json`` holds it) and
+``to_json`` (exactly that dict again: the same keys in the same order, nothing rounded), so the
+file's contract (``schema`` 1, docs/) is unchanged while the renderers read ``m.gap`` instead of
+``m.get("gap")``. :func:`swe_residual.summary.aggregate.summarize` builds a :class:`Summary` from
+run records; ``build_summary`` is its ``to_json()``.
+
+``from_json`` is lenient the way the renderers always were: a key a hand-written or older
+summary lacks reads as missing (None, 0 or empty), never as an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
+
+__all__ = [
+    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "ExcludedItem", "FailedItem", "Fidelity",
+    "FidelityState", "HandoffView", "Infra", "OracleMiss", "OracleSummary", "PredecessorGroup", "Rank",
+    "Reversal", "ScopeMetrics", "Skipped", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
+    "UnsolvedState", "as_summary",
+]  # fmt: skip
+
+OVERALL = "overall"
+Json = dict[str, Any]
+
+
+def _map(raw: Any) -> Mapping[str, Any]:
+    return raw if isinstance(raw, Mapping) else {}
+
+
+def _with_handoff(out: Json, handoff: str | None) -> Json:
+    # An item under a handoff view names it; a blind one has no such key at all.
+    return {**out, "handoff": handoff} if handoff else out
+
+
+# --------------------------------------------------------------------------- headline figures
+
+
+@dataclass(frozen=True)
+class PredecessorGroup:
+    """One group of Table 8: the tasks with a state of this predecessor, only its states."""
+
+    residual: float | None = None
+    clean: float | None = None
+    gap: float | None = None
+    n_tasks: int = 0
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> PredecessorGroup:
+        return cls(raw.get("residual"), raw.get("clean"), raw.get("gap"), raw.get("n_tasks", 0))
+
+    def to_json(self) -> Json:
+        return {"residual": self.residual, "clean": self.clean, "gap": self.gap, "n_tasks": self.n_tasks}
+
+
+@dataclass(frozen=True)
+class SplitByKept:
+    median_kept: float | None = None
+    success_above: float | None = None
+    success_below: float | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> SplitByKept:
+        raw = _map(raw)
+        return cls(raw.get("median_kept"), raw.get("success_above"), raw.get("success_below"))
+
+    def to_json(self) -> Json:
+        return {"median_kept": self.median_kept, "success_above": self.success_above,
+                "success_below": self.success_below}
+
+
+@dataclass(frozen=True)
+class AcceptanceBias:
+    """Table 4's figures of one agent and track; the fields are ``ACCEPTANCE_KEYS``, in order."""
+
+    same_failing: float | None = None
+    initially_failing_clean: float | None = None
+    initially_failing_residual: float | None = None
+    kept: float | None = None
+    left_out_clean: float | None = None
+    left_out_residual: float | None = None
+    left_out_opened: float | None = None
+    steps_ratio: float | None = None
+    inspected: float | None = None
+    split_by_kept: SplitByKept = field(default_factory=SplitByKept)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> AcceptanceBias:
+        raw = _map(raw)
+        values = {key: raw.get(key) for key in ACCEPTANCE_KEYS}
+        values["split_by_kept"] = SplitByKept.from_json(raw.get("split_by_kept"))
+        return cls(**values)
+
+    def to_json(self) -> Json:
+        return {key: (self.split_by_kept.to_json() if key == "split_by_kept" else getattr(self, key))
+                for key in ACCEPTANCE_KEYS}
+
+
+# The dataclass and the metric's keys are one contract: a key added there must be added here.
+assert tuple(f.name for f in fields(AcceptanceBias)) == ACCEPTANCE_KEYS, "AcceptanceBias != ACCEPTANCE_KEYS"
+
+
+@dataclass(frozen=True)
+class ScopeMetrics:
+    """One agent's figures on one track, or ``overall`` (its tracks pooled, each task once)."""
+
+    residual: float | None = None
+    clean: float | None = None
+    gap: float | None = None
+    cond_fail: float | None = None
+    n_tasks: int = 0
+    n_states: int = 0
+    by_predecessor: Mapping[str, PredecessorGroup] = field(default_factory=dict)
+    cond_fail_tasks: int = 0
+    cond_fail_states: int = 0
+    #: None for ``overall`` without repo-track runs (Table 4 is the repo track's, never a pool)
+    acceptance_bias: AcceptanceBias | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> ScopeMetrics:
+        raw = _map(raw)
+        bias = raw.get("acceptance_bias")
+        return cls(
+            residual=raw.get("residual"), clean=raw.get("clean"), gap=raw.get("gap"), cond_fail=raw.get("cond_fail"),
+            n_tasks=raw.get("n_tasks", 0), n_states=raw.get("n_states", 0),
+            by_predecessor={p: PredecessorGroup.from_json(g) for p, g in _map(raw.get("by_predecessor")).items()},
+            cond_fail_tasks=raw.get("cond_fail_tasks", 0), cond_fail_states=raw.get("cond_fail_states", 0),
+            acceptance_bias=AcceptanceBias.from_json(bias) if bias is not None else None,
+        )  # fmt: skip
+
+    def to_json(self) -> Json:
+        return {
+            "residual": self.residual, "clean": self.clean, "gap": self.gap, "cond_fail": self.cond_fail,
+            "n_tasks": self.n_tasks, "n_states": self.n_states,
+            "by_predecessor": {p: g.to_json() for p, g in self.by_predecessor.items()},
+            "cond_fail_tasks": self.cond_fail_tasks, "cond_fail_states": self.cond_fail_states,
+            "acceptance_bias": self.acceptance_bias.to_json() if self.acceptance_bias is not None else None,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AgentSummary:
+    tracks: Mapping[str, ScopeMetrics] = field(default_factory=dict)
+    overall: ScopeMetrics | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> AgentSummary:
+        raw = _map(raw)
+        overall = raw.get("overall")
+        return cls({t: ScopeMetrics.from_json(m) for t, m in _map(raw.get("tracks")).items()},
+                   ScopeMetrics.from_json(overall) if overall is not None else None)
+
+    def to_json(self) -> Json:
+        return {"tracks": {t: m.to_json() for t, m in self.tracks.items()},
+                "overall": self.overall.to_json() if self.overall is not None else None}
+
+    def scope(self, name: str) -> ScopeMetrics | None:
+        """The figures of one track, or of ``overall``; None when the agent has none there."""
+        return self.overall if name == OVERALL else self.tracks.get(name)
+
+    def own_scopes(self) -> list[tuple[str, ScopeMetrics]]:
+        """This agent's tracks, then ``overall`` unless it ran exactly one track (then the two
+        are the same figures)."""
+        out = list(self.tracks.items())
+        if len(out) != 1:
+            out.append((OVERALL, self.overall or ScopeMetrics()))
+        return out
+
+
+# --------------------------------------------------------------------------- infrastructure
+
+
+@dataclass(frozen=True)
+class ExcludedItem:
+    """An item excluded by an unresolved infrastructure error (never counted as a failure)."""
+
+    agent: str | None
+    task: str | None
+    state: str | None
+    error: str | None = None
+    handoff: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ExcludedItem:
+        return cls(raw.get("agent"), raw.get("task"), raw.get("state"), raw.get("error"), raw.get("handoff"))
+
+    def to_json(self) -> Json:
+        return _with_handoff({"agent": self.agent, "task": self.task, "state": self.state, "error": self.error},
+                             self.handoff)
+
+
+@dataclass(frozen=True)
+class FailedItem:
+    """An item whose final state the verifier could not grade while the clean state grades (a failure)."""
+
+    agent: str | None
+    task: str | None
+    state: str | None
+    handoff: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> FailedItem:
+        return cls(raw.get("agent"), raw.get("task"), raw.get("state"), raw.get("handoff"))
+
+    def to_json(self) -> Json:
+        return _with_handoff({"agent": self.agent, "task": self.task, "state": self.state}, self.handoff)
+
+
+@dataclass(frozen=True)
+class AgentInfra:
+    """Items, attempts and the median seconds of each phase (``DURATION_KEYS``) of one agent."""
+
+    items: int = 0
+    attempts: int = 0
+    setup_sec: float | None = None
+    agent_sec: float | None = None
+    verify_sec: float | None = None
+    wall_sec: float | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> AgentInfra:
+        return cls(raw.get("items", 0), raw.get("attempts", 0), raw.get("setup_sec"), raw.get("agent_sec"),
+                   raw.get("verify_sec"), raw.get("wall_sec"))
+
+    def to_json(self) -> Json:
+        return {"items": self.items, "attempts": self.attempts, "setup_sec": self.setup_sec,
+                "agent_sec": self.agent_sec, "verify_sec": self.verify_sec, "wall_sec": self.wall_sec}
+
+
+@dataclass(frozen=True)
+class FidelityState:
+    task: str
+    state: str
+    fidelity: str | None
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """How the machine-track states were restored: counts per kind, and each state."""
+
+    counts: Mapping[str, int]
+    states: tuple[FidelityState, ...]
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Fidelity:
+        return cls(dict(_map(raw.get("counts"))),
+                   tuple(FidelityState(s["task"], s["state"], s.get("fidelity")) for s in raw.get("states") or []))
+
+    def to_json(self) -> Json:
+        return {"counts": dict(self.counts),
+                "states": [{"task": s.task, "state": s.state, "fidelity": s.fidelity} for s in self.states]}
+
+
+@dataclass(frozen=True)
+class Infra:
+    items: int = 0
+    retried: int = 0
+    unresolved: int = 0
+    excluded: tuple[ExcludedItem, ...] = ()
+    verifier_failed: tuple[FailedItem, ...] = ()
+    by_agent: Mapping[str, AgentInfra] = field(default_factory=dict)
+    #: only with machine-track states (section 5's keys stay as they are without)
+    fidelity: Fidelity | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Infra:
+        raw = _map(raw)
+        fidelity = raw.get("fidelity")
+        return cls(
+            items=raw.get("items", 0), retried=raw.get("retried", 0), unresolved=raw.get("unresolved", 0),
+            excluded=tuple(ExcludedItem.from_json(x) for x in raw.get("excluded") or []),
+            verifier_failed=tuple(FailedItem.from_json(x) for x in raw.get("verifier_failed") or []),
+            by_agent={a: AgentInfra.from_json(d) for a, d in _map(raw.get("by_agent")).items()},
+            fidelity=Fidelity.from_json(fidelity) if fidelity else None,
+        )  # fmt: skip
+
+    def to_json(self) -> Json:
+        out: Json = {
+            "retried": self.retried, "unresolved": self.unresolved, "items": self.items,
+            "excluded": [x.to_json() for x in self.excluded],
+            "verifier_failed": [x.to_json() for x in self.verifier_failed],
+            "by_agent": {a: d.to_json() for a, d in self.by_agent.items()},
+        }  # fmt: skip
+        if self.fidelity is not None:
+            out["fidelity"] = self.fidelity.to_json()
+        return out
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class Rank:
+    agent: str
+    value: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class Reversal:
+    scope: str
+    clean_leader: str
+    residual_leader: str
+    clean_margin: float
+    residual_margin: float
+
+
+@dataclass(frozen=True)
+class UnsolvedState:
+    track: str
+    task: str
+    state: str
+    agents: int
+
+
+@dataclass(frozen=True)
+class StatesSolved:
+    n_states: int = 0
+    unsolved: tuple[UnsolvedState, ...] = ()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Rankings under Clean and Residual per scope, the reversed pairs, the states no agent solved."""
+
+    n_agents: int = 0
+    rankings: Mapping[str, Mapping[str, tuple[Rank, ...]]] = field(default_factory=dict)
+    reversals: Mapping[str, tuple[Reversal, ...]] = field(default_factory=dict)
+    states: StatesSolved = field(default_factory=StatesSolved)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Comparison:
+        raw = _map(raw)
+        states = _map(raw.get("states"))
+        return cls(
+            n_agents=raw.get("n_agents", 0),
+            rankings={scope: {rate: tuple(Rank(**r) for r in ranks) for rate, ranks in _map(by_rate).items()}
+                      for scope, by_rate in _map(raw.get("rankings")).items()},
+            reversals={scope: tuple(Reversal(**r) for r in found or []) for scope, found in
+                       _map(raw.get("reversals")).items()},
+            states=StatesSolved(states.get("n_states", 0),
+                                tuple(UnsolvedState(**u) for u in states.get("unsolved") or [])),
+        )  # fmt: skip
+
+    def to_json(self) -> Json:
+        return {
+            "n_agents": self.n_agents,
+            "rankings": {scope: {rate: [{"agent": r.agent, "value": r.value, "rank": r.rank} for r in ranks]
+                                 for rate, ranks in by_rate.items()} for scope, by_rate in self.rankings.items()},
+            "reversals": {scope: [{"scope": r.scope, "clean_leader": r.clean_leader,
+                                   "residual_leader": r.residual_leader, "clean_margin": r.clean_margin,
+                                   "residual_margin": r.residual_margin} for r in found]
+                          for scope, found in self.reversals.items()},
+            "states": {"n_states": self.states.n_states,
+                       "unsolved": [{"track": u.track, "task": u.task, "state": u.state, "agents": u.agents}
+                                    for u in self.states.unsolved]},
+        }  # fmt: skip
+
+
+# --------------------------------------------------------------------------- handoff views
+
+
+@dataclass(frozen=True)
+class TakeoverCost:
+    """Median steps, tokens or cost of the Residual items and of the same tasks' Clean items."""
+
+    residual_median: float | None = None
+    clean_median: float | None = None
+    ratio: float | None = None
+    n_tasks: int = 0
+    n_residual: int = 0
+
+    @classmethod
+    def from_json(cls, raw: Any) -> TakeoverCost:
+        raw = _map(raw)
+        return cls(raw.get("residual_median"), raw.get("clean_median"), raw.get("ratio"), raw.get("n_tasks", 0),
+                   raw.get("n_residual", 0))
+
+    def to_json(self) -> Json:
+        return {"residual_median": self.residual_median, "clean_median": self.clean_median, "ratio": self.ratio,
+                "n_tasks": self.n_tasks, "n_residual": self.n_residual}
+
+
+@dataclass(frozen=True)
+class HandoffView:
+    """One agent under one handoff view: the headline pooled over tracks, the acceptance bias
+    per track, the takeover cost per quantity."""
+
+    residual: float | None = None
+    clean: float | None = None
+    gap: float | None = None
+    cond_fail: float | None = None
+    n_tasks: int = 0
+    n_states: int = 0
+    acceptance_bias: Mapping[str, AcceptanceBias] = field(default_factory=dict)
+    takeover: Mapping[str, TakeoverCost] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> HandoffView:
+        raw = _map(raw)
+        return cls(
+            residual=raw.get("residual"), clean=raw.get("clean"), gap=raw.get("gap"), cond_fail=raw.get("cond_fail"),
+            n_tasks=raw.get("n_tasks", 0), n_states=raw.get("n_states", 0),
+            acceptance_bias={t: AcceptanceBias.from_json(ab) for t, ab in _map(raw.get("acceptance_bias")).items()},
+            takeover={name: TakeoverCost.from_json(c) for name, c in _map(raw.get("takeover")).items()},
+        )  # fmt: skip
+
+    def to_json(self) -> Json:
+        return {
+            "residual": self.residual, "clean": self.clean, "gap": self.gap, "cond_fail": self.cond_fail,
+            "n_tasks": self.n_tasks, "n_states": self.n_states,
+            "acceptance_bias": {t: ab.to_json() for t, ab in self.acceptance_bias.items()},
+            "takeover": {name: c.to_json() for name, c in self.takeover.items()},
+        }  # fmt: skip
+
+    def ratio(self, quantity: str) -> float | None:
+        """Residual / Clean median of ``steps``, ``tokens`` or ``cost``."""
+        cost = self.takeover.get(quantity)
+        return cost.ratio if cost is not None else None
+
+
+# --------------------------------------------------------------------------- oracle and run status
+
+
+@dataclass(frozen=True)
+class OracleMiss:
+    task: str | None
+    state: str | None
+    outcome: str | None
+    termination: str | None
+    message: str | None
+
+
+@dataclass(frozen=True)
+class OracleSummary:
+    """The starts the reference solution did not solve (a fault of the task, never a score)."""
+
+    starts: int | None = None
+    unsolved: tuple[OracleMiss, ...] = ()
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> OracleSummary:
+        return cls(raw.get("starts"), tuple(OracleMiss(u.get("task"), u.get("state"), u.get("outcome"),
+                                                       u.get("termination"), u.get("message"))
+                                            for u in raw.get("unsolved") or []))
+
+    def to_json(self) -> Json:
+        return {"starts": self.starts,
+                "unsolved": [{"task": u.task, "state": u.state, "outcome": u.outcome, "termination": u.termination,
+                              "message": u.message} for u in self.unsolved]}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    item: str
+    reason: str
+
+
+# --------------------------------------------------------------------------- the whole
+
+
+_KNOWN = ("schema", "agents", "infra", "comparison", "by_handoff", "oracle", "skipped", "interrupted",
+          "interrupted_reason", "resume_command")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """``summary.json``: per agent its figures per track and overall, the infrastructure, and the
+    optional parts (each present only when it applies, as in the file).
+
+    The run status (``skipped``, ``interrupted``...) is added by a pytest run
+    (:func:`swe_residual.run.status.with_run_status`); a summary recomputed from results files
+    has none. Agents are in the renderers' order (the JSON file's keys are sorted when written).
+    """
+
+    schema: int = 1
+    agents: Mapping[str, AgentSummary] = field(default_factory=dict)
+    infra: Infra = field(default_factory=Infra)
+    comparison: Comparison | None = None
+    by_handoff: Mapping[str, Mapping[str, HandoffView]] | None = None
+    oracle: OracleSummary | None = None
+    skipped: tuple[Skipped, ...] | None = None
+    interrupted: bool = False
+    interrupted_reason: str | None = None
+    resume_command: str | None = None
+    #: top-level keys this model does not know, kept so that ``to_json`` gives them back
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Summary:
+        comparison, views, oracle, skipped = (raw.get(k) for k in ("comparison", "by_handoff", "oracle", "skipped"))
+        return cls(
+            schema=raw.get("schema", 1),
+            agents={a: AgentSummary.from_json(b) for a, b in _map(raw.get("agents")).items()},
+            infra=Infra.from_json(raw.get("infra")),
+            comparison=Comparison.from_json(comparison) if comparison else None,
+            by_handoff={a: {v: HandoffView.from_json(b) for v, b in _map(blocks).items()}
+                        for a, blocks in views.items()} if views else None,
+            oracle=OracleSummary.from_json(oracle) if oracle else None,
+            skipped=tuple(Skipped(str(s.get("item")), str(s.get("reason"))) for s in skipped) if skipped else None,
+            interrupted=bool(raw.get("interrupted")),
+            interrupted_reason=raw.get("interrupted_reason"),
+            resume_command=raw.get("resume_command"),
+            extra={k: v for k, v in raw.items() if k not in _KNOWN},
+        )  # fmt: skip
+
+    def to_json(self) -> Json:
+        out: Json = {"schema": self.schema, "agents": {a: b.to_json() for a, b in self.agents.items()},
+                     "infra": self.infra.to_json()}
+        if self.comparison is not None:
+            out["comparison"] = self.comparison.to_json()
+        if self.by_handoff is not None:
+            out["by_handoff"] = {a: {v: b.to_json() for v, b in views.items()} for a, views in self.by_handoff.items()}
+        if self.oracle is not None:
+            out["oracle"] = self.oracle.to_json()
+        if self.skipped:
+            out["skipped"] = [{"item": s.item, "reason": s.reason} for s in self.skipped]
+        if self.interrupted:
+            out["interrupted"] = True
+            out["interrupted_reason"] = self.interrupted_reason
+            if self.resume_command:
+                out["resume_command"] = self.resume_command
+        out.update(self.extra)
+        return out
+
+    @property
+    def tracks(self) -> list[str]:
+        """Every track some agent ran, sorted."""
+        return sorted({t for block in self.agents.values() for t in block.tracks})
+
+    def scopes(self) -> list[str]:
+        """The tracks, then ``overall`` only when it pools more than one track: the scopes the
+        terminal and report.html list for every agent."""
+        tracks = self.tracks
+        return tracks + ([OVERALL] if len(tracks) > 1 else [])
+
+    def views(self) -> Iterator[tuple[str, str, HandoffView]]:
+        """(agent, view, figures) of every handoff view, in the summary's order."""
+        for agent, views in (self.by_handoff or {}).items():
+            for view, block in views.items():
+                yield agent, view, block
+
+
+def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
+    """A renderer's input as a :class:`Summary`: the typed summary, or a dict as
+    ``summary.json`` holds it (what the writers and the tests pass)."""
+    return summary if isinstance(summary, Summary) else Summary.from_json(summary)

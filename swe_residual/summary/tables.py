@@ -1,0 +1,448 @@
+"""Every table of the summary, declared once: its columns over typed rows, and where its rows
+come from.
+
+A :class:`Column` says what a reader sees (its title, and the terminal's or Markdown's when
+those differ), how its value is read from a typed row (:mod:`swe_residual.summary.model`), and
+how it is written (:class:`Format`). A :class:`Table` is a name, a title, its columns and the
+function that lists its rows from a :class:`~swe_residual.summary.model.Summary`. The renderers
+(:mod:`swe_residual.summary.render` for the terminal and summary.md,
+:func:`swe_residual.report.tables.html_table` for report.html) draw any table, so a metric added
+as one column here appears in every output that draws its table (docs/tables.md).
+
+The outputs list scopes in different ways, as they always have (:class:`Scopes`): summary.md
+shows each agent's own tracks (and ``overall`` when it ran several), the terminal and
+report.html every track of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
+from swe_residual.summary.model import (
+    AcceptanceBias, AgentInfra, Comparison, ExcludedItem, FailedItem, HandoffView, PredecessorGroup, ScopeMetrics, Summary,
+    TakeoverCost,
+)  # fmt: skip
+
+__all__ = [
+    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "Format",
+    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "PREDECESSOR", "RANKS", "Scopes", "TAKEOVER", "TERMINATIONS",
+    "Table", "UNSOLVED", "pct", "rank_rows", "state_label",
+]  # fmt: skip
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """A figure with ``digits`` decimals, ``-`` when there is none."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+class Format(StrEnum):
+    """How a column's values are written (the same in every output)."""
+
+    PCT = "pct"  # a success rate or share in %, one decimal
+    POINTS = "points"  # a difference of two rates in points, one decimal
+    RATIO = "ratio"  # a plain ratio, two decimals
+    SECONDS = "seconds"  # a duration, two decimals
+    NUMBER = "number"  # a quantity of any size (tokens, cost), six significant digits
+    COUNT = "count"  # a whole number
+    TEXT = "text"  # a name, or text the row makes
+
+    def text(self, value: Any) -> str:
+        """``value`` as the cell's text; ``-`` where there is none."""
+        if value is None:
+            return "-"
+        if self in (Format.PCT, Format.POINTS):
+            return pct(value)
+        if self in (Format.RATIO, Format.SECONDS):
+            return pct(value, 2)
+        if self is Format.NUMBER:
+            return f"{value:.6g}"
+        return str(value)
+
+    @property
+    def is_figure(self) -> bool:
+        """A measured figure (not a count or a name): what report.html spreads across scopes."""
+        return self in (Format.PCT, Format.POINTS, Format.RATIO, Format.SECONDS, Format.NUMBER)
+
+
+class Align(StrEnum):
+    LEFT = "left"
+    RIGHT = "right"
+
+
+class Scopes(StrEnum):
+    """Which scopes a per-scope table lists for each agent."""
+
+    OWN = "own"  # the agent's tracks, then overall unless it ran one track (summary.md)
+    SHARED = "shared"  # the run's tracks, then overall when there are several; agents without figures there left out
+    SHARED_ALL = "shared_all"  # the same, an agent without figures there shown with none (report.html)
+    TRACKS = "tracks"  # the agent's tracks, never overall (acceptance bias: never pooled)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``title`` in report.html (and summary.md unless ``markdown``), ``terminal``
+    on the terminal (None: not shown there), the value read from a typed row."""
+
+    title: str
+    value: Callable[[Any], Any]
+    format: Format = Format.TEXT
+    align: Align = Align.RIGHT
+    #: what the column means, for a reader of the code and docs/tables.md
+    note: str | None = None
+    markdown: str | None = None
+    terminal: str | None = None
+    #: bold in report.html where the table is drawn across scopes (the Gap)
+    emphasis: bool = False
+    #: shown only when some row has a value other than 0 (a rare kind of termination)
+    optional: bool = False
+    #: report.html's cell as markup, when it is more than the text (an arrow)
+    html: Callable[[Any], str] | None = None
+
+    @property
+    def markdown_title(self) -> str:
+        return self.markdown if self.markdown is not None else self.title
+
+    def text(self, row: Any) -> str:
+        return self.format.text(self.value(row))
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: ``rows(summary, scopes)`` lists its typed rows (None for a table whose rows come
+    from run records, which its writer makes: the terminations); ``empty`` is what summary.md
+    writes instead of a table without rows (None: the header alone), ``empty_html`` the same
+    for report.html."""
+
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: Callable[[Summary, Scopes], list[Any]] | None = None
+    scopes: Scopes = Scopes.OWN
+    empty: str | None = None
+    empty_html: str | None = None
+
+    def rows_of(self, summary: Summary, scopes: Scopes | None = None) -> list[Any]:
+        if self.rows is None:
+            raise ValueError(f"table {self.name}: its rows come from run records, not from the summary")
+        return self.rows(summary, scopes or self.scopes)
+
+    def shown(self, rows: Sequence[Any]) -> tuple[Column, ...]:
+        """The columns to draw for ``rows``: an optional column only when some row counts one."""
+        return tuple(c for c in self.columns if not c.optional or any(c.value(r) for r in rows))
+
+
+# --------------------------------------------------------------------------- typed rows
+
+
+@dataclass(frozen=True)
+class ScopeRow:
+    """One agent's figures on one scope (a track or ``overall``)."""
+
+    agent: str
+    scope: str
+    figures: ScopeMetrics
+
+
+@dataclass(frozen=True)
+class PredecessorRow:
+    agent: str
+    scope: str
+    predecessor: str
+    figures: PredecessorGroup
+
+
+@dataclass(frozen=True)
+class AcceptanceRow:
+    """One agent's acceptance bias on one track (under one handoff view, in the by-view table)."""
+
+    agent: str
+    scope: str
+    bias: AcceptanceBias
+    #: the scope's headline figures (the acceptance-bias table shows its Gap beside the bias)
+    figures: ScopeMetrics = field(default_factory=ScopeMetrics)
+    view: str | None = None
+
+
+@dataclass(frozen=True)
+class ViewRow:
+    agent: str
+    view: str
+    figures: HandoffView
+
+
+@dataclass(frozen=True)
+class TakeoverRow:
+    agent: str
+    view: str
+    quantity: str
+    cost: TakeoverCost
+
+
+@dataclass(frozen=True)
+class DurationRow:
+    agent: str
+    infra: AgentInfra
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One agent's rank under Clean and under Residual in one scope (``moved`` > 0: it climbs)."""
+
+    agent: str
+    clean_rank: int | None
+    clean: float | None
+    residual_rank: int | None
+    residual: float | None
+    moved: int | None
+
+
+@dataclass(frozen=True)
+class TerminationRow:
+    """One agent's items by how they ended (``counts`` per termination column; ``budget`` the
+    budget cell, its kinds named)."""
+
+    agent: str
+    items: int
+    counts: dict[str, int] = field(default_factory=dict)
+    budget: str = "0"
+
+
+def _scope_list(summary: Summary, scopes: Scopes) -> Callable[[Any], list[tuple[str, ScopeMetrics | None]]]:
+    if scopes is Scopes.OWN:
+        return lambda block: list(block.own_scopes())
+    if scopes is Scopes.TRACKS:
+        return lambda block: list(block.tracks.items())
+    shared = summary.scopes()
+    return lambda block: [(scope, block.scope(scope)) for scope in shared]
+
+
+def scope_rows(summary: Summary, scopes: Scopes) -> list[ScopeRow]:
+    listed = _scope_list(summary, scopes)
+    rows = []
+    for agent, block in summary.agents.items():
+        for scope, figures in listed(block):
+            if figures is None and scopes is Scopes.SHARED:
+                continue
+            rows.append(ScopeRow(agent, scope, figures or ScopeMetrics()))
+    return rows
+
+
+def predecessor_rows(summary: Summary, scopes: Scopes) -> list[PredecessorRow]:
+    return [PredecessorRow(row.agent, row.scope, predecessor, group)
+            for row in scope_rows(summary, scopes) for predecessor, group in row.figures.by_predecessor.items()]
+
+
+def acceptance_rows(summary: Summary, scopes: Scopes) -> list[AcceptanceRow]:
+    return [AcceptanceRow(row.agent, row.scope, row.figures.acceptance_bias or AcceptanceBias(), row.figures)
+            for row in scope_rows(summary, scopes)]
+
+
+def view_rows(summary: Summary, scopes: Scopes) -> list[ViewRow]:
+    return [ViewRow(agent, view, figures) for agent, view, figures in summary.views()]
+
+
+def takeover_rows(summary: Summary, scopes: Scopes) -> list[TakeoverRow]:
+    return [TakeoverRow(agent, view, name, cost) for agent, view, figures in summary.views()
+            for name, cost in figures.takeover.items()]
+
+
+def view_acceptance_rows(summary: Summary, scopes: Scopes) -> list[AcceptanceRow]:
+    return [AcceptanceRow(agent, track, bias, view=view) for agent, view, figures in summary.views()
+            for track, bias in figures.acceptance_bias.items()]
+
+
+def rank_rows(comparison: Comparison, scope: str) -> list[RankRow]:
+    """The agents of one scope, by Residual rank (then name)."""
+    by_rate = comparison.rankings.get(scope, {})
+    clean = {r.agent: r for r in by_rate.get("clean", ())}
+    residual = {r.agent: r for r in by_rate.get("residual", ())}
+    rows = []
+    for agent in sorted(set(clean) | set(residual), key=lambda a: (residual[a].rank if a in residual else 10**9, a)):
+        c, r = clean.get(agent), residual.get(agent)
+        rows.append(RankRow(agent, c.rank if c else None, c.value if c else None, r.rank if r else None,
+                            r.value if r else None, (c.rank - r.rank) if c and r else None))
+    return rows
+
+
+def _rank_cell(rank: int | None, value: float | None) -> str:
+    return "-" if rank is None else f"{rank} ({pct(value)})"
+
+
+def _moved_html(row: RankRow) -> str:
+    moved = row.moved
+    if moved is None or moved == 0:
+        return ""
+    return f'<span class="up">&#9650; {moved}</span>' if moved > 0 else f'<span class="down">&#9660; {-moved}</span>'
+
+
+def state_label(item: ExcludedItem | FailedItem) -> str:
+    """``(clean)`` or the state, with ``@view`` under a handoff view."""
+    state = "(clean)" if item.state is None else str(item.state)
+    return state + (f"@{item.handoff}" if item.handoff else "")
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def _key(title: str, attribute: str, **more: Any) -> Column:
+    return Column(title, lambda row: getattr(row, attribute), Format.TEXT, Align.LEFT, **more)
+
+
+AGENT = _key("Agent", "agent", terminal="agent")
+TRACK = _key("Track", "scope")
+VIEW = _key("View", "view", terminal="view")
+PREDECESSOR_NAME = _key("Predecessor", "predecessor", note="the agent that left the Residual State")
+
+RESIDUAL = Column("Residual", lambda r: r.figures.residual, Format.PCT, markdown="Residual (%)", terminal="residual",
+                  note="success from a Residual State (work a predecessor left and claimed done)")
+CLEAN = Column("Ref. Clean", lambda r: r.figures.clean, Format.PCT, markdown="Ref. Clean (%)", terminal="clean",
+               note="success from a clean start on the same tasks")
+GAP = Column("Gap", lambda r: r.figures.gap, Format.POINTS, terminal="gap", emphasis=True,
+             note="Ref. Clean - Residual in points, computed before rounding")
+COND_FAIL = Column("CondFail", lambda r: r.figures.cond_fail, Format.PCT, markdown="CondFail (%)",
+                   terminal="condfail", note="the share of Residual States failed on the tasks solved from clean")
+N_TASKS = Column("Tasks", lambda r: r.figures.n_tasks, Format.COUNT, markdown="n_tasks", terminal="tasks")
+N_STATES = Column("States", lambda r: r.figures.n_states, Format.COUNT, markdown="n_states", terminal="states")
+
+#: Table 4's columns, in ACCEPTANCE_KEYS order (one title per key; a key without one fails here)
+ACCEPTANCE_TITLES = {
+    "same_failing": "Same failing",
+    "initially_failing_clean": "Init. failing Clean",
+    "initially_failing_residual": "Init. failing Residual",
+    "kept": "Kept",
+    "left_out_clean": "Left-out Clean",
+    "left_out_residual": "Left-out Residual",
+    "left_out_opened": "Opened",
+    "steps_ratio": "Steps",
+    "inspected": "Inspected",
+    "split_by_kept": "Success above / below median Kept",
+}
+assert tuple(ACCEPTANCE_TITLES) == ACCEPTANCE_KEYS, "every acceptance-bias key has one column, in order"
+
+
+def _bias_column(key: str) -> Column:
+    title = ACCEPTANCE_TITLES[key]
+    if key == "split_by_kept":
+        return Column(title, lambda r: f"{pct(r.bias.split_by_kept.success_above)} / "
+                                       f"{pct(r.bias.split_by_kept.success_below)}")
+    # Steps is a ratio of step counts, every other one a share in %
+    return Column(title, lambda r: getattr(r.bias, key), Format.RATIO if key == "steps_ratio" else Format.PCT)
+
+
+ACCEPTANCE_COLUMNS = tuple(_bias_column(key) for key in ACCEPTANCE_KEYS)
+
+
+def _ratio(quantity: str, title: str, terminal: str) -> Column:
+    return Column(title, lambda r: r.figures.ratio(quantity), Format.RATIO, terminal=terminal,
+                  note=f"median {quantity} of the Residual items / of the same tasks' Clean items")
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+HEADLINE = Table(
+    "headline", "Residual Start vs. matched Clean Start",
+    (AGENT, TRACK, RESIDUAL, CLEAN, GAP, COND_FAIL, N_TASKS, N_STATES),
+    scope_rows, empty="(no agents)",
+)  # fmt: skip
+
+PREDECESSOR = Table(
+    "by_predecessor", "By predecessor agent",
+    (AGENT, TRACK, PREDECESSOR_NAME, RESIDUAL, CLEAN, GAP, N_TASKS),
+    predecessor_rows, empty="(no residual states)", empty_html="No residual states.",
+)  # fmt: skip
+
+ACCEPTANCE = Table(
+    "acceptance_bias", "Acceptance bias",
+    (AGENT, TRACK, GAP, *ACCEPTANCE_COLUMNS),
+    acceptance_rows, scopes=Scopes.TRACKS, empty="(no agents)",
+)  # fmt: skip
+
+HANDOFF_VIEWS = Table(
+    "by_handoff", "By handoff view",
+    (replace(AGENT, terminal="by handoff view"), VIEW, RESIDUAL, CLEAN, GAP, COND_FAIL,
+     _ratio("steps", "Steps R/C", "steps x"), _ratio("tokens", "Tokens R/C", "tokens x"),
+     _ratio("cost", "Cost R/C", "cost x"), replace(N_TASKS, terminal=None), replace(N_STATES, terminal=None)),
+    view_rows,
+)  # fmt: skip
+
+TAKEOVER = Table(
+    "takeover", "Takeover cost by handoff view",
+    (AGENT, VIEW, _key("Quantity", "quantity"),
+     Column("Residual median", lambda r: r.cost.residual_median, Format.NUMBER),
+     Column("Clean median", lambda r: r.cost.clean_median, Format.NUMBER),
+     Column("R/C", lambda r: r.cost.ratio, Format.RATIO),
+     Column("n_tasks", lambda r: r.cost.n_tasks, Format.COUNT),
+     Column("n_residual", lambda r: r.cost.n_residual, Format.COUNT)),
+    takeover_rows,
+)  # fmt: skip
+
+HANDOFF_ACCEPTANCE = Table(
+    "acceptance_by_handoff", "Acceptance bias by handoff view",
+    (AGENT, VIEW, TRACK, *ACCEPTANCE_COLUMNS),
+    view_acceptance_rows,
+)  # fmt: skip
+
+EXCLUDED = Table(
+    "excluded", "Items excluded by an unresolved infrastructure error",
+    (_key("Agent", "agent"), _key("Task", "task"), Column("State", state_label, align=Align.LEFT),
+     Column("Error", lambda item: item.error or "", align=Align.LEFT)),
+    lambda summary, scopes: list(summary.infra.excluded),
+)  # fmt: skip
+
+FAILED_ITEMS = Table(
+    "verifier_failed", "Verifier failed on the agent's final state",
+    (_key("Agent", "agent"), _key("Task", "task"), Column("State", state_label, align=Align.LEFT)),
+    lambda summary, scopes: list(summary.infra.verifier_failed),
+)  # fmt: skip
+
+DURATIONS = Table(
+    "durations", "Attempts and median seconds per item, per agent",
+    (AGENT, Column("Items", lambda r: r.infra.items, Format.COUNT),
+     Column("Attempts", lambda r: r.infra.attempts, Format.COUNT),
+     Column("Setup", lambda r: r.infra.setup_sec, Format.SECONDS, note="starting the environment, applying the state"),
+     Column("Agent", lambda r: r.infra.agent_sec, Format.SECONDS),
+     Column("Verify", lambda r: r.infra.verify_sec, Format.SECONDS),
+     Column("Wall", lambda r: r.infra.wall_sec, Format.SECONDS)),
+    lambda summary, scopes: [DurationRow(agent, d) for agent, d in summary.infra.by_agent.items()],
+)  # fmt: skip
+
+
+#: Per scope: each agent's rank under Clean and under Residual (rows: :func:`rank_rows`).
+RANKS = Table(
+    "ranks", "Ranks from Clean and Residual starts",
+    (AGENT,
+     Column("Clean rank (%)", lambda r: _rank_cell(r.clean_rank, r.clean)),
+     Column("Residual rank (%)", lambda r: _rank_cell(r.residual_rank, r.residual)),
+     Column("Moved", lambda r: r.moved, Format.COUNT, html=_moved_html,
+            note="ranks climbed from Clean to Residual (negative: fell)")),
+)  # fmt: skip
+
+UNSOLVED = Table(
+    "unsolved_states", "Residual States no agent solved",
+    (_key("Track", "track"), _key("Task", "task"), _key("State", "state"),
+     Column("Agents that ran it", lambda u: u.agents, Format.COUNT)),
+    lambda summary, scopes: list(summary.comparison.states.unsolved) if summary.comparison else [],
+)  # fmt: skip
+
+
+def _termination(title: str, **more: Any) -> Column:
+    return Column(title, lambda r: r.counts.get(title, 0), Format.COUNT, terminal=title, **more)
+
+
+#: How each item ended, per agent (from run records: :mod:`swe_residual.summary.terminations`).
+#: "verifier failed" (no valid verdict on the agent's final state while the verifier works on
+#: the clean state: the agent's failure) and "other" (an unknown or missing termination) are
+#: shown only when counted.
+TERMINATIONS = Table(
+    "terminations", "Items by termination",
+    (AGENT, Column("items", lambda r: r.items, Format.COUNT, terminal="items"),
+     _termination("submitted"),
+     Column("budget", lambda r: r.budget, terminal="budget", note="time, step or cost limit, the kinds named"),
+     _termination("agent error"), _termination("verifier failed", optional=True),
+     _termination("infra", note="failed after retries"), _termination("other", optional=True)),
+)  # fmt: skip
