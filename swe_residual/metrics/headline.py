@@ -1,9 +1,10 @@
 """Headline metrics over run records: Res, Clean, Gap, CondFail and predecessor groups.
 
 Paper Appendix C.2, equations (3)-(5) and Table 8. Pure functions over run records
-(`RunRecord`, or their JSON dicts, read as `RunRecord`; DESIGN.md section 5). Records whose outcome is ``infra_error`` are excluded, never counted as
-failures; a task needs a non-excluded Clean Start record and at least one non-excluded Residual
-Start record of the agent to enter the task set T. Records are deduplicated by
+(`RunRecord`, or their JSON dicts, read as `RunRecord`; DESIGN.md section 5). Records whose
+outcome is ``infra_error`` are excluded, never counted as failures; a task needs a non-excluded
+Clean Start record and at least one non-excluded Residual Start record of the agent to enter
+the task set T. Records are deduplicated by
 :func:`swe_residual.trial.records.record_key` (re-exported here with :func:`dedupe_records`).
 """
 

@@ -163,7 +163,8 @@ def load_state(task: Task, path: Path) -> ResidualState:
     if track not in TRACKS:
         raise DatasetError(toml_path, f"unknown track {track!r} (one of {', '.join(TRACKS)})", field="track")
     if track != task.track:
-        raise DatasetError(toml_path, f"track {track!r} differs from the task's track {str(task.track)!r}", field="track")
+        raise DatasetError(toml_path, f"track {track!r} differs from the task's track {str(task.track)!r}",
+                           field="track")
     predecessor = reader.get("predecessor", str, None)
     if not predecessor:
         raise DatasetError(toml_path, "names no predecessor", field="predecessor")

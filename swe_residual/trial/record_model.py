@@ -199,7 +199,8 @@ class AgentConfig:
 
     @classmethod
     def hashed(cls, settings: Mapping[str, Any]) -> AgentConfig:
-        # Imported here: this module stays free of the agents package (the report reads records).
+        # Imported here: agents.identity reads records (it imports this module), and the agents
+        # package is more than a reader of records needs.
         from swe_residual.agents.identity import config_hash
 
         return cls(dict(settings), config_hash(settings))

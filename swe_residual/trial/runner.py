@@ -154,8 +154,8 @@ def run_agent(
     if worker.is_alive():
         _abandon(session)
         raise BudgetExhausted(
-            Termination.TIME_LIMIT, f"time limit of {session.budget.timeout_sec:g}s reached: the agent had not returned "
-            "and was abandoned",
+            Termination.TIME_LIMIT,
+            f"time limit of {session.budget.timeout_sec:g}s reached: the agent had not returned and was abandoned",
         )
     if "error" in outcome:
         raise outcome["error"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import MISSING, fields, replace
 
 import execnet
 import pytest
@@ -16,7 +16,7 @@ from swe_residual.summary.aggregate import build_summary
 from swe_residual.trial.record_model import (
     AgentConfig, Attempt, Canary, Durations, RecordBudget, RunRecord, Tokens, as_record,
 )
-from swe_residual.trial.records import OUTCOMES, infra_error_record, record_key, validate_record
+from swe_residual.trial.records import OUTCOMES, REQUIRED_FIELDS, infra_error_record, record_key, validate_record
 from swe_residual.trial.values import Outcome, Start, Termination, Track
 
 def runner_json() -> dict:
@@ -187,3 +187,8 @@ def test_the_summary_is_the_same_from_dicts_and_from_records() -> None:
     summary = build_summary(dicts)
     assert summary["agents"]["A"]["tracks"]["repo"]["residual"] == 50.0
     assert summary["infra"]["retried"] == 1 and summary["infra"]["fidelity"]["counts"] == {"replay": 1}
+
+
+def test_the_fields_every_record_holds_are_the_ones_the_reader_requires() -> None:
+    required = [f.name for f in fields(RunRecord) if f.default is MISSING and f.default_factory is MISSING]
+    assert ["schema", *required] == list(REQUIRED_FIELDS)
