@@ -145,3 +145,25 @@ def test_an_installed_harbor_agent_is_one_clear_error_naming_its_install_step(ha
         resolve_agent("harbor:claude-code", None, "anthropic/claude-x")
     with pytest.raises(ConfigError, match=r"Harbor has no agent 'no-such-agent' \(known: .*terminus-2"):
         resolve_agent("harbor:no-such-agent", None, None)
+
+
+REPO_TASK = REPO_ROOT / "datasets" / "sample" / "lru-cache-ttl"
+
+
+def test_opened_and_inspected_come_from_its_keystrokes_on_a_repo_track_state(harbor_ready, backend,
+                                                                             tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(REPO_TASK, data / REPO_TASK.name)
+    repo_entry = load_dataset(data).entry(REPO_TASK.name)
+    # one turn of two keystroke batches, one terminal screen after both
+    batch = Reply(content=json.dumps({"analysis": "a", "plan": "p", "task_complete": False, "commands": [
+        {"keystrokes": "git status --short\n", "duration": 0.3},
+        {"keystrokes": "cat ttlcache/cache.py | head -40\n", "duration": 0.3}]}))
+    record = run(repo_entry, "drafter-1", [batch, turn(None, done=True), turn(None, done=True)], backend, tmp_path)
+    assert (record["outcome"], record["termination"]) == ("failure", "submitted"), record
+    assert record["inspected"] is True
+    assert "ttlcache/cache.py" in record["opened_files"]
+    commands = [s for s in record["_trajectory"]["steps"] if s["action"] == "command"]
+    assert [s["command"] for s in commands] == ["git status --short", "cat ttlcache/cache.py | head -40"]
+    assert "self._clock() > expires_at" in commands[1]["output"]  # the screen after the batch
+    assert record["tokens"] == {"prompt": 300, "completion": 60}
