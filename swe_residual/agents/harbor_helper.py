@@ -109,7 +109,11 @@ def usable(name: str) -> str | None:
 
     if name not in AgentName.values():
         return f"Harbor has no agent {name!r} (known: {', '.join(sorted(AgentName.values()))})"
-    if issubclass(AgentFactory.get_agent_class(AgentName(name)), BaseInstalledAgent):
+    try:
+        cls = AgentFactory.get_agent_class(AgentName(name))
+    except (ValueError, ImportError) as exc:  # a name Harbor lists without a class of its own
+        return f"Harbor cannot make its agent {name!r}: {exc}"
+    if issubclass(cls, BaseInstalledAgent):
         return (f"harbor:{name} is an installed Harbor agent: installed Harbor agents need their install step "
                 "(run with network, once per task image), not supported yet")
     return None

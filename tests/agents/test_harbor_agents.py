@@ -167,3 +167,23 @@ def test_opened_and_inspected_come_from_its_keystrokes_on_a_repo_track_state(har
     assert [s["command"] for s in commands] == ["git status --short", "cat ttlcache/cache.py | head -40"]
     assert "self._clock() > expires_at" in commands[1]["output"]  # the screen after the batch
     assert record["tokens"] == {"prompt": 300, "completion": 60}
+
+
+def test_harbor_nop_declares_done_with_an_empty_trajectory(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
+    record = run_item(entry.task, None, resolve_agent("harbor:nop"), backend, options)
+    assert (record["outcome"], record["termination"], record["agent"]) == ("failure", "submitted", "harbor:nop")
+    assert record["steps"] == 0 and record["tokens"] is None
+
+
+def test_the_local_backend_is_one_clear_error_per_item(harbor_ready, tmp_path: Path) -> None:
+    from swe_residual.environments.local import LocalBackend
+
+    shutil.copytree(REPO_TASK, tmp_path / "data" / REPO_TASK.name)
+    entry = load_dataset(tmp_path / "data").entry(REPO_TASK.name)
+    (tmp_path / "work").mkdir()
+    backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path / "work")
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
+    record = run_item(entry.task, None, resolve_agent("harbor:terminus-2", None, "openai/m"), backend, options)
+    assert record["termination"] == "agent_error"
+    assert record["message"].startswith("ConfigError: --agent=harbor:terminus-2 needs the docker backend")
