@@ -187,3 +187,16 @@ def test_the_local_backend_is_one_clear_error_per_item(harbor_ready, tmp_path: P
     record = run_item(entry.task, None, resolve_agent("harbor:terminus-2", None, "openai/m"), backend, options)
     assert record["termination"] == "agent_error"
     assert record["message"].startswith("ConfigError: --agent=harbor:terminus-2 needs the docker backend")
+
+
+def test_the_helper_is_stopped_at_the_wall_time(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    # 600 s of the task's agent time x 0.05: 30 s, while the model never answers
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run", timeout_multiplier=0.05)
+    with ModelServer([Reply(hang_sec=120)]) as server:
+        agent = resolve_agent("harbor:terminus-2", {"api_base": server.url, "record_terminal_session": "false"},
+                              "openai/served-model")
+        record = run_item(entry.task, None, agent, backend, options)
+    assert (record["termination"], record["outcome"]) == ("time_limit", "failure"), record.get("message")
+    assert record["durations"]["agent_sec"] < 30 + 10
+    helpers = subprocess.run(["pgrep", "-f", "harbor_helper.py"], capture_output=True, text=True, check=False)
+    assert helpers.stdout.strip() == ""  # killed with its process group, nothing left
