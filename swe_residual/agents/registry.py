@@ -144,6 +144,17 @@ def _load_class(target: str) -> type:
         raise ConfigError(f"--agent=module:{target}: {module_name!r} has no {class_name!r}") from exc
 
 
+def _harbor(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:
+    from swe_residual.agents.harbor_bridge import PREFIX, HarborAgent, check_agent
+
+    name = request.spec[len(PREFIX):].strip()
+    if not name:
+        raise ConfigError(f"--agent={PREFIX} needs one of Harbor's agent names, e.g. --agent={PREFIX}terminus-2")
+    check_agent(name)  # an unknown name or an agent it cannot run is a usage error now, not per item
+    model, options = request.model, request.options
+    return (lambda: HarborAgent(name, model, options)), model
+
+
 def _module(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:
     spec = request.spec
     cls = _load_class(spec[len("module:"):])
@@ -163,6 +174,8 @@ AGENTS: tuple[AgentKind, ...] = (
     _named(OracleAgent, "runs the task's reference solution (solution/solve.sh, else solution/solution.patch)"),
     AgentKind(MINI_SWE_AGENT, "mini-swe-agent's own loop, on --model", _mini_swe, extra="mini-swe-agent"),
     AgentKind("cmd:<command>", "any executable, run inside the environment in the repository directory", _command),
+    AgentKind("harbor:<name>", "one of Harbor's agents (terminus-2, ...), run in Harbor's own Python on the "
+              "suite's container (docker backend)", _harbor),
     AgentKind("module:<module>:<Class>", "a Python class with run(session), imported on the host", _module),
 )
 # Every form an `--agent` value takes, for help texts and errors (one list, so none omits one).
@@ -212,7 +225,8 @@ def resolve_agent(spec: str, options: Mapping[str, str] | None = None, model: st
     them; the others ignore them, so one command line can evaluate several kinds of agent.
     `base_dir` is where a `cmd:` agent's relative host paths start (where pytest runs).
     """
-    unknown = sorted(key for key in (options or {}) if not is_agent_option_key(key))
+    # A Harbor agent's options are its constructor's keyword arguments: Harbor checks them.
+    unknown = [] if spec.startswith("harbor:") else sorted(key for key in (options or {}) if not is_agent_option_key(key))
     if unknown:
         raise ConfigError(f"--agent-option: unknown key(s) {', '.join(unknown)} (known: {', '.join(AGENT_OPTION_KEYS)})")
     make, resolved_model = agent_kind(spec).make(AgentRequest(spec, options, model, base_dir))

@@ -87,15 +87,21 @@ def atif_to_trajectory(data: Mapping[str, Any], agent: str) -> Trajectory:
         tokens = {"prompt_tokens": _int(metrics.get("prompt_tokens")),
                   "completion_tokens": _int(metrics.get("completion_tokens"))}
         made = []
-        for call in calls:
+        # Results linked to no call (Terminus-2's one terminal screen after a batch of
+        # keystrokes) answer the turn's last command: what the screen shows once all of them ran.
+        unlinked = [r for r in results if not r.get("source_call_id")]
+        kinds = [_tool_step(str(call.get("function_name") or ""), _object(call.get("arguments"))) for call in calls]
+        commands = [position for position, kind in enumerate(kinds) if kind[0] == "command"]
+        last = commands[-1] if commands else len(calls) - 1
+        for position, call in enumerate(calls):
             call_id = call.get("tool_call_id")
             answers = [r for r in results if r.get("source_call_id") == call_id]
-            if not answers and len(calls) == 1:
-                answers = [r for r in results if not r.get("source_call_id")]
+            if not answers and position == last:
+                answers = unlinked
             output = "\n".join(_content_text(r.get("content")) for r in answers)
             name = str(call.get("function_name") or "")
             arguments = _object(call.get("arguments"))
-            action, command, path = _tool_step(name, arguments)
+            action, command, path = kinds[position]
             if action == "message":
                 output = f"{name} {json.dumps(arguments, sort_keys=True, ensure_ascii=False)}\n{output}".rstrip()
             made.append(trajectory.add(action, command=command, path=path, output=output))

@@ -10,7 +10,8 @@ from swe_residual.errors import ConfigError
 
 
 def test_each_form_is_one_row_and_names_resolve_to_their_own_row() -> None:
-    assert AGENT_FORMS == ("noop", "oracle", "mini-swe-agent", "cmd:<command>", "module:<module>:<Class>")
+    assert AGENT_FORMS == ("noop", "oracle", "mini-swe-agent", "cmd:<command>", "harbor:<name>",
+                           "module:<module>:<Class>")
     assert [kind.form for kind in AGENTS] == list(AGENT_FORMS)
     assert agent_kind("noop").form == "noop" and agent_kind("oracle").form == "oracle"
     assert agent_kind("cmd:./run.sh --fast").form == "cmd:<command>"

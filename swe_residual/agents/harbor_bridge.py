@@ -1,0 +1,165 @@
+"""`--agent=harbor:NAME`: one of Harbor's agents, unmodified, on the suite's own container.
+
+Harbor needs Python >= 3.12 and the suite runs on 3.11, so Harbor is never imported here: the
+agent runs in a helper process of Harbor's own virtual environment (`harbor_helper.py`), which
+implements Harbor's `BaseEnvironment` over the suite's running container, named by its id.
+The suite keeps what it owns: the container's start and stop, the handoff view, the budget
+(the helper is killed when the session's wall time is spent: a time limit) and the verifier.
+
+What comes back: the agent's ATIF trajectory, which becomes the suite's trajectory (so
+Opened, Inspected and Kept are computed as for any agent), and its context (tokens, cost).
+`--model` is the agent's `model_name`; every `--agent-option KEY=VALUE` is one more keyword
+argument of the agent's constructor (a value that reads as JSON is passed as that JSON:
+`max_turns=5`, `record_terminal_session=false`).
+
+Docker backend only: the helper drives a container by id, and the local backend has none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, TIME_LIMIT, AgentResult, AgentSession
+from swe_residual.environments.cache import default_cache_dir
+from swe_residual.errors import ConfigError, InfraError
+from swe_residual.harbor.atif import read_atif
+
+PREFIX = "harbor:"
+HELPER = Path(__file__).with_name("harbor_helper.py")
+HARBOR_PYTHON_ENV = "SWE_RESIDUAL_HARBOR_PYTHON"  # Harbor's Python, if not the cache's harbor-venv
+# Error types of litellm that mean the model service failed, not the agent (paper App. C: retried).
+_MODEL_SERVICE_ERRORS = ("APIConnectionError", "RateLimitError", "ServiceUnavailableError", "InternalServerError",
+                         "Timeout", "APIError")
+# Terminus-2 drives a tmux session: without tmux in the image it would try to install it
+# inside the measured run (with no network, in vain). The set-up layer is where it belongs.
+NEEDS_TMUX = ("terminus-2", "terminus")
+
+
+def harbor_python() -> Path:
+    given = os.environ.get(HARBOR_PYTHON_ENV)
+    return Path(given) if given else default_cache_dir() / "harbor-venv" / "bin" / "python"
+
+
+def option_value(text: str) -> Any:
+    """An `--agent-option` value as the agent's keyword argument: JSON when it reads as JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def container_id(environment: Any) -> str | None:
+    """The container behind the session's environment (through any view that wraps it)."""
+    seen = 0
+    while environment is not None and seen < 8:
+        found = getattr(environment, "container_id", None)
+        if isinstance(found, str):
+            return found
+        environment = getattr(environment, "_environment", None) or getattr(environment, "environment", None)
+        seen += 1
+    return None
+
+
+def check_agent(harbor_name: str) -> None:
+    """A ConfigError, before any item runs, for a name Harbor lacks or an agent the bridge cannot run."""
+    python = harbor_python()
+    if not os.access(python, os.X_OK):
+        raise ConfigError(f"--agent={PREFIX}{harbor_name}: Harbor's Python is not at {python} "
+                          f"(install Harbor there with scripts/setup-tests, or set ${HARBOR_PYTHON_ENV})")
+    done = subprocess.run([str(python), str(HELPER), "--check", harbor_name], capture_output=True, text=True,
+                          timeout=120, check=False)
+    try:
+        why = json.loads(done.stdout.strip().splitlines()[-1])["error"]
+    except (ValueError, IndexError, KeyError, TypeError):
+        raise ConfigError(f"--agent={PREFIX}{harbor_name}: Harbor at {python} does not answer: "
+                          f"{(done.stderr or done.stdout).strip()[-500:]}") from None
+    if why:
+        raise ConfigError(f"--agent={PREFIX}{harbor_name}: {why}")
+
+
+class HarborAgent:
+    """Harbor's agent `harbor_name`, run by the helper process on the session's container."""
+
+    def __init__(self, harbor_name: str, model: str | None, options: Mapping[str, str] | None = None) -> None:
+        self.harbor_name, self.model = harbor_name, model
+        self.spec = self.name = f"{PREFIX}{harbor_name}"  # the runner names it (with its model): `spec` stays
+        self.kwargs: dict[str, Any] = {key: option_value(value) for key, value in (options or {}).items()}
+        if model:
+            self.kwargs["model_name"] = model
+
+    def describe(self) -> dict[str, Any]:
+        return {"harness": self.spec, "model": self.model, "kwargs": dict(sorted(self.kwargs.items()))}
+
+    def run(self, session: AgentSession) -> AgentResult:
+        container = container_id(session.environment)
+        if container is None:
+            raise ConfigError(f"--agent={self.spec} needs the docker backend: Harbor's agents drive a container")
+        python = harbor_python()
+        if self.harbor_name in NEEDS_TMUX and session.environment.exec("tmux -V", timeout_sec=30).exit_code != 0:
+            return AgentResult(AGENT_ERROR, message=f"--agent={self.spec} needs tmux in the task image: install it "
+                               "with --agent-setup (e.g. a script running `apt-get install -y tmux`), once per image")
+        with tempfile.TemporaryDirectory(prefix="swe-residual-harbor-") as scratch:
+            logs = Path(scratch)
+            request = {"container": container, "agent": self.harbor_name, "kwargs": self.kwargs,
+                       "instruction": session.instruction, "logs_dir": str(logs), "workdir": session.workdir,
+                       "session_id": f"swe-residual-{container[:12]}"}
+            (logs / "request.json").write_text(json.dumps(request))
+            timed_out = self._run_helper(python, logs / "request.json", session.remaining_sec())
+            return self._collect(session, logs, timed_out)
+
+    @staticmethod
+    def _run_helper(python: Path, request: Path, timeout_sec: float) -> bool:
+        """Whether the helper had to be killed at the wall time."""
+        # Offline: litellm would fetch its price list from the network at import (and wait for it).
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        log = request.with_name("helper.log").open("wb")  # its logging: read only when it left no result
+        with log, subprocess.Popen([str(python), str(HELPER), str(request)], env=env, start_new_session=True,
+                                   stdout=log, stderr=subprocess.STDOUT) as process:
+            try:
+                process.wait(timeout=max(timeout_sec, 1.0))
+                return False
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)  # its own session: the helper and what it started
+                process.wait()
+                return True
+
+    def _collect(self, session: AgentSession, logs: Path, timed_out: bool) -> AgentResult:
+        result: dict[str, Any] = {}
+        if (logs / "result.json").is_file():
+            result = json.loads((logs / "result.json").read_text())
+        if result.get("kind") == "config":
+            raise ConfigError(f"--agent={self.spec}: {result['error']}")
+        trajectory, _ = read_atif(logs / "trajectory.json", self.spec)
+        if trajectory is not None:
+            for index, step in enumerate(trajectory.steps):
+                step.index = index
+                if step.command is not None:
+                    step.command = step.command.rstrip("\n")  # keystrokes end with the Enter that ran them
+            session.trajectory.steps = trajectory.steps
+        context = result.get("context") or {}
+        prompt, completion = context.get("n_input_tokens"), context.get("n_output_tokens")
+        if isinstance(prompt, int) and isinstance(completion, int):
+            session.tokens = {"prompt": prompt, "completion": completion}
+        cost = context.get("cost_usd")
+        session.cost_known = isinstance(cost, (int, float))
+        if session.cost_known:
+            session.add_cost(float(cost))
+        if timed_out:
+            return AgentResult(TIME_LIMIT, message=f"time limit of {session.budget.timeout_sec:.0f}s reached",
+                               cost=session.cost)
+        if "error" in result:
+            if result.get("error_type") in _MODEL_SERVICE_ERRORS:
+                raise InfraError(str(result["error"])[:500], stage="model")
+            return AgentResult(AGENT_ERROR, message=str(result["error"])[:2000], cost=session.cost)
+        if not result:
+            tail = (logs / "helper.log").read_text(errors="replace")[-1500:] if (logs / "helper.log").is_file() else ""
+            return AgentResult(AGENT_ERROR, message=f"{self.spec}: the helper process ended without a result\n{tail}",
+                               cost=session.cost)
+        return AgentResult(SUBMITTED, message=(trajectory.final_message if trajectory else None), cost=session.cost)

@@ -1,0 +1,167 @@
+"""The Harbor side of `--agent=harbor:NAME`: run with Harbor's own Python, never imported by the suite.
+
+Harbor needs Python >= 3.12 and the suite runs on 3.11, so the suite starts this file as a
+process of Harbor's virtual environment (`swe_residual.agents.harbor_bridge`). It builds
+Harbor's agent class unmodified, gives it a `BaseEnvironment` whose every operation goes to
+the suite's own container (by id, through the `docker` CLI: Harbor's environment may lack the
+Docker SDK), runs `setup` and `run`, and leaves the agent's ATIF trajectory
+(`LOGS/trajectory.json`, written by the agent) and its context (`LOGS/result.json`: tokens,
+cost, or the error) for the suite. The container is the suite's: start and stop do nothing.
+
+Usage: python harbor_helper.py --check NAME (prints why the agent cannot run, or null), or
+python harbor_helper.py REQUEST.json, where the request holds `container`, `agent`,
+`kwargs`, `instruction`, `logs_dir`, `workdir` and `session_id`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+EXEC_TIMEOUT_CODE = 124  # what `timeout` exits with: a command that ran out of its time
+
+
+async def _docker(*args: str, timeout_sec: float | None = None, stdin: bytes | None = None) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        "docker", *args, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(stdin), timeout=timeout_sec)
+    except asyncio.TimeoutError:
+        process.kill()
+        out, err = await process.communicate()
+        return EXEC_TIMEOUT_CODE, out.decode(errors="replace"), err.decode(errors="replace") + "\n[timed out]"
+    return process.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def make_environment_class() -> type:
+    """Harbor's `BaseEnvironment` over one running container, named by id."""
+    from harbor.environments.base import BaseEnvironment, ExecResult
+
+    class SuiteContainer(BaseEnvironment):
+        def __init__(self, container: str, workdir: str, **kwargs: Any) -> None:
+            self.container, self.workdir = container, workdir
+            super().__init__(**kwargs)
+
+        @staticmethod
+        def type() -> str:
+            return "swe-residual-container"
+
+        def _validate_definition(self) -> None:
+            pass  # the suite built and started the container: there is no definition to check
+
+        async def start(self, force_build: bool) -> None:
+            pass  # the suite's
+
+        async def stop(self, delete: bool) -> None:
+            pass  # the suite's
+
+        async def exec(self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
+                       timeout_sec: int | None = None, user: str | int | None = None) -> ExecResult:
+            args = ["exec", "-w", cwd or self.workdir]
+            for key, value in (self._merge_env(env) or {}).items():
+                args += ["-e", f"{key}={value}"]
+            resolved = self._resolve_user(user)
+            if resolved is not None:
+                args += ["-u", str(resolved)]
+            code, out, err = await _docker(*args, self.container, "bash", "-c", command, timeout_sec=timeout_sec)
+            return ExecResult(stdout=out, stderr=err, return_code=code)
+
+        async def _mkdir(self, path: str) -> None:
+            await _docker("exec", self.container, "mkdir", "-p", path)
+
+        async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+            await self._mkdir(os.path.dirname(target_path) or "/")
+            await self._checked("cp", str(source_path), f"{self.container}:{target_path}")
+
+        async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+            await self._mkdir(target_dir)
+            await self._checked("cp", f"{source_dir}/.", f"{self.container}:{target_dir}")
+
+        async def download_file(self, source_path: str, target_path: Path | str) -> None:
+            Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+            await self._checked("cp", f"{self.container}:{source_path}", str(target_path))
+
+        async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+            Path(target_dir).mkdir(parents=True, exist_ok=True)
+            await self._checked("cp", f"{self.container}:{source_dir}/.", str(target_dir))
+
+        @staticmethod
+        async def _checked(*args: str) -> None:
+            code, _, err = await _docker(*args, timeout_sec=600)
+            if code != 0:
+                raise RuntimeError(f"docker {' '.join(args)}: {err.strip()}")
+
+    return SuiteContainer
+
+
+def usable(name: str) -> str | None:
+    """Why Harbor's agent `name` cannot run on the bridge, or None."""
+    from harbor.agents.factory import AgentFactory
+    from harbor.agents.installed.base import BaseInstalledAgent
+    from harbor.models.agent.name import AgentName
+
+    if name not in AgentName.values():
+        return f"Harbor has no agent {name!r} (known: {', '.join(sorted(AgentName.values()))})"
+    try:
+        cls = AgentFactory.get_agent_class(AgentName(name))
+    except (ValueError, ImportError) as exc:  # a name Harbor lists without a class of its own
+        return f"Harbor cannot make its agent {name!r}: {exc}"
+    if issubclass(cls, BaseInstalledAgent):
+        return (f"harbor:{name} is an installed Harbor agent: installed Harbor agents need their install step "
+                "(run with network, once per task image), not supported yet")
+    return None
+
+
+async def run(request: dict[str, Any]) -> dict[str, Any]:
+    from harbor.agents.factory import AgentFactory
+    from harbor.models.agent.context import AgentContext
+    from harbor.models.agent.name import AgentName
+    from harbor.models.task.config import EnvironmentConfig
+    from harbor.models.trial.paths import TrialPaths
+
+    name = request["agent"]
+    why = usable(name)
+    if why is not None:
+        return {"error": why, "kind": "config"}
+    cls = AgentFactory.get_agent_class(AgentName(name))
+    logs_dir = Path(request["logs_dir"])
+    trial_paths = TrialPaths(trial_dir=logs_dir / "trial")
+    trial_paths.agent_dir.mkdir(parents=True, exist_ok=True)
+    environment = make_environment_class()(
+        request["container"], request["workdir"], environment_dir=logs_dir, environment_name=name,
+        session_id=request["session_id"], trial_paths=trial_paths,
+        task_env_config=EnvironmentConfig(workdir=request["workdir"]),
+    )
+    agent = cls(logs_dir=logs_dir, **request["kwargs"])
+    context = AgentContext()
+    result: dict[str, Any] = {"version": agent.version()}
+    try:
+        await agent.setup(environment)
+        await agent.run(request["instruction"], environment, context)
+    except Exception as exc:  # the agent's own failure, or its model service's: the suite tells which
+        result.update(error=f"{type(exc).__name__}: {exc}", kind="agent", error_type=type(exc).__name__,
+                      traceback=traceback.format_exc()[-4000:])
+    result["context"] = context.model_dump(mode="json", exclude={"rollout_details"})
+    return result
+
+
+def main() -> int:
+    if sys.argv[1] == "--check":  # `--check NAME`: can the bridge run it (at `--agent` parsing, once)
+        why = usable(sys.argv[2])
+        print(json.dumps({"error": why}))
+        return 0
+    request = json.loads(Path(sys.argv[1]).read_text())
+    result = asyncio.run(run(request))
+    Path(request["logs_dir"], "result.json").write_text(json.dumps(result, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""`--agent=harbor:terminus-2`: Harbor's Terminus-2, unmodified, in Harbor's own Python, on the
+suite's container, its model the scripted OpenAI-compatible test server (no model network).
+
+Terminus-2 drives a tmux session, which the sample's images lack: the tests install it the way
+a user would, with an `--agent-setup` script (a set-up layer, built once per task image with
+network; the measured runs keep the task's no-network mode).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from model_server import ModelServer, Reply
+
+from swe_residual.agents import resolve_agent
+from swe_residual.agents.environment import AgentEnvironment, AgentSetup
+from swe_residual.agents.harbor_bridge import harbor_python
+from swe_residual.dataset.load import TaskEntry, load_dataset
+from swe_residual.errors import ConfigError
+from swe_residual.trial.runner import RunOptions, run_item
+
+pytestmark = [pytest.mark.slow, *requires_docker]
+
+SAMPLE_TASK = REPO_ROOT / "datasets" / "sample" / "backup-retention-config"
+STATE = "patcher-1"
+CONF = "/etc/backupctl/backupctl.conf"
+TMUX_SETUP = b"#!/bin/sh\nset -e\napt-get update -q\napt-get install -y -q --no-install-recommends tmux\n"
+
+
+def turn(keystrokes: str | None, done: bool = False) -> Reply:
+    """One Terminus-2 reply in its JSON protocol: one command (or none), maybe the task declared complete."""
+    commands = [{"keystrokes": keystrokes + "\n", "duration": 0.5}] if keystrokes else []
+    return Reply(content=json.dumps({"analysis": "looking", "plan": "next", "commands": commands, "task_complete": done}))
+
+
+def finished(*commands: str) -> list[Reply]:
+    # Terminus-2 asks for a confirmation after the first `task_complete`: the second one ends it.
+    return [turn(command) for command in commands] + [turn(None, done=True), turn(None, done=True)]
+
+
+SOLVE = finished(
+    f"sed -i -E -e 's|^target *=.*|target = /srv/backups/data|' -e 's|^retention_days *=.*|retention_days = 14|' "
+    f"-e 's|^exclude *=.*|exclude = *.swp *.tmp|' {CONF}",
+    "install -d -o root -g root -m 0700 /srv/backups/data",
+    "backupctl check",
+)
+REPAIR = finished(f"cat {CONF}", "chmod 0700 /srv/backups/data && backupctl check")
+ACCEPT = finished(f"cat {CONF}", "backupctl check")
+
+
+@pytest.fixture(scope="module")
+def harbor_ready() -> None:
+    if not os.access(harbor_python(), os.X_OK):
+        pytest.fail(f"Harbor is not installed at {harbor_python()}: run scripts/setup-tests")
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory: pytest.TempPathFactory) -> TaskEntry:
+    data = tmp_path_factory.mktemp("data")
+    shutil.copytree(SAMPLE_TASK, data / SAMPLE_TASK.name)
+    return load_dataset(data).entry(SAMPLE_TASK.name)
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from swe_residual.environments.docker import LABEL, DockerBackend
+    from swe_residual.environments.docker.base_image import ensure_base_image
+
+    ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
+    setup_script = tmp_path_factory.mktemp("setup") / "tmux.sh"
+    setup_script.write_bytes(TMUX_SETUP)
+    with DockerBackend(cache_dir=tmp_path_factory.mktemp("docker-cache"), progress=lambda line: None,
+                       agent_environment=AgentEnvironment(setup=AgentSetup(setup_script, TMUX_SETUP))) as created:
+        yield created
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.pid={os.getpid()}"],
+                          capture_output=True, text=True, check=False).stdout.split()
+    assert left == [], f"containers left behind: {left}"
+
+
+@pytest.fixture(autouse=True)
+def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # litellm's OpenAI client wants a key even for a server that asks none; keys reach the helper
+    # from the host environment, as a real one would.
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+
+def run(entry: TaskEntry, state_id: str | None, script: list[Reply], backend: object, tmp_path: Path) -> dict:
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
+    state = next(s for s in entry.states if s.id == state_id) if state_id else None
+    with ModelServer(script) as server:
+        agent = resolve_agent("harbor:terminus-2", {"api_base": server.url, "record_terminal_session": "false"},
+                              "openai/served-model")
+        record = run_item(entry.task, state, agent, backend, options)
+        # every scripted reply was asked for, no more
+        assert server.requests == len(script), (record["termination"], record.get("message"), record.get("error"))
+    record["_trajectory"] = json.loads((options.run_dir / record["trajectory"]).read_text())
+    return record
+
+
+def test_terminus_2_solves_the_clean_start(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    record = run(entry, None, SOLVE, backend, tmp_path)
+    assert (record["outcome"], record["termination"], record["submitted"]) == ("success", "submitted", True), record
+    assert record["agent"] == "harbor:terminus-2[openai/served-model]"
+    assert record["agent_config"]["harness"] == "harbor:terminus-2"
+    steps = record["_trajectory"]["steps"]
+    assert [s["command"] for s in steps if s["action"] == "command"][-1] == "backupctl check"
+    assert "OK" in steps[2]["output"] or "ok" in steps[2]["output"].lower()
+    # four model calls of 100 prompt and 20 completion tokens each (the server's usage)
+    assert record["tokens"] == {"prompt": 500, "completion": 100}
+    assert record["steps"] == len(steps) >= 3
+
+
+def test_terminus_2_repairs_a_residual_state(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    record = run(entry, STATE, REPAIR, backend, tmp_path)
+    assert (record["outcome"], record["termination"]) == ("success", "submitted"), record
+    assert "target = /srv/backups/data" in record["_trajectory"]["steps"][0]["output"]
+    # computed from its trajectory (a machine-track state has no inherited patch to match files
+    # against: the suite's metrics see only `git status`/`git diff` there, which it did not run)
+    assert record["opened_files"] == [] and record["inspected"] is False
+
+
+def test_terminus_2_accepting_a_residual_state_fails_it(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    record = run(entry, STATE, ACCEPT, backend, tmp_path)
+    assert (record["outcome"], record["termination"]) == ("failure", "submitted"), record
+    assert failing(record["tests"]) == failing(record["initial_tests"]) != set()
+    assert record["tokens"] == {"prompt": 400, "completion": 80}
+
+
+def failing(tests: dict[str, str] | None) -> set[str]:
+    return {name for name, status in (tests or {}).items() if status != "passed"}
+
+
+def test_an_installed_harbor_agent_is_one_clear_error_naming_its_install_step(harbor_ready) -> None:
+    with pytest.raises(ConfigError, match=r"^--agent=harbor:claude-code: .*installed Harbor agents need their "
+                                          r"install step \(run with network, once per task image\), not supported yet$"):
+        resolve_agent("harbor:claude-code", None, "anthropic/claude-x")
+    with pytest.raises(ConfigError, match=r"Harbor has no agent 'no-such-agent' \(known: .*terminus-2"):
+        resolve_agent("harbor:no-such-agent", None, None)
+
+
+REPO_TASK = REPO_ROOT / "datasets" / "sample" / "lru-cache-ttl"
+
+
+def test_opened_and_inspected_come_from_its_keystrokes_on_a_repo_track_state(harbor_ready, backend,
+                                                                             tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    shutil.copytree(REPO_TASK, data / REPO_TASK.name)
+    repo_entry = load_dataset(data).entry(REPO_TASK.name)
+    # one turn of two keystroke batches, one terminal screen after both
+    batch = Reply(content=json.dumps({"analysis": "a", "plan": "p", "task_complete": False, "commands": [
+        {"keystrokes": "git status --short\n", "duration": 0.3},
+        {"keystrokes": "cat ttlcache/cache.py | head -40\n", "duration": 0.3}]}))
+    record = run(repo_entry, "drafter-1", [batch, turn(None, done=True), turn(None, done=True)], backend, tmp_path)
+    assert (record["outcome"], record["termination"]) == ("failure", "submitted"), record
+    assert record["inspected"] is True
+    assert "ttlcache/cache.py" in record["opened_files"]
+    commands = [s for s in record["_trajectory"]["steps"] if s["action"] == "command"]
+    assert [s["command"] for s in commands] == ["git status --short", "cat ttlcache/cache.py | head -40"]
+    assert "self._clock() > expires_at" in commands[1]["output"]  # the screen after the batch
+    assert record["tokens"] == {"prompt": 300, "completion": 60}
+
+
+def test_harbor_nop_declares_done_with_an_empty_trajectory(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
+    record = run_item(entry.task, None, resolve_agent("harbor:nop"), backend, options)
+    assert (record["outcome"], record["termination"], record["agent"]) == ("failure", "submitted", "harbor:nop")
+    assert record["steps"] == 0 and record["tokens"] is None
+
+
+def test_the_local_backend_is_one_clear_error_per_item(harbor_ready, tmp_path: Path) -> None:
+    from swe_residual.environments.local import LocalBackend
+
+    shutil.copytree(REPO_TASK, tmp_path / "data" / REPO_TASK.name)
+    entry = load_dataset(tmp_path / "data").entry(REPO_TASK.name)
+    (tmp_path / "work").mkdir()
+    backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path / "work")
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
+    record = run_item(entry.task, None, resolve_agent("harbor:terminus-2", None, "openai/m"), backend, options)
+    assert record["termination"] == "agent_error"
+    assert record["message"].startswith("ConfigError: --agent=harbor:terminus-2 needs the docker backend")
+
+
+def test_the_helper_is_stopped_at_the_wall_time(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    # 600 s of the task's agent time x 0.05: 30 s, while the model never answers
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run", timeout_multiplier=0.05)
+    with ModelServer([Reply(hang_sec=120)]) as server:
+        agent = resolve_agent("harbor:terminus-2", {"api_base": server.url, "record_terminal_session": "false"},
+                              "openai/served-model")
+        record = run_item(entry.task, None, agent, backend, options)
+    assert (record["termination"], record["outcome"]) == ("time_limit", "failure"), record.get("message")
+    assert record["durations"]["agent_sec"] < 30 + 10
+    helpers = subprocess.run(["pgrep", "-f", "harbor_helper.py"], capture_output=True, text=True, check=False)
+    assert helpers.stdout.strip() == ""  # killed with its process group, nothing left
