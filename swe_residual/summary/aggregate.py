@@ -17,6 +17,7 @@ from swe_residual.metrics.comparison import comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.handoff.metrics import primary_records
 from swe_residual.metrics.headline import Record, RecordLike, headline, is_excluded, task_table
+from swe_residual.metrics.intervals import Uncertainty, bootstrap_intervals
 from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_summary
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
@@ -123,11 +124,12 @@ def infra_summary(records: Sequence[RecordLike]) -> dict[str, Any]:
     }
 
 
-def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
+def _block(records: Sequence[Record], *, pooled: bool, uncertainty: Uncertainty) -> dict[str, Any]:
     block = headline(records, key_by_track=pooled)
+    tasks = task_table(records, key_by_track=pooled)
     # The tasks and states behind CondFail (C_A: tasks solved from the Clean Start), which
     # Figure 2 of the report shows next to its bars.
-    solved = [t for t in task_table(records, key_by_track=pooled).values() if t.clean == 1]
+    solved = [t for t in tasks.values() if t.clean == 1]
     block["cond_fail_tasks"] = len(solved)
     block["cond_fail_states"] = sum(len(t.states) for t in solved)
     if pooled:
@@ -136,19 +138,23 @@ def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
         block["acceptance_bias"] = acceptance_bias(repo) if repo else None
     else:
         block["acceptance_bias"] = acceptance_bias(records)
+    block["intervals"] = bootstrap_intervals(tasks, uncertainty).to_json()
     return block
 
 
 def summarize(records: Iterable[RecordLike], *, compare: bool = False,
-              sources: Sequence[str] | None = None) -> Summary:
+              sources: Sequence[str] | None = None, uncertainty: Uncertainty | None = None) -> Summary:
     """The DESIGN section 5 summary as a typed :class:`~swe_residual.summary.model.Summary`
     (its ``to_json()`` is ``summary.json``): per agent ``tracks`` and ``overall``, and ``infra``.
 
     With ``compare`` it also holds ``comparison`` (rankings, reversals, states no agent
     solved; see :mod:`swe_residual.metrics.comparison`): opt-in so the section 5 layout stays exact.
     Raises `AgentConfigConflict` when one agent name carries two configurations (`sources`,
-    parallel to `records`, name where each record came from in the error).
+    parallel to `records`, name where each record came from in the error). `uncertainty`
+    (default: 95%, 2000 resamples, seed 0) makes every figure's bootstrap interval and the
+    paired comparisons (:mod:`swe_residual.metrics.intervals`); it is recorded in the summary.
     """
+    uncertainty = uncertainty or Uncertainty()
     records = as_records(records)
     check_agent_configs(records, sources)
     recs = dedupe_records(records)
@@ -165,8 +171,9 @@ def summarize(records: Iterable[RecordLike], *, compare: bool = False,
         for r in agent_recs:
             by_track.setdefault(str(r.track), []).append(r)
         agents[agent] = AgentSummary(
-            tracks={t: ScopeMetrics.from_json(_block(by_track[t], pooled=False)) for t in sorted(by_track)},
-            overall=ScopeMetrics.from_json(_block(agent_recs, pooled=True)),
+            tracks={t: ScopeMetrics.from_json(_block(by_track[t], pooled=False, uncertainty=uncertainty))
+                    for t in sorted(by_track)},
+            overall=ScopeMetrics.from_json(_block(agent_recs, pooled=True, uncertainty=uncertainty)),
         )
     infra = infra_summary(recs)
     fidelity = fidelity_summary(recs)
@@ -174,11 +181,11 @@ def summarize(records: Iterable[RecordLike], *, compare: bool = False,
         infra["fidelity"] = fidelity
     views = handoff_summary(recs)
     oracle = oracle_summary(shown)
-    partial = Summary(schema=SCHEMA, agents=agents)
+    partial = Summary(schema=SCHEMA, agents=agents, uncertainty=uncertainty)
     return replace(
         partial,
         infra=Infra.from_json(infra),
-        comparison=Comparison.from_json(comparison(partial.to_json(), shown)) if compare else None,
+        comparison=Comparison.from_json(comparison(partial.to_json(), shown, uncertainty)) if compare else None,
         by_handoff={a: {v: HandoffView.from_json(b) for v, b in blocks.items()} for a, blocks in views.items()}
         if views is not None else None,
         oracle=OracleSummary.from_json(oracle) if oracle is not None else None,
@@ -186,10 +193,10 @@ def summarize(records: Iterable[RecordLike], *, compare: bool = False,
 
 
 def build_summary(records: Iterable[RecordLike], *, compare: bool = False,
-                  sources: Sequence[str] | None = None) -> dict[str, Any]:
+                  sources: Sequence[str] | None = None, uncertainty: Uncertainty | None = None) -> dict[str, Any]:
     """:func:`summarize` as the dict ``summary.json`` holds:
     ``{"schema": 1, "agents": {AGENT: {"tracks": {TRACK: {...}}, "overall": {...}}}, "infra"}``."""
-    return summarize(records, compare=compare, sources=sources).to_json()
+    return summarize(records, compare=compare, sources=sources, uncertainty=uncertainty).to_json()
 
 
 def _ordered(mapping: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.unit
 S, F, X = "success", "failure", "infra_error"
 
 TRACK_KEYS = {
+    "intervals",
     "residual",
     "clean",
     "gap",
@@ -79,7 +80,7 @@ def records() -> list[dict[str, Any]]:
 
 def test_layout_and_headline_goldens() -> None:
     summary = build_summary(records())
-    assert set(summary) == {"schema", "agents", "infra"}
+    assert set(summary) == {"schema", "uncertainty", "agents", "infra"}
     assert summary["schema"] == 1
     assert set(summary["agents"]) == {"alpha", "beta"}
     alpha = summary["agents"]["alpha"]
@@ -205,6 +206,7 @@ def test_empty_records() -> None:
     summary = build_summary([])
     assert summary == {
         "schema": 1,
+        "uncertainty": {"confidence": 0.95, "resamples": 2000, "seed": 0},
         "agents": {},
         "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "verifier_failed": [], "by_agent": {}},
     }
