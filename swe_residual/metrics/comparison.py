@@ -173,7 +173,7 @@ def _leader_minus_follower(pair: Mapping[str, Any], figure: str, leader: str) ->
     bound = pair.get(f"{figure}_interval")
     if bound is None:
         return None
-    return list(bound) if pair["a"] == leader else [-bound[1], -bound[0]]
+    return list(bound) if pair["a"] == leader else [0.0 - bound[1], 0.0 - bound[0]]  # no -0.0
 
 
 def label_reversals(found: Sequence[dict[str, Any]], pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

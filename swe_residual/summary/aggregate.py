@@ -30,7 +30,7 @@ from swe_residual.summary.model import (
 )  # fmt: skip
 from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CLEAN, EXCLUDED, HEADLINE, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
+    ACCEPTANCE, AGENT, CLEAN, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
     PredecessorRow, Scopes, state_label,
 )  # fmt: skip
 
@@ -256,6 +256,20 @@ TERMINAL_LEGEND = (
 )
 
 
+def uncertainty_line(summary: Summary) -> str | None:
+    """What the brackets are, e.g. ``[low, high]: 95% paired bootstrap interval over tasks
+    (2000 resamples, seed 0)``; None for a summary without intervals."""
+    u = summary.uncertainty
+    if u is None:
+        return None
+    return (f"[low, high]: {100 * u.confidence:g}% paired bootstrap interval over tasks "
+            f"({u.resamples} resamples, seed {u.seed})")
+
+
+def _compared(summary: Summary) -> bool:
+    return summary.comparison is not None and summary.comparison.n_agents > 1 and bool(PAIRS.rows_of(summary))
+
+
 def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
@@ -269,8 +283,17 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     out += ["Gap = Ref. Clean - Residual in points, computed before rounding. Residual: success from"]
     out += ["a Residual State (work a predecessor left and claimed done); Ref. Clean: success from a clean"]
     out += ["start on the same tasks; CondFail: the share of Residual States failed on the tasks the agent"]
-    out += ["solves from a clean start.", ""]
+    out += ["solves from a clean start."]
+    line = uncertainty_line(s)
+    out += ([f"{line}; one task gives none."] if line else []) + [""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
+
+    if _compared(s):
+        out += ["## Agents compared", ""]
+        out += ["Each pair on the tasks both ran: a - b in points, with the paired bootstrap interval (both"]
+        out += ["agents' runs of a task resampled together); a difference whose interval includes 0 is not"]
+        out += ["significant at this level.", ""]
+        out += markdown_table(PAIRS, PAIRS.rows_of(s)) + [""]
 
     out += ["## By predecessor agent", ""]
     out += ["Each group: tasks with >= 1 state from the predecessor, only its states averaged,"]
@@ -342,8 +365,16 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
+    if s.agents and uncertainty_line(s):
+        lines.append(f"  gap {uncertainty_line(s)}")
     if s.comparison is not None:  # the one comparison line that matters most
         lines.append(headline_line(s.comparison.to_json(), single_scope=len(s.tracks) == 1, width=TERMINAL_WIDTH))
+    if _compared(s):  # the pairs on the widest scope (overall with several tracks)
+        widest = s.scopes()[-1] if s.scopes() else None
+        pairs = [row for row in PAIRS.rows_of(s) if row.scope == widest]
+        if pairs:
+            lines.append(f"agents compared [{widest}] (a - b on common tasks, points)")
+            lines += terminal_table(PAIRS, pairs, first=lambda text: _clip(text, 36))
     lines += oracle_lines(s)
     lines += fidelity_terminal(s, _clip)
     lines += skipped_terminal(s)
