@@ -248,7 +248,7 @@ def headline_line(block: Mapping[str, Any], *, single_scope: bool = False, width
     where = "" if single_scope or best["scope"] == "overall" else f" [{best['scope']}]"
     more = f"; {n_pairs - 1} more pair(s) reversed" if n_pairs > 1 else ""
     if best.get("significant") is not None:  # from the paired intervals on the common tasks
-        more += "; significant" if best["significant"] else "; not significant (an interval includes 0)"
+        more += "; significant" if best["significant"] else "; interval includes 0"
     a, b = best["clean_leader"], best["residual_leader"]
     cm, rm = best["clean_margin"], best["residual_margin"]
     line = f"ranking reversed{where}: {a} over {b} on clean (+{cm:.1f}), {b} over {a} on residual (+{rm:.1f}){more}"

@@ -155,7 +155,7 @@ def predecessor_table(summary: Summary | Mapping[str, Any]) -> str:
 def _significance(r: Any) -> str:
     if r.significant is None:
         return ""
-    return "; significant" if r.significant else "; <i>not significant</i> (an interval includes 0)"
+    return "; significant" if r.significant else "; <i>not significant</i>: an interval includes 0"
 
 
 def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:

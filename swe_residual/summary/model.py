@@ -332,12 +332,10 @@ class Reversal:
                    raw.get("significant"))
 
     def to_json(self) -> Json:
-        out: Json = {"scope": self.scope, "clean_leader": self.clean_leader, "residual_leader": self.residual_leader,
-                     "clean_margin": self.clean_margin, "residual_margin": self.residual_margin}
-        if self.clean_interval is not None or self.residual_interval is not None or self.significant is not None:
-            out.update(clean_interval=_list(self.clean_interval), residual_interval=_list(self.residual_interval),
-                       significant=self.significant)
-        return out
+        return {"scope": self.scope, "clean_leader": self.clean_leader, "residual_leader": self.residual_leader,
+                "clean_margin": self.clean_margin, "residual_margin": self.residual_margin,
+                "clean_interval": _list(self.clean_interval), "residual_interval": _list(self.residual_interval),
+                "significant": self.significant}
 
 
 def _bound(raw: Any) -> tuple[float, float] | None:

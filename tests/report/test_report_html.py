@@ -286,9 +286,15 @@ def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_pat
 
     page = (out / "report.html").read_text()
     # the success table (the paper's Table 3): the summary's figures, cell for cell
+    # each figure with its bootstrap interval under it, as summary.json holds it
+    def ci(figure: str) -> str:
+        low, high = m["intervals"][figure]
+        return f'<br><span class="ci">[{low:.1f}, {high:.1f}]</span>'
+
     assert (
-        f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states">{m["residual"]:.1f}</td>'
-        f"<td>{m['clean']:.1f}</td><td><b>{m['gap']:.1f}</b></td><td>{m['cond_fail']:.1f}</td>"
+        f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states">{m["residual"]:.1f}{ci("residual")}</td>'
+        f"<td>{m['clean']:.1f}{ci('clean')}</td><td><b>{m['gap']:.1f}{ci('gap')}</b></td>"
+        f"<td>{m['cond_fail']:.1f}{ci('cond_fail')}</td>"
     ) in page
     # Figure 1: Clean and Residual as in the summary
     figure_1 = _figure(page, "figure-1")
