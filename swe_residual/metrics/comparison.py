@@ -224,7 +224,7 @@ def _most_important(block: Mapping[str, Any]) -> tuple[dict[str, Any] | None, in
     return best, len(pairs)
 
 
-def _clip_left(name: str, width: int) -> str:
+def clip_left(name: str, width: int) -> str:
     # Keep the end: agent specs differ at the end (module:pkg.mod:Class, cmd:... --model X).
     return name if len(name) <= width else "..." + name[-(width - 3) :]
 
@@ -257,7 +257,7 @@ def headline_line(block: Mapping[str, Any], *, single_scope: bool = False, width
     rest = f": clean +{cm:.1f}, residual -{rm:.1f}{more}"
     head = f"ranking reversed{where}: "
     room = max(12, (width - len(head) - len(" vs ") - len(rest)) // 2)
-    return f"{head}{_clip_left(a, room)} vs {_clip_left(b, room)}{rest}"
+    return f"{head}{clip_left(a, room)} vs {clip_left(b, room)}{rest}"
 
 
 def ranking_table(block: Mapping[str, Any], scope: str) -> Sequence[dict[str, Any]]:

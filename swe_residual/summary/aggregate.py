@@ -13,7 +13,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from swe_residual.agents.identity import check_agent_configs
-from swe_residual.metrics.comparison import comparison, headline_line
+from swe_residual.metrics.comparison import clip_left, comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.handoff.metrics import primary_records
 from swe_residual.metrics.headline import Record, RecordLike, headline, is_excluded, task_table
@@ -371,10 +371,12 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
         lines.append(headline_line(s.comparison.to_json(), single_scope=len(s.tracks) == 1, width=TERMINAL_WIDTH))
     if _compared(s):  # the pairs on the widest scope (overall with several tracks)
         widest = s.scopes()[-1] if s.scopes() else None
-        pairs = [row for row in PAIRS.rows_of(s) if row.scope == widest]
+        # names kept by their end, where agent specs differ (as the reversal line does)
+        pairs = [replace(row, pair=replace(row.pair, a=clip_left(row.pair.a, 20), b=clip_left(row.pair.b, 20)))
+                 for row in PAIRS.rows_of(s) if row.scope == widest]
         if pairs:
             lines.append(f"agents compared [{widest}] (a - b on common tasks, points)")
-            lines += terminal_table(PAIRS, pairs, first=lambda text: _clip(text, 36))
+            lines += terminal_table(PAIRS, pairs)
     lines += oracle_lines(s)
     lines += fidelity_terminal(s, _clip)
     lines += skipped_terminal(s)

@@ -224,10 +224,6 @@ class PairRow:
     scope: str
     pair: Pair
 
-    @property
-    def agents(self) -> str:
-        return f"{self.pair.a} - {self.pair.b}"
-
 
 def pair_rows(summary: Summary, scopes: Scopes) -> list[PairRow]:
     """Every pair of agents on every scope, from ``comparison.pairs`` (none with one agent)."""
@@ -485,8 +481,9 @@ RANKS = Table(
 #: Per scope, each pair of agents: a minus b on their common tasks, paired-bootstrap intervals.
 PAIRS = Table(
     "pairs", "Agents compared on their common tasks",
-    (Column("Agents (a - b)", lambda r: r.agents, align=Align.LEFT, terminal="a - b"),
-     Column("Track", lambda r: r.scope, align=Align.LEFT, terminal="track"),
+    (Column("Agent a", lambda r: r.pair.a, align=Align.LEFT, terminal="a"),
+     Column("Agent b", lambda r: r.pair.b, align=Align.LEFT, terminal="b"),
+     Column("Track", lambda r: r.scope, align=Align.LEFT),
      Column("Tasks", lambda r: r.pair.n_tasks, Format.COUNT, terminal="tasks", note="tasks both agents ran"),
      Column("Residual a - b", lambda r: r.pair.residual, Format.POINTS, terminal="residual a-b",
             interval=lambda r: r.pair.residual_interval, terminal_interval=True),
