@@ -356,7 +356,8 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
             continue
         # In the summary's agent order (the command line's, in a run), the same in every table.
         lines.append(f"SWE-Residual [{scope}] (success %, gap in points)")
-        lines += terminal_table(HEADLINE, found, first=_agent_cell)
+        # compact: the Gap's interval leaves no room for tabulate's padding of the headers
+        lines += terminal_table(HEADLINE, found, first=_agent_cell, compact=True)
         lines += terminal_across([row for row in predecessor_rows if row.scope == scope],
                                  keys=[row.agent for row in found], key=AGENT, across=PREDECESSOR_NAME, cell=_pair,
                                  corner="by predecessor: residual/clean", first=_agent_cell,

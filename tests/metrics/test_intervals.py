@@ -214,7 +214,8 @@ def test_a_reversal_clear_of_zero_is_significant() -> None:
     assert pair["residual"] == pytest.approx(-100.0) and pair["residual_interval"] == [-100.0, -100.0]
     assert pair["residual_significant"] is True and pair["gap_significant"] is True
     text = render_markdown(summary)
-    assert "## Agents compared" in text and "alpha - beta" in text
+    assert "## Agents compared" in text
+    assert any("alpha" in line and "beta" in line and "-100.0 [-100.0, -100.0]" in line for line in text.splitlines())
     assert "significant" in "\n".join(render_terminal(summary))
 
 

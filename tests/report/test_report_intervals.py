@@ -92,4 +92,4 @@ def test_report_html_draws_error_bars_and_the_pairs(tmp_path: Path) -> None:
             assert f'id="figure-1-interval-0-{y}-{rate}"' in page
     low, high = summary["agents"]["alpha"]["overall"]["intervals"]["gap"]
     assert f'<span class="ci">[{low:.1f}, {high:.1f}]</span>' in page
-    assert "Agents compared on their common tasks" in page and "alpha - beta" in page
+    assert "Agents compared on their common tasks" in page and ">Agent a</th>" in page
