@@ -436,7 +436,7 @@ class ResidualReporter:
         order = [agent_label(self.config, spec) for spec in settings_of(self.config).agents]
         resume = self._resume_command() if interrupted is not None and self.results_path.exists() else None
         try:
-            summary = build_summary(typed, compare=True)
+            summary = build_summary(typed, compare=True, uncertainty=settings_of(self.config).uncertainty)
         except AgentConfigConflict as exc:  # never a silent merge of two agents under one name
             self.conflict = str(exc)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
@@ -454,7 +454,8 @@ class ResidualReporter:
             write_report(self.run_dir, self.summary, records)
         except Exception as exc:
             self.problems.append(f"report.html not written: {type(exc).__name__}: {exc}")
-        self.gate_results = evaluate_gates(self.summary, list(settings_of(self.config).gates))
+        self.gate_results = evaluate_gates(self.summary, list(settings_of(self.config).gates),
+                                           on=settings_of(self.config).gate_on)
         if any(not result.passed for result in self.gate_results) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.terminations.broken and session.exitstatus == 0:  # an agent that never worked measured nothing

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import sys
 from pathlib import Path
@@ -19,7 +20,9 @@ from pathlib import Path
 from swe_residual import __version__
 from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import DatasetError, SuiteError
+from swe_residual.metrics.intervals import Uncertainty
 from swe_residual.run.gates import evaluate_gates, parse_gate
+from swe_residual.run.settings import BY_FLAG, resolve_setting
 from swe_residual.trial.records import append_record, read_records
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 from swe_residual.report.html import write_report_from_results
@@ -33,10 +36,43 @@ def _default_out(paths: list[Path]) -> Path:
     return Path("reports") / "merged"
 
 
+#: the report's options that are run settings too: (flag, argparse dest, Uncertainty field)
+UNCERTAINTY_OPTIONS = (("--confidence", "confidence", "confidence"),
+                       ("--bootstrap-resamples", "bootstrap_resamples", "resamples"),
+                       ("--bootstrap-seed", "bootstrap_seed", "seed"))
+
+
+def _recorded_uncertainty(paths: list[Path]) -> Uncertainty | None:
+    """The `uncertainty` of the first summary.json beside the inputs (a run's, or a report's
+    written before): recomputing a summary keeps its bounds unless an option says otherwise."""
+    for path in paths:
+        summary = (path if path.is_dir() else path.parent) / "summary.json"
+        try:
+            recorded = Uncertainty.from_json(json.loads(summary.read_text(encoding="utf-8")).get("uncertainty"))
+        except (OSError, ValueError, AttributeError, TypeError):
+            continue
+        if recorded is not None:
+            return recorded
+    return None
+
+
+def _uncertainty(args: argparse.Namespace, paths: list[Path]) -> Uncertainty:
+    """The command line's options, each parsed and checked as the run's setting is, else the
+    recorded summary's, else the defaults."""
+    base = _recorded_uncertainty(paths) or Uncertainty()
+    values = {name: resolve_setting(BY_FLAG[flag], getattr(args, dest), None) if getattr(args, dest) is not None
+              else getattr(base, name) for flag, dest, name in UNCERTAINTY_OPTIONS}
+    return Uncertainty(**values)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    # A bad gate value is an error before any file is read or written.
+    # A bad gate or interval value is an error before any file is read or written.
     gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
     gates += [parse_gate("gap_fail_over", v) for v in args.gap_fail_over]
+    gate_on = resolve_setting(BY_FLAG["--gate-on"], args.gate_on, None)
+    for flag, dest, _ in UNCERTAINTY_OPTIONS:
+        if getattr(args, dest) is not None:
+            resolve_setting(BY_FLAG[flag], getattr(args, dest), None)
     paths = [Path(p) for p in args.results]
     if args.harbor_jobs:
         paths.append(_harbor_results(args))
@@ -49,15 +85,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not loaded.records:
         print("error: no run records found in " + ", ".join(map(str, paths)), file=sys.stderr)
         return 2
-    summary = build_summary(loaded.records, compare=True, sources=loaded.sources)
     out = Path(args.out) if args.out else _default_out(paths)
+    uncertainty = _uncertainty(args, [*paths, out])
+    summary = build_summary(loaded.records, compare=True, sources=loaded.sources, uncertainty=uncertainty)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory
     report = write_report_from_results(out, summary, paths)
     for line in render_terminal(summary):
         print(line)
     print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
-    results = evaluate_gates(summary, gates)
+    results = evaluate_gates(summary, gates, on=gate_on)
     for result in results:
         print(result.describe())
     return 1 if any(not result.passed for result in results) else 0
@@ -167,6 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="exit 1 when an agent's Residual success is below PCT")
     report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
                         help="exit 1 when an agent's Gap is above POINTS")
+    for flag in ("--gate-on", *(flag for flag, _, _ in UNCERTAINTY_OPTIONS)):
+        setting = BY_FLAG[flag]  # the run's setting: one help, one parser, one default
+        default = "" if flag == "--gate-on" else " (given none: the value in a summary.json beside the inputs)"
+        report.add_argument(flag, metavar=setting.metavar, help=setting.help + default)
     report.set_defaults(func=cmd_report)
     validate = sub.add_parser("validate", help="check a dataset's tasks and states before it runs")
     validate.add_argument("dataset")

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from swe_residual.metrics.headline import RecordLike, dedupe_records, is_excluded
+from swe_residual.metrics.headline import RecordLike, TaskRuns, dedupe_records, is_excluded, task_table
+from swe_residual.metrics.intervals import Uncertainty, paired_difference
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.values import Outcome, Start
 
@@ -22,6 +23,8 @@ __all__ = [
     "RATES",
     "comparison",
     "headline_line",
+    "label_reversals",
+    "paired_comparisons",
     "rank",
     "ranking_table",
     "rankings",
@@ -126,15 +129,84 @@ def unsolved_states(records: Iterable[RecordLike]) -> dict[str, Any]:
     return {"n_states": len(attempted), "unsolved": states}
 
 
-def comparison(summary: Mapping[str, Any], records: Iterable[RecordLike]) -> dict[str, Any]:
-    """The ``summary["comparison"]`` block:
-    ``{rankings, reversals: {scope: [...]}, n_agents, states: {n_states, unsolved}}``."""
+def _task_tables(records: Iterable[RecordLike], scopes: Sequence[str]) -> dict[str, dict[str, dict[Any, TaskRuns]]]:
+    """``{scope: {agent: task table}}``: a track's tasks by id, ``overall``'s by (track, task)."""
+    by_agent: dict[str, list[Any]] = {}
+    for r in dedupe_records(as_records(records)):
+        by_agent.setdefault(str(r.agent), []).append(r)
+    out: dict[str, dict[str, dict[Any, TaskRuns]]] = {}
+    for scope in scopes:
+        out[scope] = {}
+        for agent in sorted(by_agent):
+            recs = by_agent[agent] if scope == "overall" else [r for r in by_agent[agent] if r.track == scope]
+            table = task_table(recs, key_by_track=scope == "overall")
+            if table:
+                out[scope][agent] = table
+    return out
+
+
+def paired_comparisons(records: Iterable[RecordLike], scopes: Sequence[str],
+                       uncertainty: Uncertainty = Uncertainty()) -> dict[str, list[dict[str, Any]]]:
+    """Per scope, every pair of agents (by name, ``a`` < ``b``): ``a`` minus ``b`` in Residual,
+    Clean and Gap on their common tasks with paired-bootstrap intervals
+    (:func:`swe_residual.metrics.intervals.paired_difference`), and whether each difference's
+    interval excludes 0 (``*_significant``; None without an interval)."""
+    tables = _task_tables(records, scopes)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for scope in scopes:
+        found = []
+        for a, b in combinations(sorted(tables[scope]), 2):
+            d = paired_difference(a, tables[scope][a], b, tables[scope][b], uncertainty)
+            row: dict[str, Any] = {"a": a, "b": b, "n_tasks": d.n_tasks}
+            for figure, value, bound in (("residual", d.residual, d.residual_interval),
+                                         ("clean", d.clean, d.clean_interval), ("gap", d.gap, d.gap_interval)):
+                row[figure] = value
+                row[f"{figure}_interval"] = list(bound) if bound is not None else None
+                row[f"{figure}_significant"] = None if bound is None else not bound[0] <= 0.0 <= bound[1]
+            row["reason"] = d.reason
+            found.append(row)
+        out[scope] = found
+    return out
+
+
+def _leader_minus_follower(pair: Mapping[str, Any], figure: str, leader: str) -> list[float] | None:
+    bound = pair.get(f"{figure}_interval")
+    if bound is None:
+        return None
+    return list(bound) if pair["a"] == leader else [0.0 - bound[1], 0.0 - bound[0]]  # no -0.0
+
+
+def label_reversals(found: Sequence[dict[str, Any]], pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each reversal with the paired intervals of its two margins on the common tasks
+    (``clean_interval``: clean leader minus residual leader on Clean; ``residual_interval``:
+    residual leader minus clean leader on Residual) and ``significant``: both intervals above 0.
+    A reversal whose either interval includes 0 is not significant (False); None when the
+    agents share fewer than two tasks (no interval)."""
+    by_pair = {frozenset((p["a"], p["b"])): p for p in pairs}
+    out = []
+    for r in found:
+        pair = by_pair.get(frozenset((r["clean_leader"], r["residual_leader"])))
+        clean = _leader_minus_follower(pair, "clean", r["clean_leader"]) if pair else None
+        residual = _leader_minus_follower(pair, "residual", r["residual_leader"]) if pair else None
+        significant = None if clean is None or residual is None else clean[0] > 0.0 and residual[0] > 0.0
+        out.append({**r, "clean_interval": clean, "residual_interval": residual, "significant": significant})
+    return out
+
+
+def comparison(summary: Mapping[str, Any], records: Iterable[RecordLike],
+               uncertainty: Uncertainty = Uncertainty()) -> dict[str, Any]:
+    """The ``summary["comparison"]`` block: ``{n_agents, rankings, reversals: {scope: [...]},
+    states: {n_states, unsolved}, pairs: {scope: [...]}}``; each reversal labelled significant
+    or not from the paired intervals (:func:`label_reversals`)."""
     scopes = scopes_of(summary)
+    records = list(records)
+    pairs = paired_comparisons(records, scopes, uncertainty)
     return {
         "n_agents": len(summary.get("agents", {})),
         "rankings": rankings(summary),
-        "reversals": {scope: reversals(summary, scope) for scope in scopes},
+        "reversals": {scope: label_reversals(reversals(summary, scope), pairs[scope]) for scope in scopes},
         "states": unsolved_states(records),
+        "pairs": pairs,
     }
 
 
@@ -152,7 +224,7 @@ def _most_important(block: Mapping[str, Any]) -> tuple[dict[str, Any] | None, in
     return best, len(pairs)
 
 
-def _clip_left(name: str, width: int) -> str:
+def clip_left(name: str, width: int) -> str:
     # Keep the end: agent specs differ at the end (module:pkg.mod:Class, cmd:... --model X).
     return name if len(name) <= width else "..." + name[-(width - 3) :]
 
@@ -175,6 +247,8 @@ def headline_line(block: Mapping[str, Any], *, single_scope: bool = False, width
         return f"{prefix}; {unsolved}"
     where = "" if single_scope or best["scope"] == "overall" else f" [{best['scope']}]"
     more = f"; {n_pairs - 1} more pair(s) reversed" if n_pairs > 1 else ""
+    if best.get("significant") is not None:  # from the paired intervals on the common tasks
+        more += "; significant" if best["significant"] else "; interval includes 0"
     a, b = best["clean_leader"], best["residual_leader"]
     cm, rm = best["clean_margin"], best["residual_margin"]
     line = f"ranking reversed{where}: {a} over {b} on clean (+{cm:.1f}), {b} over {a} on residual (+{rm:.1f}){more}"
@@ -183,7 +257,7 @@ def headline_line(block: Mapping[str, Any], *, single_scope: bool = False, width
     rest = f": clean +{cm:.1f}, residual -{rm:.1f}{more}"
     head = f"ranking reversed{where}: "
     room = max(12, (width - len(head) - len(" vs ") - len(rest)) // 2)
-    return f"{head}{_clip_left(a, room)} vs {_clip_left(b, room)}{rest}"
+    return f"{head}{clip_left(a, room)} vs {clip_left(b, room)}{rest}"
 
 
 def ranking_table(block: Mapping[str, Any], scope: str) -> Sequence[dict[str, Any]]:

@@ -109,13 +109,23 @@ def _label_lines(names: Sequence[str]) -> int:
     return max((_label(n).count("\n") + 1 for n in names), default=1)
 
 
-def _value_label(ax: Any, value: float, y: float) -> None:
-    """The bar's value at its end: inside a long bar (white), just past a short one."""
+def _value_label(ax: Any, value: float, y: float, beyond: float | None = None) -> None:
+    """The bar's value at its end: inside a long bar (white), just past a short one (and past
+    its error bar, ``beyond``)."""
     if value >= INSIDE_FROM:
         ax.text(value - 1.5, y, f"{value:.1f}", ha="right", va="center", color="white",
                 fontsize=VALUE_SIZE, fontweight="bold")  # fmt: skip
     else:
-        ax.text(value + 1.5, y, f"{value:.1f}", ha="left", va="center", color=TEXT_COLOUR, fontsize=VALUE_SIZE)
+        end = max(value, beyond) if beyond is not None else value
+        ax.text(end + 1.5, y, f"{value:.1f}", ha="left", va="center", color=TEXT_COLOUR, fontsize=VALUE_SIZE)
+
+
+def _xerr(value: float, bound: tuple[float, float] | None) -> list[list[float]] | None:
+    """matplotlib's ``xerr`` of one bar from its interval: distances below and above the value
+    (never negative: a percentile interval may, rarely, not straddle the point)."""
+    if bound is None:
+        return None
+    return [[max(0.0, value - bound[0])], [max(0.0, bound[1] - value)]]
 
 
 def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequence[str]) -> str | None:
@@ -126,7 +136,8 @@ def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequen
 
     Each agent's label is an SVG group ``figure-1-agent-<i>`` (the first panel's; a further
     line of panels repeats them as ``figure-1-agent-<i>-<line>``) and each bar is
-    ``figure-1-bar-<panel>-<i>-clean|residual``, so a browser test can find the rows."""
+    ``figure-1-bar-<panel>-<i>-clean|residual``, so a browser test can find the rows. A bar with
+    an interval in the summary carries it as an error bar, ``figure-1-interval-<panel>-<i>-<rate>``."""
     agents = as_summary(summary).agents
     if not agents or not scopes:
         return None
@@ -158,9 +169,15 @@ def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequen
                     if value is None:  # no qualifying run: say so rather than draw a zero bar
                         ax.text(1.5, y + offset, "no run", va="center", color=MUTED_COLOUR, fontsize=VALUE_SIZE)
                         continue
-                    (bar,) = ax.barh(y + offset, value, height=BAR_HEIGHT, color=colour)
-                    bar.set_gid(f"figure-1-bar-{index}-{y}-{rate}")
-                    _value_label(ax, value, y + offset)
+                    # the bootstrap interval (summary.json's intervals) as an error bar
+                    bound = m.interval(rate)
+                    bars = ax.barh(y + offset, value, height=BAR_HEIGHT, color=colour, xerr=_xerr(value, bound),
+                                   error_kw={"ecolor": TEXT_COLOUR, "elinewidth": 1.0, "capsize": 2.5})
+                    bars[0].set_gid(f"figure-1-bar-{index}-{y}-{rate}")
+                    if bars.errorbar is not None:
+                        for part in bars.errorbar.lines[2]:
+                            part.set_gid(f"figure-1-interval-{index}-{y}-{rate}")
+                    _value_label(ax, value, y + offset, bound[1] if bound is not None else None)
             ax.set_xlim(0, 100)
             ax.set_ylim(len(names) - 0.5, -0.5)  # first agent on top
             ax.set_yticks(range(len(names)), [_label(n) for n in names])

@@ -17,6 +17,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 p.note { color: #57606a; font-size: 0.9rem; margin: 0.3rem 0 0.8rem; }
+span.ci { color: #57606a; font-size: 0.8rem; font-weight: normal; white-space: nowrap; }
 .headline { font-size: 1.05rem; background: #fff8c5; border: 1px solid #d4a72c; padding: 8px 12px;
             border-radius: 6px; display: inline-block; max-width: 100%; box-sizing: border-box; }
 nav.toc { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 12px;

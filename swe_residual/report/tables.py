@@ -16,7 +16,7 @@ from typing import Any
 
 from swe_residual.summary.model import Comparison, Summary, as_summary
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, DURATIONS, EXCLUDED, HEADLINE, PREDECESSOR, RANKS, TRACK, UNSOLVED, Align, Column, Format,
+    ACCEPTANCE, AGENT, DURATIONS, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, RANKS, TRACK, UNSOLVED, Align, Column, Format,
     Scopes, Table, pct, rank_rows,
 )  # fmt: skip
 
@@ -82,7 +82,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, left: int = 1
 def _html_cell(column: Column, row: Any, i: int) -> str:
     if column.html is not None:
         return column.html(row)
-    text = column.value(row) if column.format is Format.TEXT else column.text(row)
+    text = column.value(row) if column.format is Format.TEXT else column.cell(row)
     return wrap(text) if i == 0 else e(text)
 
 
@@ -118,7 +118,12 @@ def html_across(table_: Table, rows: Sequence[Any], *, key: Column, across: Colu
             row = found[(k, v)]
             hint = ", ".join(f"{c.text(row)} {c.title.lower()}" for c in counts)
             for i, c in enumerate(figures):
-                text = f"<b>{c.text(row)}</b>" if c.emphasis else c.text(row)
+                text = e(c.text(row))
+                bound = c.bounds(row)
+                if bound is not None:  # the interval under the figure, smaller
+                    text += (f'<br><span class="ci">[{e(c.format.text(bound[0]))}, '
+                             f'{e(c.format.text(bound[1]))}]</span>')
+                text = f"<b>{text}</b>" if c.emphasis else text
                 cells.append(f'<td title="{e(hint)}">{text}</td>' if i == 0 and hint else f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f'<div class="scroll"><table><thead>{top}{sub}</thead><tbody>{"".join(body)}</tbody></table></div>'
@@ -147,6 +152,12 @@ def predecessor_table(summary: Summary | Mapping[str, Any]) -> str:
     return html_table(PREDECESSOR, PREDECESSOR.rows_of(as_summary(summary), Scopes.SHARED_ALL))
 
 
+def _significance(r: Any) -> str:
+    if r.significant is None:
+        return ""
+    return "; significant" if r.significant else "; <i>not significant</i>: an interval includes 0"
+
+
 def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:
     """Per scope, each agent's rank under Clean and Residual and the reversed pairs; then the
     states no agent solved."""
@@ -161,12 +172,16 @@ def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequen
             items = "".join(
                 f"<li><b>{e(r.clean_leader)}</b> over <b>{e(r.residual_leader)}</b> on Clean "
                 f"(+{r.clean_margin:.1f}), <b>{e(r.residual_leader)}</b> over "
-                f"<b>{e(r.clean_leader)}</b> on Residual (+{r.residual_margin:.1f})</li>"
+                f"<b>{e(r.clean_leader)}</b> on Residual (+{r.residual_margin:.1f}){_significance(r)}</li>"
                 for r in found
             )
             out.append(f"<p>Reversed pairs:</p><ul>{items}</ul>")
         else:
             out.append('<p class="note">No pair of agents reverses its order.</p>')
+        pairs = [row for row in PAIRS.rows_of(Summary(comparison=comparison)) if row.scope == scope]
+        if pairs and comparison.n_agents > 1:
+            out.append(f"<p>{e(PAIRS.title)} (a - b in points, paired bootstrap interval):</p>")
+            out.append(html_table(PAIRS, pairs))
     unsolved = comparison.states.unsolved
     n_states = comparison.states.n_states
     if unsolved:

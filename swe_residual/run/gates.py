@@ -4,6 +4,13 @@
 `--gap-fail-over=POINTS` fails when its Gap is above POINTS. A gate without a scope applies
 to `overall`; `TRACK:VALUE` applies to one track. Every agent in the summary must pass.
 
+`--gate-on=point` (the default) compares the point estimate; `--gate-on=bound` compares the
+pessimistic end of its bootstrap interval (summary.json's `intervals`): the Residual's lower
+bound, the Gap's upper bound, so a gate passes only when the figure clears the threshold beyond
+its noise. A bound that cannot be estimated (one task, or a summary without intervals) fails
+the gate, closed, as a figure that was not measured does: falling back to the point would let a
+one-task run pass a gate meant for the bound. The gate line names what it compared.
+
 A gate's value is checked when it is parsed, before anything runs: a success rate outside
 0-100, a Gap outside -100..100 (it is Clean minus Residual, so it can be negative) or a scope
 that is no track would make the gate meaningless or a silent no-op.
@@ -23,6 +30,16 @@ KINDS = {"residual_fail_under": ("residual", "below"), "gap_fail_over": ("gap", 
 RANGES = {"residual_fail_under": (0.0, 100.0, "a success rate in %"),
           "gap_fail_over": (-100.0, 100.0, "a Gap in points")}
 SCOPES = ("overall", *TRACKS)
+#: what a gate compares: the point estimate, or the pessimistic end of its interval
+GATE_ON = ("point", "bound")
+#: the end of the interval `--gate-on=bound` compares (index into [low, high]) and its name
+PESSIMISTIC = {"residual_fail_under": (0, "lower"), "gap_fail_over": (1, "upper")}
+
+
+def parse_gate_on(text: str) -> str:
+    if text not in GATE_ON:
+        raise ValueError(f"one of {', '.join(GATE_ON)}")
+    return text
 
 
 @dataclass(frozen=True)
@@ -42,14 +59,32 @@ class GateResult:
     agent: str
     value: float | None
     passed: bool
+    #: "point" or "bound": what `value` is
+    on: str = "point"
+    #: the point estimate, beside a bound (None when the gate is on the point)
+    point: float | None = None
+    #: why there is no bound (one task...), when the gate is on the bound
+    reason: str | None = None
 
     def describe(self) -> str:
         metric, direction = KINDS[self.gate.kind]
         where = f"{self.agent} [{self.gate.scope}]"
+        verdict = "passed" if self.passed else "FAILED"
+        if self.on == "bound":
+            end = PESSIMISTIC[self.gate.kind][1]
+            head = f"{self.gate.flag}={self.gate.threshold:g} {verdict} (gate on the bound): {where}"
+            if self.value is None:
+                if self.point is None:
+                    return f"{head} has no {metric} figure (no scored tasks)"
+                why = self.reason or "no interval in the summary"
+                return f"{head} {metric} {end} bound cannot be estimated ({why}); point {self.point:.1f} not used"
+            margin = abs(self.value - self.gate.threshold)
+            point = f" (point {self.point:.1f})" if self.point is not None else ""
+            return (f"{head} {metric} {end} {self.value:.1f}{point} is {margin:.1f} points "
+                    f"{'within' if self.passed else direction} the threshold")
         if self.value is None:
             return f"{self.gate.flag}: {where} has no {metric} figure (no scored tasks)"
         margin = abs(self.value - self.gate.threshold)
-        verdict = "passed" if self.passed else "FAILED"
         return (f"{self.gate.flag}={self.gate.threshold:g} {verdict}: {where} {metric} {self.value:.1f} is "
                 f"{margin:.1f} points {'within' if self.passed else direction} the threshold")
 
@@ -70,18 +105,35 @@ def parse_gate(kind: str, text: str) -> Gate:
     return Gate(kind, scope, threshold)
 
 
-def evaluate_gates(summary: dict[str, Any], gates: list[Gate]) -> list[GateResult]:
+def _bound(figures: dict[str, Any], kind: str, metric: str) -> tuple[float | None, str | None]:
+    intervals = figures.get("intervals")
+    if not isinstance(intervals, dict):
+        return None, None
+    interval = intervals.get(metric)
+    if interval is None:
+        return None, intervals.get("reason")
+    return float(interval[PESSIMISTIC[kind][0]]), None
+
+
+def evaluate_gates(summary: dict[str, Any], gates: list[Gate], on: str = "point") -> list[GateResult]:
+    """Every gate for every agent; `on` is "point" or "bound" (module docstring)."""
+    parse_gate_on(on)
     results = []
     for gate in gates:
         metric, _ = KINDS[gate.kind]
         for agent, block in sorted(summary.get("agents", {}).items()):
             figures = block.get("overall") if gate.scope == "overall" else block.get("tracks", {}).get(gate.scope)
-            value = figures.get(metric) if figures else None
+            point = figures.get(metric) if figures else None
+            reason = None
+            if on == "bound":
+                value, reason = _bound(figures, gate.kind, metric) if figures else (None, None)
+            else:
+                value = point
             if value is None:
-                passed = False  # a gate on nothing measured cannot vouch for a release
+                passed = False  # a gate on nothing measured (or no bound) cannot vouch for a release
             elif gate.kind == "residual_fail_under":
                 passed = value >= gate.threshold
             else:
                 passed = value <= gate.threshold
-            results.append(GateResult(gate, agent, value, passed))
+            results.append(GateResult(gate, agent, value, passed, on, point if on == "bound" else None, reason))
     return results

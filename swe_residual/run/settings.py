@@ -20,7 +20,8 @@ from swe_residual.agents.registry import (
     AGENT_FORMS, AGENT_OPTION_KEYS, MINI_SWE_AGENT, AgentFactory, is_agent_option_key, resolve_agent,
 )
 from swe_residual.errors import ConfigError
-from swe_residual.run.gates import Gate, parse_gate
+from swe_residual.metrics.intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Uncertainty
+from swe_residual.run.gates import GATE_ON, Gate, parse_gate, parse_gate_on
 from swe_residual.run.sharding import parse_shard
 from swe_residual.handoff.views import VIEWS, parse_view
 
@@ -60,6 +61,16 @@ class RunSettings:
     handoff: tuple[str, ...] = ("blind",)
     # `--agent-name` labels, paired in order with `agents` (empty: each agent's default name).
     agent_names: tuple[str, ...] = ()
+    # The bootstrap intervals (`--confidence`, `--bootstrap-resamples`, `--bootstrap-seed`).
+    confidence: float = DEFAULT_CONFIDENCE
+    bootstrap_resamples: int = DEFAULT_RESAMPLES
+    bootstrap_seed: int = DEFAULT_SEED
+    # What the gates compare: the point estimate, or the pessimistic end of its interval.
+    gate_on: str = "point"
+
+    @property
+    def uncertainty(self) -> Uncertainty:
+        return Uncertainty(self.confidence, self.bootstrap_resamples, self.bootstrap_seed)
 
     def agent_name(self, spec: str) -> str | None:
         """The label given to the agent `spec` with `--agent-name`, if any."""
@@ -155,6 +166,13 @@ def parse_positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise ValueError("must be greater than 0")
+    return value
+
+
+def parse_confidence(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise ValueError("a confidence level between 0 and 1 (exclusive), e.g. 0.95")
     return value
 
 
@@ -257,6 +275,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--gap-fail-over", "gates", "fail the run when an agent's Gap is above POINTS (overall, or one track)",
             metavar="[TRACK:]POINTS", repeatable=True, default=(),
             parse=lambda text: parse_gate("gap_fail_over", text), own_errors=True),
+    Setting("--gate-on", "gate_on",
+            f"what the gates compare: {' or '.join(GATE_ON)} (the pessimistic end of the interval: Gap's upper, "
+            "Residual's lower bound; default point)", metavar="|".join(GATE_ON),
+            ini="residual_gate_on", ini_help="what the gates compare: point or bound", default="point",
+            parse=parse_gate_on),
+    Setting("--confidence", "confidence",
+            f"confidence level of the bootstrap intervals (default {DEFAULT_CONFIDENCE:g})", metavar="C",
+            ini="residual_confidence", ini_help="confidence level of the intervals (0 < C < 1)",
+            default=DEFAULT_CONFIDENCE, parse=parse_confidence),
+    Setting("--bootstrap-resamples", "bootstrap_resamples",
+            f"resamples of the paired bootstrap over tasks (default {DEFAULT_RESAMPLES})", metavar="N",
+            ini="residual_bootstrap_resamples", ini_help="resamples of the bootstrap over tasks",
+            default=DEFAULT_RESAMPLES, parse=parse_positive_int),
+    Setting("--bootstrap-seed", "bootstrap_seed",
+            f"seed of the bootstrap's random generator (default {DEFAULT_SEED})", metavar="SEED",
+            ini="residual_bootstrap_seed", ini_help="seed of the bootstrap's random generator",
+            default=DEFAULT_SEED, parse=int),
 )
 BY_FLAG: dict[str, Setting] = {setting.flag: setting for setting in SETTINGS}
 

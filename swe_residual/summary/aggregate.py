@@ -13,10 +13,11 @@ from dataclasses import fields, replace
 from typing import Any
 
 from swe_residual.agents.identity import check_agent_configs
-from swe_residual.metrics.comparison import comparison, headline_line
+from swe_residual.metrics.comparison import clip_left, comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.handoff.metrics import primary_records
 from swe_residual.metrics.headline import Record, RecordLike, headline, is_excluded, task_table
+from swe_residual.metrics.intervals import Uncertainty, bootstrap_intervals
 from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_summary
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
@@ -29,7 +30,7 @@ from swe_residual.summary.model import (
 )  # fmt: skip
 from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CLEAN, EXCLUDED, HEADLINE, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
+    ACCEPTANCE, AGENT, CLEAN, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
     PredecessorRow, Scopes, state_label,
 )  # fmt: skip
 
@@ -123,11 +124,12 @@ def infra_summary(records: Sequence[RecordLike]) -> dict[str, Any]:
     }
 
 
-def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
+def _block(records: Sequence[Record], *, pooled: bool, uncertainty: Uncertainty) -> dict[str, Any]:
     block = headline(records, key_by_track=pooled)
+    tasks = task_table(records, key_by_track=pooled)
     # The tasks and states behind CondFail (C_A: tasks solved from the Clean Start), which
     # Figure 2 of the report shows next to its bars.
-    solved = [t for t in task_table(records, key_by_track=pooled).values() if t.clean == 1]
+    solved = [t for t in tasks.values() if t.clean == 1]
     block["cond_fail_tasks"] = len(solved)
     block["cond_fail_states"] = sum(len(t.states) for t in solved)
     if pooled:
@@ -136,19 +138,23 @@ def _block(records: Sequence[Record], *, pooled: bool) -> dict[str, Any]:
         block["acceptance_bias"] = acceptance_bias(repo) if repo else None
     else:
         block["acceptance_bias"] = acceptance_bias(records)
+    block["intervals"] = bootstrap_intervals(tasks, uncertainty).to_json()
     return block
 
 
 def summarize(records: Iterable[RecordLike], *, compare: bool = False,
-              sources: Sequence[str] | None = None) -> Summary:
+              sources: Sequence[str] | None = None, uncertainty: Uncertainty | None = None) -> Summary:
     """The DESIGN section 5 summary as a typed :class:`~swe_residual.summary.model.Summary`
     (its ``to_json()`` is ``summary.json``): per agent ``tracks`` and ``overall``, and ``infra``.
 
     With ``compare`` it also holds ``comparison`` (rankings, reversals, states no agent
     solved; see :mod:`swe_residual.metrics.comparison`): opt-in so the section 5 layout stays exact.
     Raises `AgentConfigConflict` when one agent name carries two configurations (`sources`,
-    parallel to `records`, name where each record came from in the error).
+    parallel to `records`, name where each record came from in the error). `uncertainty`
+    (default: 95%, 2000 resamples, seed 0) makes every figure's bootstrap interval and the
+    paired comparisons (:mod:`swe_residual.metrics.intervals`); it is recorded in the summary.
     """
+    uncertainty = uncertainty or Uncertainty()
     records = as_records(records)
     check_agent_configs(records, sources)
     recs = dedupe_records(records)
@@ -165,8 +171,9 @@ def summarize(records: Iterable[RecordLike], *, compare: bool = False,
         for r in agent_recs:
             by_track.setdefault(str(r.track), []).append(r)
         agents[agent] = AgentSummary(
-            tracks={t: ScopeMetrics.from_json(_block(by_track[t], pooled=False)) for t in sorted(by_track)},
-            overall=ScopeMetrics.from_json(_block(agent_recs, pooled=True)),
+            tracks={t: ScopeMetrics.from_json(_block(by_track[t], pooled=False, uncertainty=uncertainty))
+                    for t in sorted(by_track)},
+            overall=ScopeMetrics.from_json(_block(agent_recs, pooled=True, uncertainty=uncertainty)),
         )
     infra = infra_summary(recs)
     fidelity = fidelity_summary(recs)
@@ -174,11 +181,11 @@ def summarize(records: Iterable[RecordLike], *, compare: bool = False,
         infra["fidelity"] = fidelity
     views = handoff_summary(recs)
     oracle = oracle_summary(shown)
-    partial = Summary(schema=SCHEMA, agents=agents)
+    partial = Summary(schema=SCHEMA, agents=agents, uncertainty=uncertainty)
     return replace(
         partial,
         infra=Infra.from_json(infra),
-        comparison=Comparison.from_json(comparison(partial.to_json(), shown)) if compare else None,
+        comparison=Comparison.from_json(comparison(partial.to_json(), shown, uncertainty)) if compare else None,
         by_handoff={a: {v: HandoffView.from_json(b) for v, b in blocks.items()} for a, blocks in views.items()}
         if views is not None else None,
         oracle=OracleSummary.from_json(oracle) if oracle is not None else None,
@@ -186,10 +193,10 @@ def summarize(records: Iterable[RecordLike], *, compare: bool = False,
 
 
 def build_summary(records: Iterable[RecordLike], *, compare: bool = False,
-                  sources: Sequence[str] | None = None) -> dict[str, Any]:
+                  sources: Sequence[str] | None = None, uncertainty: Uncertainty | None = None) -> dict[str, Any]:
     """:func:`summarize` as the dict ``summary.json`` holds:
     ``{"schema": 1, "agents": {AGENT: {"tracks": {TRACK: {...}}, "overall": {...}}}, "infra"}``."""
-    return summarize(records, compare=compare, sources=sources).to_json()
+    return summarize(records, compare=compare, sources=sources, uncertainty=uncertainty).to_json()
 
 
 def _ordered(mapping: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
@@ -249,6 +256,20 @@ TERMINAL_LEGEND = (
 )
 
 
+def uncertainty_line(summary: Summary) -> str | None:
+    """What the brackets are, e.g. ``[low, high]: 95% paired bootstrap interval over tasks
+    (2000 resamples, seed 0)``; None for a summary without intervals."""
+    u = summary.uncertainty
+    if u is None:
+        return None
+    return (f"[low, high]: {100 * u.confidence:g}% paired bootstrap interval over tasks "
+            f"({u.resamples} resamples, seed {u.seed})")
+
+
+def _compared(summary: Summary) -> bool:
+    return summary.comparison is not None and summary.comparison.n_agents > 1 and bool(PAIRS.rows_of(summary))
+
+
 def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
@@ -262,8 +283,17 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     out += ["Gap = Ref. Clean - Residual in points, computed before rounding. Residual: success from"]
     out += ["a Residual State (work a predecessor left and claimed done); Ref. Clean: success from a clean"]
     out += ["start on the same tasks; CondFail: the share of Residual States failed on the tasks the agent"]
-    out += ["solves from a clean start.", ""]
+    out += ["solves from a clean start."]
+    line = uncertainty_line(s)
+    out += ([f"{line}; one task gives none."] if line else []) + [""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
+
+    if _compared(s):
+        out += ["## Agents compared", ""]
+        out += ["Each pair on the tasks both ran: a - b in points, with the paired bootstrap interval (both"]
+        out += ["agents' runs of a task resampled together); a difference whose interval includes 0 is not"]
+        out += ["significant at this level.", ""]
+        out += markdown_table(PAIRS, PAIRS.rows_of(s)) + [""]
 
     out += ["## By predecessor agent", ""]
     out += ["Each group: tasks with >= 1 state from the predecessor, only its states averaged,"]
@@ -326,7 +356,8 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
             continue
         # In the summary's agent order (the command line's, in a run), the same in every table.
         lines.append(f"SWE-Residual [{scope}] (success %, gap in points)")
-        lines += terminal_table(HEADLINE, found, first=_agent_cell)
+        # compact: the Gap's interval leaves no room for tabulate's padding of the headers
+        lines += terminal_table(HEADLINE, found, first=_agent_cell, compact=True)
         lines += terminal_across([row for row in predecessor_rows if row.scope == scope],
                                  keys=[row.agent for row in found], key=AGENT, across=PREDECESSOR_NAME, cell=_pair,
                                  corner="by predecessor: residual/clean", first=_agent_cell,
@@ -335,8 +366,18 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
+    if s.agents and uncertainty_line(s):
+        lines.append(f"  gap {uncertainty_line(s)}")
     if s.comparison is not None:  # the one comparison line that matters most
         lines.append(headline_line(s.comparison.to_json(), single_scope=len(s.tracks) == 1, width=TERMINAL_WIDTH))
+    if _compared(s):  # the pairs on the widest scope (overall with several tracks)
+        widest = s.scopes()[-1] if s.scopes() else None
+        # names kept by their end, where agent specs differ (as the reversal line does)
+        pairs = [replace(row, pair=replace(row.pair, a=clip_left(row.pair.a, 20), b=clip_left(row.pair.b, 20)))
+                 for row in PAIRS.rows_of(s) if row.scope == widest]
+        if pairs:
+            lines.append(f"agents compared [{widest}] (a - b on common tasks, points)")
+            lines += terminal_table(PAIRS, pairs)
     lines += oracle_lines(s)
     lines += fidelity_terminal(s, _clip)
     lines += skipped_terminal(s)

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
+from swe_residual.metrics.intervals import Intervals, Uncertainty
 
 __all__ = [
     "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "ExcludedItem", "FailedItem", "Fidelity",
-    "FidelityState", "HandoffView", "Infra", "OracleMiss", "OracleSummary", "PredecessorGroup", "Rank",
+    "FidelityState", "HandoffView", "Infra", "Intervals", "OracleMiss", "Pair", "OracleSummary", "PredecessorGroup", "Rank",
     "Reversal", "ScopeMetrics", "Skipped", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
-    "UnsolvedState", "as_summary",
+    "Uncertainty", "UnsolvedState", "as_summary",
 ]  # fmt: skip
 
 OVERALL = "overall"
@@ -120,6 +121,8 @@ class ScopeMetrics:
     cond_fail_states: int = 0
     #: None for ``overall`` without repo-track runs (Table 4 is the repo track's, never a pool)
     acceptance_bias: AcceptanceBias | None = None
+    #: the bootstrap intervals of residual, clean, gap and cond_fail (None in an older summary)
+    intervals: Intervals | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> ScopeMetrics:
@@ -131,16 +134,24 @@ class ScopeMetrics:
             by_predecessor={p: PredecessorGroup.from_json(g) for p, g in _map(raw.get("by_predecessor")).items()},
             cond_fail_tasks=raw.get("cond_fail_tasks", 0), cond_fail_states=raw.get("cond_fail_states", 0),
             acceptance_bias=AcceptanceBias.from_json(bias) if bias is not None else None,
+            intervals=Intervals.from_json(raw.get("intervals")),
         )  # fmt: skip
 
     def to_json(self) -> Json:
-        return {
+        out: Json = {
             "residual": self.residual, "clean": self.clean, "gap": self.gap, "cond_fail": self.cond_fail,
             "n_tasks": self.n_tasks, "n_states": self.n_states,
             "by_predecessor": {p: g.to_json() for p, g in self.by_predecessor.items()},
             "cond_fail_tasks": self.cond_fail_tasks, "cond_fail_states": self.cond_fail_states,
             "acceptance_bias": self.acceptance_bias.to_json() if self.acceptance_bias is not None else None,
         }  # fmt: skip
+        if self.intervals is not None:  # a summary read from an older file gives back what it had
+            out["intervals"] = self.intervals.to_json()
+        return out
+
+    def interval(self, figure: str) -> tuple[float, float] | None:
+        """``[low, high]`` of ``residual``, ``clean``, ``gap`` or ``cond_fail``; None without one."""
+        return self.intervals.get(figure) if self.intervals is not None else None
 
 
 @dataclass(frozen=True)
@@ -308,6 +319,62 @@ class Reversal:
     residual_leader: str
     clean_margin: float
     residual_margin: float
+    #: the paired intervals of the two margins on the common tasks, leader minus follower
+    clean_interval: tuple[float, float] | None = None
+    residual_interval: tuple[float, float] | None = None
+    #: both intervals above 0; False when one includes 0; None without intervals
+    significant: bool | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Reversal:
+        return cls(raw["scope"], raw["clean_leader"], raw["residual_leader"], raw["clean_margin"],
+                   raw["residual_margin"], _bound(raw.get("clean_interval")), _bound(raw.get("residual_interval")),
+                   raw.get("significant"))
+
+    def to_json(self) -> Json:
+        return {"scope": self.scope, "clean_leader": self.clean_leader, "residual_leader": self.residual_leader,
+                "clean_margin": self.clean_margin, "residual_margin": self.residual_margin,
+                "clean_interval": _list(self.clean_interval), "residual_interval": _list(self.residual_interval),
+                "significant": self.significant}
+
+
+def _bound(raw: Any) -> tuple[float, float] | None:
+    return (float(raw[0]), float(raw[1])) if isinstance(raw, (list, tuple)) and len(raw) == 2 else None
+
+
+def _list(bound: tuple[float, float] | None) -> list[float] | None:
+    return list(bound) if bound is not None else None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Agent ``a`` minus agent ``b`` on their common tasks, with paired-bootstrap intervals."""
+
+    a: str
+    b: str
+    n_tasks: int = 0
+    residual: float | None = None
+    residual_interval: tuple[float, float] | None = None
+    residual_significant: bool | None = None
+    clean: float | None = None
+    clean_interval: tuple[float, float] | None = None
+    clean_significant: bool | None = None
+    gap: float | None = None
+    gap_interval: tuple[float, float] | None = None
+    gap_significant: bool | None = None
+    reason: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Pair:
+        values = {f.name: raw.get(f.name) for f in fields(cls)}
+        for key in ("residual_interval", "clean_interval", "gap_interval"):
+            values[key] = _bound(values[key])
+        values["n_tasks"] = values["n_tasks"] or 0
+        return cls(**values)
+
+    def to_json(self) -> Json:
+        return {f.name: _list(getattr(self, f.name)) if f.name.endswith("_interval") else getattr(self, f.name)
+                for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -332,6 +399,8 @@ class Comparison:
     rankings: Mapping[str, Mapping[str, tuple[Rank, ...]]] = field(default_factory=dict)
     reversals: Mapping[str, tuple[Reversal, ...]] = field(default_factory=dict)
     states: StatesSolved = field(default_factory=StatesSolved)
+    #: per scope, every pair of agents' paired differences (None in an older summary)
+    pairs: Mapping[str, tuple[Pair, ...]] | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> Comparison:
@@ -341,25 +410,27 @@ class Comparison:
             n_agents=raw.get("n_agents", 0),
             rankings={scope: {rate: tuple(Rank(**r) for r in ranks) for rate, ranks in _map(by_rate).items()}
                       for scope, by_rate in _map(raw.get("rankings")).items()},
-            reversals={scope: tuple(Reversal(**r) for r in found or []) for scope, found in
+            reversals={scope: tuple(Reversal.from_json(r) for r in found or []) for scope, found in
                        _map(raw.get("reversals")).items()},
             states=StatesSolved(states.get("n_states", 0),
                                 tuple(UnsolvedState(**u) for u in states.get("unsolved") or [])),
+            pairs={scope: tuple(Pair.from_json(p) for p in found or []) for scope, found in raw["pairs"].items()}
+            if isinstance(raw.get("pairs"), Mapping) else None,
         )  # fmt: skip
 
     def to_json(self) -> Json:
-        return {
+        out: Json = {
             "n_agents": self.n_agents,
             "rankings": {scope: {rate: [{"agent": r.agent, "value": r.value, "rank": r.rank} for r in ranks]
                                  for rate, ranks in by_rate.items()} for scope, by_rate in self.rankings.items()},
-            "reversals": {scope: [{"scope": r.scope, "clean_leader": r.clean_leader,
-                                   "residual_leader": r.residual_leader, "clean_margin": r.clean_margin,
-                                   "residual_margin": r.residual_margin} for r in found]
-                          for scope, found in self.reversals.items()},
+            "reversals": {scope: [r.to_json() for r in found] for scope, found in self.reversals.items()},
             "states": {"n_states": self.states.n_states,
                        "unsolved": [{"track": u.track, "task": u.task, "state": u.state, "agents": u.agents}
                                     for u in self.states.unsolved]},
         }  # fmt: skip
+        if self.pairs is not None:
+            out["pairs"] = {scope: [p.to_json() for p in found] for scope, found in self.pairs.items()}
+        return out
 
 
 # --------------------------------------------------------------------------- handoff views
@@ -464,7 +535,7 @@ class Skipped:
 # --------------------------------------------------------------------------- the whole
 
 
-_KNOWN = ("schema", "agents", "infra", "comparison", "by_handoff", "oracle", "skipped", "interrupted",
+_KNOWN = ("schema", "uncertainty", "agents", "infra", "comparison", "by_handoff", "oracle", "skipped", "interrupted",
           "interrupted_reason", "resume_command")
 
 
@@ -481,6 +552,8 @@ class Summary:
     schema: int = 1
     agents: Mapping[str, AgentSummary] = field(default_factory=dict)
     infra: Infra = field(default_factory=Infra)
+    #: how the intervals were made (None in a summary without intervals)
+    uncertainty: Uncertainty | None = None
     comparison: Comparison | None = None
     by_handoff: Mapping[str, Mapping[str, HandoffView]] | None = None
     oracle: OracleSummary | None = None
@@ -496,6 +569,7 @@ class Summary:
         comparison, views, oracle, skipped = (raw.get(k) for k in ("comparison", "by_handoff", "oracle", "skipped"))
         return cls(
             schema=raw.get("schema", 1),
+            uncertainty=Uncertainty.from_json(raw.get("uncertainty")),
             agents={a: AgentSummary.from_json(b) for a, b in _map(raw.get("agents")).items()},
             infra=Infra.from_json(raw.get("infra")),
             comparison=Comparison.from_json(comparison) if comparison else None,
@@ -510,8 +584,10 @@ class Summary:
         )  # fmt: skip
 
     def to_json(self) -> Json:
-        out: Json = {"schema": self.schema, "agents": {a: b.to_json() for a, b in self.agents.items()},
-                     "infra": self.infra.to_json()}
+        out: Json = {"schema": self.schema}
+        if self.uncertainty is not None:
+            out["uncertainty"] = self.uncertainty.to_json()
+        out.update(agents={a: b.to_json() for a, b in self.agents.items()}, infra=self.infra.to_json())
         if self.comparison is not None:
             out["comparison"] = self.comparison.to_json()
         if self.by_handoff is not None:

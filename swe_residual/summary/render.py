@@ -33,7 +33,7 @@ def markdown_table(table: Table, rows: Sequence[Any]) -> list[str]:
         return [table.empty]
     columns = table.shown(rows)
     return tabulate(
-        [[md_cell(c.text(row)) for c in columns] for row in rows],
+        [[md_cell(c.cell(row)) for c in columns] for row in rows],
         headers=[c.markdown_title for c in columns],
         tablefmt="pipe",
         colalign=_aligns(columns),
@@ -49,7 +49,8 @@ def terminal_table(
     out as a row, without tabulate's padding of headers, where many columns must fit 100."""
     columns = [c for c in table.shown(rows) if c.terminal is not None]
     header = [c.terminal or "" for c in columns]
-    cells = [[first(c.text(row)) if i == 0 else c.text(row) for i, c in enumerate(columns)] for row in rows]
+    cells = [[first(c.text(row)) if i == 0 else c.cell(row, intervals=c.terminal_interval)
+              for i, c in enumerate(columns)] for row in rows]
     if compact:
         return tabulate([header, *cells], tablefmt="plain", colalign=_aligns(columns),
                         disable_numparse=True).splitlines()

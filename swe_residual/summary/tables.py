@@ -23,13 +23,13 @@ from typing import Any
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 from swe_residual.summary.model import (
-    AcceptanceBias, AgentInfra, Comparison, ExcludedItem, FailedItem, HandoffView, PredecessorGroup, ScopeMetrics, Summary,
-    TakeoverCost,
+    AcceptanceBias, AgentInfra, Comparison, ExcludedItem, FailedItem, HandoffView, Pair, PredecessorGroup, ScopeMetrics,
+    Summary, TakeoverCost,
 )  # fmt: skip
 
 __all__ = [
     "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "Format",
-    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "PREDECESSOR", "RANKS", "Scopes", "TAKEOVER", "TERMINATIONS",
+    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "PAIRS", "PREDECESSOR", "RANKS", "Scopes", "TAKEOVER", "TERMINATIONS",
     "Table", "UNSOLVED", "pct", "rank_rows", "state_label",
 ]  # fmt: skip
 
@@ -101,6 +101,11 @@ class Column:
     optional: bool = False
     #: report.html's cell as markup, when it is more than the text (an arrow)
     html: Callable[[Any], str] | None = None
+    #: the value's interval ``(low, high)`` read from the row (None: the row has none), written
+    #: after the value as ``22.0 [12.5, 31.0]`` by every renderer
+    interval: Callable[[Any], tuple[float, float] | None] | None = None
+    #: the terminal writes the interval too (where 100 columns leave room: the Gap)
+    terminal_interval: bool = False
 
     @property
     def markdown_title(self) -> str:
@@ -108,6 +113,18 @@ class Column:
 
     def text(self, row: Any) -> str:
         return self.format.text(self.value(row))
+
+    def bounds(self, row: Any) -> tuple[float, float] | None:
+        """The row's interval of this column's value; None without one (or without a value)."""
+        if self.interval is None or self.value(row) is None:
+            return None
+        return self.interval(row)
+
+    def cell(self, row: Any, *, intervals: bool = True) -> str:
+        """The cell's text: the value, and its interval after it when there is one."""
+        text = self.text(row)
+        bound = self.bounds(row) if intervals else None
+        return text if bound is None else f"{text} [{self.format.text(bound[0])}, {self.format.text(bound[1])}]"
 
 
 @dataclass(frozen=True)
@@ -198,6 +215,33 @@ class RankRow:
     residual_rank: int | None
     residual: float | None
     moved: int | None
+
+
+@dataclass(frozen=True)
+class PairRow:
+    """Two agents' paired differences (``a`` minus ``b``) on one scope's common tasks."""
+
+    scope: str
+    pair: Pair
+
+
+def pair_rows(summary: Summary, scopes: Scopes) -> list[PairRow]:
+    """Every pair of agents on every scope, from ``comparison.pairs`` (none with one agent)."""
+    if summary.comparison is None or not summary.comparison.pairs:
+        return []
+    # The scopes the other tables list (overall only when it pools several tracks); a summary
+    # without agents (report.html's comparison section) lists them all and picks its own.
+    shown = set(summary.scopes()) if summary.agents else None
+    return [PairRow(scope, pair) for scope, found in summary.comparison.pairs.items()
+            if shown is None or scope in shown for pair in found]
+
+
+def _significance(row: PairRow) -> str:
+    p = row.pair
+    if p.residual_significant is None and p.gap_significant is None:
+        return p.reason or "-"
+    named = [name for name, flag in (("residual", p.residual_significant), ("gap", p.gap_significant)) if flag]
+    return ", ".join(named) if named else "neither (intervals include 0)"
 
 
 @dataclass(frozen=True)
@@ -297,14 +341,26 @@ TRACK = _key("Track", "scope")
 VIEW = _key("View", "view", terminal="view")
 PREDECESSOR_NAME = _key("Predecessor", "predecessor", note="the agent that left the Residual State")
 
+def _interval(figure: str) -> Callable[[Any], tuple[float, float] | None]:
+    # Only an agent's figures on a scope have bootstrap intervals (not a predecessor group's).
+    def read(row: Any) -> tuple[float, float] | None:
+        figures = getattr(row, "figures", None)
+        return figures.interval(figure) if isinstance(figures, ScopeMetrics) else None
+
+    return read
+
+
 RESIDUAL = Column("Residual", lambda r: r.figures.residual, Format.PCT, markdown="Residual (%)", terminal="residual",
-                  note="success from a Residual State (work a predecessor left and claimed done)")
+                  note="success from a Residual State (work a predecessor left and claimed done)",
+                  interval=_interval("residual"))
 CLEAN = Column("Ref. Clean", lambda r: r.figures.clean, Format.PCT, markdown="Ref. Clean (%)", terminal="clean",
-               note="success from a clean start on the same tasks")
+               note="success from a clean start on the same tasks", interval=_interval("clean"))
 GAP = Column("Gap", lambda r: r.figures.gap, Format.POINTS, terminal="gap", emphasis=True,
-             note="Ref. Clean - Residual in points, computed before rounding")
+             note="Ref. Clean - Residual in points, computed before rounding", interval=_interval("gap"),
+             terminal_interval=True)
 COND_FAIL = Column("CondFail", lambda r: r.figures.cond_fail, Format.PCT, markdown="CondFail (%)",
-                   terminal="condfail", note="the share of Residual States failed on the tasks solved from clean")
+                   terminal="condfail", note="the share of Residual States failed on the tasks solved from clean",
+                   interval=_interval("cond_fail"))
 N_TASKS = Column("Tasks", lambda r: r.figures.n_tasks, Format.COUNT, markdown="n_tasks", terminal="tasks")
 N_STATES = Column("States", lambda r: r.figures.n_states, Format.COUNT, markdown="n_states", terminal="states")
 
@@ -420,6 +476,22 @@ RANKS = Table(
      Column("Residual rank (%)", lambda r: _rank_cell(r.residual_rank, r.residual)),
      Column("Moved", lambda r: r.moved, Format.COUNT, html=_moved_html,
             note="ranks climbed from Clean to Residual (negative: fell)")),
+)  # fmt: skip
+
+#: Per scope, each pair of agents: a minus b on their common tasks, paired-bootstrap intervals.
+PAIRS = Table(
+    "pairs", "Agents compared on their common tasks",
+    (Column("Agent a", lambda r: r.pair.a, align=Align.LEFT, terminal="a"),
+     Column("Agent b", lambda r: r.pair.b, align=Align.LEFT, terminal="b"),
+     Column("Track", lambda r: r.scope, align=Align.LEFT),
+     Column("Tasks", lambda r: r.pair.n_tasks, Format.COUNT, terminal="tasks", note="tasks both agents ran"),
+     Column("Residual a - b", lambda r: r.pair.residual, Format.POINTS, terminal="residual a-b",
+            interval=lambda r: r.pair.residual_interval, terminal_interval=True),
+     Column("Gap a - b", lambda r: r.pair.gap, Format.POINTS, terminal="gap a-b",
+            interval=lambda r: r.pair.gap_interval, terminal_interval=True),
+     Column("Interval excludes 0", _significance, align=Align.LEFT,
+            note="the differences whose paired-bootstrap interval excludes 0")),
+    pair_rows, empty="(one agent: nothing to compare)",
 )  # fmt: skip
 
 UNSOLVED = Table(

@@ -109,7 +109,8 @@ def test_a_zero_clean_median_gives_no_ratio() -> None:
 def test_default_summary_is_byte_identical_to_the_frozen_one() -> None:
     """The frozen files were written by the summary code before handoff views existed (the
     Markdown and terminal ones rewritten since for the plain-words lines, the legend and the
-    agent order, the JSON for `infra.verifier_failed`: regenerate them only for a deliberate
+    agent order, the JSON for `infra.verifier_failed`; all three for the bootstrap intervals and the
+    paired comparison: regenerate them only for a deliberate
     change of the default layout)."""
     summary = build_summary(default_records(), compare=True)
     assert json.dumps(summary, indent=2, sort_keys=True) + "\n" == (FROZEN / "default_summary.json").read_text()

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.unit
 S, F, X = "success", "failure", "infra_error"
 
 TRACK_KEYS = {
+    "intervals",
     "residual",
     "clean",
     "gap",
@@ -79,7 +80,7 @@ def records() -> list[dict[str, Any]]:
 
 def test_layout_and_headline_goldens() -> None:
     summary = build_summary(records())
-    assert set(summary) == {"schema", "agents", "infra"}
+    assert set(summary) == {"schema", "uncertainty", "agents", "infra"}
     assert summary["schema"] == 1
     assert set(summary["agents"]) == {"alpha", "beta"}
     alpha = summary["agents"]["alpha"]
@@ -205,6 +206,7 @@ def test_empty_records() -> None:
     summary = build_summary([])
     assert summary == {
         "schema": 1,
+        "uncertainty": {"confidence": 0.95, "resamples": 2000, "seed": 0},
         "agents": {},
         "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "verifier_failed": [], "by_agent": {}},
     }
@@ -212,9 +214,18 @@ def test_empty_records() -> None:
     assert "SWE-Residual" in render_markdown(summary)
 
 
+def _without_intervals(rows: list[list[str]]) -> list[list[str]]:
+    return [[re.sub(r" \[[^\]]*\]$", "", cell) for cell in row] for row in rows]
+
+
 def test_render_markdown_tables() -> None:
-    text = render_markdown(build_summary(records()))
-    rows = markdown_rows(text)
+    summary = build_summary(records())
+    text = render_markdown(summary)
+    # every figure with an interval carries it: "11.1 [low, high]", as summary.json holds it
+    low, high = summary["agents"]["alpha"]["tracks"]["repo"]["intervals"]["gap"]
+    assert f"| 11.1 [{low:.1f}, {high:.1f}] |" in text.replace("  ", "")
+    assert "95% paired bootstrap interval over tasks (2000 resamples, seed 0)" in text
+    rows = _without_intervals(markdown_rows(text))
     assert ["Agent", "Track", "Residual (%)", "Ref. Clean (%)", "Gap", "CondFail (%)", "n_tasks", "n_states"] in rows
     # alpha repo: 55.6 / 66.7 / 11.1 / 66.7, 3 tasks, 6 states
     assert ["alpha", "repo", "55.6", "66.7", "11.1", "66.7", "3", "6"] in rows
@@ -248,10 +259,14 @@ def test_render_terminal_short_lines() -> None:
     header = lines[lines.index("SWE-Residual [repo] (success %, gap in points)") + 1]
     assert header.split() == ["agent", "residual", "clean", "gap", "condfail", "tasks", "states"]
     repo_row = next(line for line in lines if line.startswith("alpha") and "55.6" in line)
-    assert repo_row.split() == ["alpha", "55.6", "66.7", "11.1", "66.7", "3", "6"]
+    # the terminal gives the Gap its interval (the others fit only in summary.md and report.html)
+    low, high = build_summary(records())["agents"]["alpha"]["tracks"]["repo"]["intervals"]["gap"]
+    gap = f"11.1 [{low:.1f}, {high:.1f}]"
+    assert repo_row.split() == ["alpha", "55.6", "66.7", *gap.split(), "66.7", "3", "6"]
     # numbers right-aligned under their header: each figure ends where its header ends
-    for name, figure in zip(["residual", "clean", "gap", "condfail"], ["55.6", "66.7", "11.1", "66.7"]):
-        assert header.index(name) + len(name) == repo_row.index(figure, header.index(name) - 4) + len(figure)
+    for name, figure in zip(["residual", "clean", "gap", "condfail"], ["55.6", "66.7", gap, "66.7"]):
+        start = repo_row.index(figure, 0 if figure == gap else header.index(name) - 4)
+        assert header.index(name) + len(name) == start + len(figure)
     long = build_summary([rec("t", None, X, agent="x" * 150, error="e" * 300)])
     assert all(len(line) <= 100 for line in render_terminal(long))
 

@@ -34,7 +34,7 @@ def test_fidelity_in_the_summary_and_the_report(tmp_path: Path) -> None:
         "states": [{"task": "disk", "state": "pred-1", "fidelity": "snapshot"},
                    {"task": "disk", "state": "pred-2", "fidelity": None},
                    {"task": "web", "state": "pred-1", "fidelity": "replay"}]}
-    assert set(summary) == {"schema", "agents", "infra"}  # the existing keys stay as they were
+    assert set(summary) == {"schema", "uncertainty", "agents", "infra"}  # the existing keys stay as they were
     json.dumps(summary)
     lines = render_terminal(summary)
     assert "machine-track states restored by: 1 none, 1 replay, 1 snapshot" in lines
