@@ -19,8 +19,8 @@ from typing import Any
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 
 __all__ = [
-    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "ExcludedItem", "FailedItem", "Fidelity",
-    "FidelityState", "HandoffView", "Infra", "OracleMiss", "OracleSummary", "PredecessorGroup", "Rank",
+    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "Disagreement", "ExcludedItem", "FailedItem", "Fidelity",
+    "FidelityState", "HandoffView", "Infra", "OracleMiss", "OracleSummary", "PassAtK", "PredecessorGroup", "Rank",
     "Reversal", "ScopeMetrics", "Skipped", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
     "UnsolvedState", "as_summary",
 ]  # fmt: skip
@@ -106,6 +106,44 @@ assert tuple(f.name for f in fields(AcceptanceBias)) == ACCEPTANCE_KEYS, "Accept
 
 
 @dataclass(frozen=True)
+class PassAtK:
+    """pass@k over K rollouts of each start (unbiased estimator), averaged as outcomes are."""
+
+    k: int
+    residual: float | None = None
+    clean: float | None = None
+    gap: float | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> PassAtK:
+        raw = _map(raw)
+        return cls(raw.get("k", 1), raw.get("residual"), raw.get("clean"), raw.get("gap"))
+
+    def to_json(self) -> Json:
+        return {"k": self.k, "residual": self.residual, "clean": self.clean, "gap": self.gap}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """The share (percent) of Residual States and of Clean Starts whose rollouts disagree, over
+    the ``states`` and ``clean_starts`` with at least two valid rollouts."""
+
+    residual: float | None = None
+    clean: float | None = None
+    states: int = 0
+    clean_starts: int = 0
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Disagreement:
+        raw = _map(raw)
+        return cls(raw.get("residual"), raw.get("clean"), raw.get("states", 0), raw.get("clean_starts", 0))
+
+    def to_json(self) -> Json:
+        return {"residual": self.residual, "clean": self.clean, "states": self.states,
+                "clean_starts": self.clean_starts}
+
+
+@dataclass(frozen=True)
 class ScopeMetrics:
     """One agent's figures on one track, or ``overall`` (its tracks pooled, each task once)."""
 
@@ -120,27 +158,38 @@ class ScopeMetrics:
     cond_fail_states: int = 0
     #: None for ``overall`` without repo-track runs (Table 4 is the repo track's, never a pool)
     acceptance_bias: AcceptanceBias | None = None
+    #: only with more than one rollout per start (`--rollouts`): a one-rollout summary has neither key
+    pass_at_k: PassAtK | None = None
+    disagreement: Disagreement | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> ScopeMetrics:
         raw = _map(raw)
         bias = raw.get("acceptance_bias")
+        passes, disagree = raw.get("pass_at_k"), raw.get("disagreement")
         return cls(
             residual=raw.get("residual"), clean=raw.get("clean"), gap=raw.get("gap"), cond_fail=raw.get("cond_fail"),
             n_tasks=raw.get("n_tasks", 0), n_states=raw.get("n_states", 0),
             by_predecessor={p: PredecessorGroup.from_json(g) for p, g in _map(raw.get("by_predecessor")).items()},
             cond_fail_tasks=raw.get("cond_fail_tasks", 0), cond_fail_states=raw.get("cond_fail_states", 0),
             acceptance_bias=AcceptanceBias.from_json(bias) if bias is not None else None,
+            pass_at_k=PassAtK.from_json(passes) if passes is not None else None,
+            disagreement=Disagreement.from_json(disagree) if disagree is not None else None,
         )  # fmt: skip
 
     def to_json(self) -> Json:
-        return {
+        out = {
             "residual": self.residual, "clean": self.clean, "gap": self.gap, "cond_fail": self.cond_fail,
             "n_tasks": self.n_tasks, "n_states": self.n_states,
             "by_predecessor": {p: g.to_json() for p, g in self.by_predecessor.items()},
             "cond_fail_tasks": self.cond_fail_tasks, "cond_fail_states": self.cond_fail_states,
             "acceptance_bias": self.acceptance_bias.to_json() if self.acceptance_bias is not None else None,
         }  # fmt: skip
+        if self.pass_at_k is not None:
+            out["pass_at_k"] = self.pass_at_k.to_json()
+        if self.disagreement is not None:
+            out["disagreement"] = self.disagreement.to_json()
+        return out
 
 
 @dataclass(frozen=True)
