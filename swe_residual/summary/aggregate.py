@@ -250,6 +250,20 @@ TERMINAL_LEGEND = (
 )
 
 
+def rollouts_of(s: Summary) -> int | None:
+    """K of a summary of runs with rollouts (the most any figures were computed over); None for
+    one rollout per start, whose outputs say nothing of rollouts."""
+    ks = [scope.pass_at_k.k for block in s.agents.values() for _, scope in [*block.tracks.items(),
+          ("overall", block.overall)] if scope is not None and scope.pass_at_k is not None]
+    return max(ks) if ks else None
+
+
+def rollouts_note(k: int) -> str:
+    return (f"With {k} rollouts per start, a start's outcome is the mean of its rollouts; pass@K is the unbiased "
+            f"pass@{k} of each start, averaged the same way; Disagree is the share of Residual States whose "
+            "rollouts disagree (some succeeded, some failed).")
+
+
 def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
@@ -264,6 +278,9 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     out += ["a Residual State (work a predecessor left and claimed done); Ref. Clean: success from a clean"]
     out += ["start on the same tasks; CondFail: the share of Residual States failed on the tasks the agent"]
     out += ["solves from a clean start.", ""]
+    k = rollouts_of(s)
+    if k is not None:  # only with rollouts: a one-rollout summary.md is what it always was
+        out += [rollouts_note(k), ""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
 
     out += ["## By predecessor agent", ""]
@@ -336,6 +353,10 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
+        k = rollouts_of(s)
+        if k is not None:
+            lines += [f"  with {k} rollouts per start: res@K/cln@K = pass@{k} (unbiased estimator);",
+                      "  disagree = % of Residual States whose rollouts disagree (some solved, some not)"]
     if s.comparison is not None:  # the one comparison line that matters most
         lines.append(headline_line(s.comparison.to_json(), single_scope=len(s.tracks) == 1, width=TERMINAL_WIDTH))
     lines += oracle_lines(s)

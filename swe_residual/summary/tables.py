@@ -312,11 +312,11 @@ COND_FAIL = Column("CondFail", lambda r: r.figures.cond_fail, Format.PCT, markdo
 # With `--rollouts` above 1 only (a one-rollout run has no such figures, and no such columns).
 PASS_AT_K_RESIDUAL = Column(
     "pass@K Residual", lambda r: r.figures.pass_at_k.residual if r.figures.pass_at_k else None, Format.PCT,
-    markdown="pass@K Residual (%)", terminal="pass@K res", given_only=True,
+    markdown="pass@K Residual (%)", terminal="res@K", given_only=True,
     note="pass@K over the K rollouts of each Residual State (unbiased estimator), averaged as Residual is")
 PASS_AT_K_CLEAN = Column(
     "pass@K Clean", lambda r: r.figures.pass_at_k.clean if r.figures.pass_at_k else None, Format.PCT,
-    markdown="pass@K Clean (%)", terminal="pass@K cln", given_only=True,
+    markdown="pass@K Clean (%)", terminal="cln@K", given_only=True,
     note="pass@K over the K rollouts of each Clean Start, on the same tasks")
 DISAGREE = Column(
     "Disagree", lambda r: r.figures.disagreement.residual if r.figures.disagreement else None, Format.PCT,
