@@ -27,6 +27,7 @@ BAD_VALUES = {
     "--backend": "fast", "--infra-retries": "-1", "--timeout-multiplier": "0", "--max-steps": "0",
     "--cost-limit": "free", "--watchdog-margin": "0", "--model": "two words", "--agent-option": "novalue",
     "--agent-setup": "no-such-script.sh", "--agent-mount": "nocolon", "--handoff": "summary",
+    "--rollouts": "0",
 }
 ANY_TEXT = {"--dataset", "--results-dir", "--run-id", "--resume", "--agent", "--agent-name", "--docker-host"}
 
