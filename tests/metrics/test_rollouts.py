@@ -148,3 +148,13 @@ def test_item_ids_name_the_rollout_only_with_several() -> None:
     spec = ItemSpec("noop", "alpha", "s1", "repo", rollout=1)
     assert spec.id == "noop/alpha/residual:s1#r1" and spec.rollout_index == 1
     assert ItemSpec("noop", "alpha", None, "repo").rollout_index == 0
+
+
+def test_acceptance_bias_counts_each_rollout_as_a_run_paired_with_its_own_clean_rollout() -> None:
+    from swe_residual.metrics.acceptance import acceptance_bias
+
+    records = [rec("a", None, S, 0, steps=10), rec("a", None, S, 1, steps=20),
+               rec("a", "a1", S, 0, steps=10), rec("a", "a1", F, 1, steps=40)]
+    # Steps R/C per run, each continuation over the clean run of its rollout: 10/10 = 1 and
+    # 40/20 = 2, averaged within the task: 1.5 (pairing both with the last clean run would give 1.25)
+    assert acceptance_bias(records)["steps_ratio"] == pytest.approx(1.5)
