@@ -17,7 +17,7 @@ from pathlib import Path
 from swe_residual.agents.registry import SOLUTION_AGENTS
 from swe_residual.dataset.load import _is_task_dir, not_a_directory  # load_dataset's rules: both see the same tasks
 from swe_residual.errors import DatasetError
-from swe_residual.run.items import ItemSpec
+from swe_residual.run.items import ItemSpec, rollout_indices
 from swe_residual.states.state import ResidualState, load_state
 from swe_residual.dataset.task import Task, load_task
 
@@ -50,9 +50,10 @@ class Catalog:
         return entry.loaded[state_id]
 
     def items(self, agents: list[str], skip_reason_for_track: dict[str, str] | None = None,
-              views: tuple[str, ...] = ("blind",)) -> list[ItemSpec]:
+              views: tuple[str, ...] = ("blind",), rollouts: int = 1) -> list[ItemSpec]:
         """The run's items, in the order of `swe_residual.run.items.build_items`: the same on every worker.
-        Each Residual State gives one item per handoff view; a Clean Start one item whatever the views."""
+        Each Residual State gives one item per handoff view; a Clean Start one item whatever the views;
+        each of these is `rollouts` items (rollouts 0..K-1) when that is above 1."""
         skips = skip_reason_for_track or {}
         items = [ItemSpec(agent="-", task_id=name, state_id=None, track="-", error=error)
                  for name, error in self.task_errors]
@@ -71,9 +72,10 @@ class Catalog:
                     items.append(ItemSpec(agent="-", task_id=task_id, state_id=None, track="-", error=lacking))
                     continue
                 skip = skips.get(track)
-                items.append(ItemSpec(agent, task_id, None, track, skip_reason=skip))
-                items.extend(ItemSpec(agent, task_id, state_id, track, skip_reason=skip, handoff=view)
-                             for state_id in entry.state_ids for view in views)
+                runs = rollout_indices(rollouts)
+                items.extend(ItemSpec(agent, task_id, None, track, skip_reason=skip, rollout=r) for r in runs)
+                items.extend(ItemSpec(agent, task_id, state_id, track, skip_reason=skip, handoff=view, rollout=r)
+                             for state_id in entry.state_ids for view in views for r in runs)
         return items
 
 

@@ -196,7 +196,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if spec is not None and assignment is not None and assignment[spec.task_id] != settings.shard[0]:  # type: ignore[index]
             deselected.append(item)
         elif spec is not None and spec.error is None and item_key(
-                agent_label(config, spec.agent), spec.track, spec.task_id, spec.start, spec.state_id, spec.handoff) in finished:
+                agent_label(config, spec.agent), spec.track, spec.task_id, spec.start, spec.state_id, spec.handoff,
+                spec.rollout_index) in finished:
             deselected.append(item)
         else:
             kept.append(item)
@@ -227,7 +228,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     # Items share a handful of mark combinations: one tuple each, not thousands of equal objects.
     marks_cache: dict[tuple[Any, ...], tuple[Any, ...]] = {}
     params = []
-    for spec in catalog.items(list(settings.agents), skip_reasons(config), settings.handoff):
+    for spec in catalog.items(list(settings.agents), skip_reasons(config), settings.handoff, settings.rollouts):
         timeout = None
         if watchdog and spec.error is None:
             task = catalog.task(spec.task_id)
@@ -368,7 +369,7 @@ class ResidualReporter:
         param = _item_id(report.nodeid) if report.nodeid.endswith("]") else ""
         settings = settings_of(self.config)
         catalog = catalog_of(self.config)
-        for spec in catalog.items(list(settings.agents), views=settings.handoff):
+        for spec in catalog.items(list(settings.agents), views=settings.handoff, rollouts=settings.rollouts):
             if spec.id == param and spec.error is None:
                 task = catalog.task(spec.task_id)
                 predecessor = None
@@ -381,6 +382,7 @@ class ResidualReporter:
                 return infra_error_record(
                     self.run_id, agent_label(self.config, spec.agent), task.id, task.track, spec.state_id, predecessor,
                     f"worker crashed: {message}", handoff=spec.handoff if spec.state_id is not None else None,
+                    rollout=spec.rollout_index,
                 )
         return None
 

@@ -7,9 +7,9 @@ from typing import Any
 INFRA = "infra_error"
 
 #: The keys of a runner's record, in the order results.jsonl has always had them
-#: (docs/records.md); `handoff` only on a non-blind Residual State item.
+#: (docs/records.md), with `rollout` since `--rollouts`; `handoff` only on a non-blind Residual State item.
 RUNNER_KEYS = [
-    "schema", "run_id", "agent", "task", "track", "start", "state", "predecessor", "handoff", "outcome",
+    "schema", "run_id", "agent", "task", "track", "start", "state", "rollout", "predecessor", "handoff", "outcome",
     "reward", "submitted", "termination", "tests", "initial_tests", "steps", "final_patch", "trajectory",
     "attempts", "durations", "inherited_patch", "reference_files", "opened_files", "inspected", "budget",
     "agent_config", "cost", "tokens", "fidelity", "engine", "message", "error", "verifier_notes", "rewards",

@@ -14,8 +14,14 @@ infrastructure); a verifier failure or a missing reward is an infrastructure fai
 verdict); success needs a submission and reward 1. The final patch is the collected patch
 artifact where the task collects one. A trial of a task without the metadata is not a start of
 the suite: it is listed as a problem, never guessed; so is a trial whose exported directory's
-content is not what it ran (Harbor's task checksum, harbor/match.py). Several trials of one start by one agent
-(Harbor's attempts) make one item: the first with a valid verdict.
+content is not what it ran (Harbor's task checksum, harbor/match.py).
+
+Several trials of one start by one agent: in a job run with Harbor's `-k N` (`n_attempts` above
+1 in the job's config.json) each trial is a rollout of its own (`rollout` 0..N-1 in the order
+the trials started, then by path; a later job's rollouts of the same start continue the count),
+so the summary averages them as it does `--rollouts`; a trial without a valid verdict is a
+rollout lost to infrastructure, excluded like the suite's own. Otherwise (one attempt per task)
+they make one item: the first with a valid verdict, every trial listed in its `attempts`.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from swe_residual.harbor.atif import read_atif
 from swe_residual.harbor.jobs import (
     DEFAULT_PATCH, identity_of, outcome_of, termination_of, trial_durations, trial_tests,
 )
-from swe_residual.harbor.layout import HarborTrial, read_jobs
+from swe_residual.harbor.layout import HarborTrial, read_jobs, read_object
 from swe_residual.harbor.match import Checksums, local_task_dir, pick
 from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, RunRecord, Tokens, as_member
@@ -121,8 +127,10 @@ def _locate(trial: HarborTrial, export_dirs: Iterable[Path],
     return next(start for directory, start in starts if directory == chosen), None
 
 
-def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir: Path) -> RunRecord:
-    """One trial as the run record of its source start."""
+def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir: Path, *,
+                 rollout: bool = False) -> RunRecord:
+    """One trial as the run record of its source start (``rollout``: one of several runs of the
+    start, Harbor's `-k`, whose trajectory file is named by its trial)."""
     agent = identity_of(trial, "agent+model")
     reward = trial.reward
     termination = termination_of(trial.exception_type)
@@ -144,8 +152,9 @@ def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir
         inherited = changed_files(source.inherited_patch) if source.inherited_patch else set()
         opened = tuple(sorted(opened_files(steps, set(source.reference_files or []) | inherited, root=source.workdir)))
         inspected_any = inspected(steps, inherited, root=source.workdir) if source.state else None
-        steps_file = Path("trajectories") / agent_slug(agent) / source.task / (
-            f"{source.state}.json" if source.state else "clean.json")
+        # one file per trial for rollouts (Harbor's `-k`): two runs of a start never share one
+        leaf = (f"{source.state}" if source.state else "clean") + (f".{agent_slug(trial.trial_name)}" if rollout else "")
+        steps_file = Path("trajectories") / agent_slug(agent) / source.task / f"{leaf}.json"
         trajectory.write(run_dir / steps_file)
     return RunRecord(
         run_id=run_id, agent=agent, task=source.task, track=source.track, start=source.start,
@@ -178,7 +187,8 @@ def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), 
     result = HarborRecords(problems=[f"{problem.relative}: {problem.reason}" for problem in jobs.problems])
     exports = [Path(directory) for directory in export_dirs]
     checksums = Checksums()
-    trials: list[RunRecord] = []
+    trials: list[tuple[RunRecord, int, str]] = []  # each record with its job's attempts and its order
+    attempts_of: dict[Path, int] = {}
     for trial in sorted(jobs.trials, key=lambda t: t.relative):
         source, mismatch = _locate(trial, exports, checksums)
         if mismatch is not None:
@@ -189,14 +199,41 @@ def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), 
                                    "`swe-residual export harbor` (no [metadata] swe_residual_source_task); "
                                    "pass the export directory with --harbor-export")
             continue
-        trials.append(trial_record(trial, source, run_id, run_dir))
-    result.records = [record.to_json() for record in _one_per_item(trials)]
+        job = trial.path.parent
+        if job not in attempts_of:
+            attempts_of[job] = job_attempts(job)
+        order = f"{trial.relative.rsplit('/', 1)[0]}\0{trial.started_at.isoformat() if trial.started_at else ''}" \
+                f"\0{trial.relative}"
+        record = trial_record(trial, source, run_id, run_dir, rollout=attempts_of[job] > 1)
+        trials.append((record, attempts_of[job], order))
+    rollouts = [record for record, attempts, _ in sorted(trials, key=lambda t: t[2]) if attempts > 1]
+    single = [record for record, attempts, _ in trials if attempts <= 1]
+    result.records = [record.to_json() for record in _one_per_item(single) + _as_rollouts(rollouts)]
     return result
 
 
+def job_attempts(job_dir: Path) -> int:
+    """Harbor's `-k` of a job (`n_attempts` in its config.json); 1 when it does not say."""
+    config, _ = read_object(job_dir / "config.json")
+    value = (config or {}).get("n_attempts")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+def _as_rollouts(records: list[RunRecord]) -> list[RunRecord]:
+    """The trials of `-k` jobs, in order: each start's trials numbered as rollouts 0, 1, ..."""
+    count: dict[tuple[Any, ...], int] = {}
+    out = []
+    for record in records:
+        key = record_key(record)
+        rollout = count.get(key, 0)
+        count[key] = rollout + 1
+        out.append(replace(record, rollout=rollout))
+    return out
+
+
 def _one_per_item(records: list[RunRecord]) -> list[RunRecord]:
-    """Several trials of one start by one agent (Harbor's attempts): the item's record is the
-    first with a valid verdict, as after the suite's own retries of infrastructure failures;
+    """Several trials of one start by one agent in jobs of one attempt each: the item's record is
+    the first with a valid verdict, as after the suite's own retries of infrastructure failures;
     every trial stays listed in its `attempts`."""
     items: dict[tuple[Any, ...], list[RunRecord]] = {}
     for record in records:

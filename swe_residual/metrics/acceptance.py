@@ -139,7 +139,10 @@ def acceptance_bias(records: Iterable[RecordLike]) -> dict[str, Any]:
     Returns a dict with the keys of :data:`ACCEPTANCE_KEYS`; a metric with no qualifying run is
     None. Percentages are unrounded floats in 0-100; ``steps_ratio`` is a plain ratio.
     """
+    # Each rollout (`--rollouts`) is a run of its own, averaged within its task like the states
+    # are; a continuation is paired with the clean run of its own rollout index, else the task's last.
     clean: dict[Hashable, Record] = {}
+    clean_rollout: dict[tuple[Hashable, int], Record] = {}
     continuations: list[tuple[Hashable, Record]] = []
     for rec in as_records(records):
         if is_excluded(rec):
@@ -147,6 +150,7 @@ def acceptance_bias(records: Iterable[RecordLike]) -> dict[str, Any]:
         task: Hashable = (rec.track, rec.task)
         if rec.start == Start.CLEAN:
             clean[task] = rec
+            clean_rollout[(task, rec.rollout)] = rec
         elif rec.start == Start.RESIDUAL:
             continuations.append((task, rec))
 
@@ -163,7 +167,7 @@ def acceptance_bias(records: Iterable[RecordLike]) -> dict[str, Any]:
     changed_cache: dict[str, set[str]] = {}
 
     for task, rec in continuations:
-        clean_rec = clean.get(task)
+        clean_rec = clean_rollout.get((task, rec.rollout), clean.get(task))
         clean_ns = clean_rec if clean_rec is not None and normally_submitted(clean_rec) else None
         if not normally_submitted(rec):
             continue

@@ -6,12 +6,21 @@ outcome is ``infra_error`` are excluded, never counted as failures; a task needs
 Clean Start record and at least one non-excluded Residual Start record of the agent to enter
 the task set T. Records are deduplicated by
 :func:`swe_residual.trial.records.record_key` (re-exported here with :func:`dedupe_records`).
+
+Rollouts (`--rollouts=K`, the record's ``rollout``): a start's outcome y is the mean of its
+non-excluded rollouts (a Clean Start's, and each Residual State's, on its own), then the
+paper's averaging runs unchanged (within a task over its states, then across tasks). With one
+rollout per start y is 0 or 1 and every figure is the paper's. CondFail weights each task by
+its clean outcome: the share of its clean rollouts that succeeded is how often the task was
+"solved from Clean Start", so CondFail = sum_t clean_t * fail_t / sum_t clean_t, which is the
+paper's mean over C_A when each clean outcome is 0 or 1 (docs/metrics.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from math import comb
 from typing import Any
 
 from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
@@ -33,6 +42,11 @@ __all__ = [
     "cond_fail_rate",
     "by_predecessor",
     "headline",
+    "mean_outcome",
+    "pass_at_k",
+    "rollout_count",
+    "pass_at_k_rates",
+    "disagreement",
     "UNKNOWN_PREDECESSOR",
 ]
 
@@ -54,20 +68,39 @@ def success(record: RecordLike) -> int:
 
 @dataclass(frozen=True)
 class StateRun:
-    """One Residual Start run of a task."""
+    """One Residual State of a task: y is the mean outcome of its rollouts (0 or 1 with one)."""
 
     state: str
     predecessor: str
-    y: int
+    y: float
+    outcomes: tuple[int, ...] = ()  # each rollout's success (1) or failure (0), in rollout order
 
 
 @dataclass(frozen=True)
 class TaskRuns:
-    """A task of T: its Clean Start outcome and its Residual Start outcomes."""
+    """A task of T: its Clean Start outcome and its Residual Start outcomes (means over rollouts)."""
 
     task: Hashable
-    clean: int
+    clean: float
     states: tuple[StateRun, ...]
+    clean_outcomes: tuple[int, ...] = ()  # each clean rollout's success (1) or failure (0)
+
+
+def mean_outcome(outcomes: Sequence[int]) -> float:
+    """A start's outcome: the mean of its rollouts' (1 for one success, 0 for one failure)."""
+    return sum(outcomes) / len(outcomes)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k of one start from n rollouts with c successes: 1 - C(n-c, k) / C(n, k),
+    the chance that k of the n rollouts drawn without replacement hold a success. k above n is
+    read as n (every rollout drawn)."""
+    if n <= 0:
+        raise ValueError("pass@k needs at least one rollout")
+    k = min(k, n)
+    if n - c < k:  # every draw of k holds a success
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
 
 
 def task_table(
@@ -79,27 +112,35 @@ def task_table(
     ``key_by_track`` the task identity is (track, task), so pooling tracks never merges two
     tracks' tasks.
     """
-    clean: dict[Hashable, int] = {}
-    states: dict[Hashable, dict[str, StateRun]] = {}
+    # Each start's rollouts by index: a record read twice (one key) still counts once.
+    clean: dict[Hashable, dict[int, int]] = {}
+    states: dict[Hashable, dict[str, tuple[str, dict[int, int]]]] = {}
     for rec in as_records(records):
         if is_excluded(rec):
             continue
         task: Hashable = (rec.track, rec.task) if key_by_track else rec.task
         if rec.start == Start.CLEAN:
-            clean[task] = success(rec)
+            clean.setdefault(task, {})[rec.rollout] = success(rec)
         elif rec.start == Start.RESIDUAL:
             pred = rec.predecessor
             state = str(rec.state)
-            states.setdefault(task, {})[state] = StateRun(
-                state=state,
-                predecessor=str(pred) if pred is not None else UNKNOWN_PREDECESSOR,
-                y=success(rec),
-            )
+            label = str(pred) if pred is not None else UNKNOWN_PREDECESSOR
+            entry = states.setdefault(task, {}).setdefault(state, (label, {}))
+            states[task][state] = (label, entry[1])  # the last record names the predecessor, as before
+            entry[1][rec.rollout] = success(rec)
     table: dict[Hashable, TaskRuns] = {}
-    for task, y_clean in clean.items():
+    for task, clean_runs in clean.items():
         runs = states.get(task)
         if runs:
-            table[task] = TaskRuns(task=task, clean=y_clean, states=tuple(runs.values()))
+            clean_outcomes = tuple(clean_runs[r] for r in sorted(clean_runs))
+            table[task] = TaskRuns(
+                task=task, clean=mean_outcome(clean_outcomes), clean_outcomes=clean_outcomes,
+                states=tuple(
+                    StateRun(state=state, predecessor=label, y=mean_outcome(outs), outcomes=outs)
+                    for state, (label, by_rollout) in runs.items()
+                    for outs in [tuple(by_rollout[r] for r in sorted(by_rollout))]
+                ),
+            )
     return table
 
 
@@ -121,12 +162,18 @@ def clean_rate(tasks: Iterable[TaskRuns]) -> float | None:
 
 
 def cond_fail_rate(tasks: Iterable[TaskRuns]) -> float | None:
-    """CondFail(A) in percent (eq. 5) over C_A = tasks solved from Clean Start; None if empty."""
-    per_task = [
-        sum(1 - s.y for s in t.states) / len(t.states) for t in tasks if t.clean == 1 and t.states
-    ]
-    mean = _mean(per_task)
-    return None if mean is None else 100.0 * mean
+    """CondFail(A) in percent (eq. 5) over C_A = tasks solved from Clean Start; None if empty.
+
+    Each task counts with the weight of its clean outcome (the share of its clean rollouts that
+    succeeded): with one rollout that is 1 for a task of C_A and 0 for the others, the paper's
+    plain mean over C_A; with several, a task solved from Clean Start half the time counts half."""
+    weighted = [(t.clean, sum(1 - s.y for s in t.states) / len(t.states)) for t in tasks if t.clean > 0 and t.states]
+    total = sum(weight for weight, _ in weighted)
+    if not weighted or total <= 0:
+        return None
+    if all(weight == 1 for weight, _ in weighted):  # the paper's plain mean, term for term (K = 1)
+        return 100.0 * sum(fail for _, fail in weighted) / len(weighted)
+    return 100.0 * sum(weight * fail for weight, fail in weighted) / total
 
 
 def _gap(clean: float | None, residual: float | None) -> float | None:
@@ -143,7 +190,8 @@ def by_predecessor(tasks: Iterable[TaskRuns]) -> dict[str, dict[str, Any]]:
         preds = sorted({s.predecessor for s in t.states})
         for pred in preds:
             only = tuple(s for s in t.states if s.predecessor == pred)
-            groups.setdefault(pred, []).append(TaskRuns(task=t.task, clean=t.clean, states=only))
+            groups.setdefault(pred, []).append(
+                TaskRuns(task=t.task, clean=t.clean, states=only, clean_outcomes=t.clean_outcomes))
     out: dict[str, dict[str, Any]] = {}
     for pred in sorted(groups):
         group = groups[pred]
@@ -157,12 +205,15 @@ def headline(records: Iterable[RecordLike], *, key_by_track: bool = False) -> di
     """All headline metrics of one agent's records (one track, or all with ``key_by_track``).
 
     Returns ``{residual, clean, gap, cond_fail, n_tasks, n_states, by_predecessor}``; percentages
-    are unrounded floats in 0-100 and ``gap`` is in points (clean - residual).
+    are unrounded floats in 0-100 and ``gap`` is in points (clean - residual). With more than one
+    rollout per start it also holds ``pass_at_k`` (:func:`pass_at_k_rates`, k = K) and
+    ``disagreement`` (:func:`disagreement`); with one, neither key is there.
     """
+    records = as_records(records)
     tasks = list(task_table(records, key_by_track=key_by_track).values())
     res = residual_rate(tasks)
     cln = clean_rate(tasks)
-    return {
+    out: dict[str, Any] = {
         "residual": res,
         "clean": cln,
         "gap": _gap(cln, res),
@@ -171,3 +222,46 @@ def headline(records: Iterable[RecordLike], *, key_by_track: bool = False) -> di
         "n_states": sum(len(t.states) for t in tasks),
         "by_predecessor": by_predecessor(tasks),
     }
+    k = rollout_count(records)
+    if k > 1:
+        out["pass_at_k"] = pass_at_k_rates(tasks, k)
+        out["disagreement"] = disagreement(tasks)
+    return out
+
+
+def rollout_count(records: Iterable[RecordLike]) -> int:
+    """K of a set of records: the most rollouts any start has (1 for records without rollouts)."""
+    return max((as_record(r).rollout + 1 for r in records), default=1)
+
+
+def _pass(outcomes: Sequence[int], k: int) -> float:
+    return pass_at_k(len(outcomes), sum(outcomes), k)
+
+
+def pass_at_k_rates(tasks: Sequence[TaskRuns], k: int) -> dict[str, Any]:
+    """``{k, residual, clean, gap}``: pass@k of each start (over its valid rollouts; k above a
+    start's count is read as that count), averaged as outcomes are (within a task over its
+    states, then across tasks), in percent."""
+    per_task = [sum(_pass(s.outcomes, k) for s in t.states) / len(t.states) for t in tasks if t.states]
+    res = _mean(per_task)
+    cln = _mean([_pass(t.clean_outcomes, k) for t in tasks])
+    res = None if res is None else 100.0 * res
+    cln = None if cln is None else 100.0 * cln
+    return {"k": k, "residual": res, "clean": cln, "gap": _gap(cln, res)}
+
+
+def _disagrees(outcomes: Sequence[int]) -> bool:
+    return 0 < sum(outcomes) < len(outcomes)
+
+
+def disagreement(tasks: Sequence[TaskRuns]) -> dict[str, Any]:
+    """How much of the figures is noise: the share (percent) of Residual States, and of Clean
+    Starts, whose rollouts disagree (some succeeded, some failed), over the starts with at
+    least two valid rollouts (``states``, ``clean_starts``: how many those are)."""
+    states = [s.outcomes for t in tasks for s in t.states if len(s.outcomes) >= 2]
+    cleans = [t.clean_outcomes for t in tasks if len(t.clean_outcomes) >= 2]
+
+    def share(runs: list[tuple[int, ...]]) -> float | None:
+        return 100.0 * sum(map(_disagrees, runs)) / len(runs) if runs else None
+
+    return {"residual": share(states), "clean": share(cleans), "states": len(states), "clean_starts": len(cleans)}

@@ -196,7 +196,7 @@ def render_item_page(item: Item, page: Path, report_dir: Path) -> str:
     """The page of ``item``, to be written at ``page`` (inside ``report_dir``)."""
     r = item.record
     page_dir = page.parent
-    name = item_id(str(r.agent), str(r.task), r.state, r.handoff)
+    name = item_id(str(r.agent), str(r.task), r.state, r.handoff, r.rollout or None)
     back = os.path.relpath(report_dir / "report.html", page_dir)
     toc = " &middot; ".join(f'<a href="#{anchor}">{e(title)}</a>' for anchor, title in SECTIONS)
     parts = [

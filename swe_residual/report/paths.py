@@ -56,9 +56,11 @@ def _slug(text: Any) -> str:
 
 
 def _leaf(record: RunRecord) -> str:
+    # A rollout after the first adds `.rN`: two rollouts of one start get two pages and diffs.
+    rollout = f".r{record.rollout}" if record.rollout else ""
     if record.state is None:
-        return "clean"
-    return "residual-" + _slug(f"{record.state}{view_suffix(record.handoff)}")
+        return "clean" + rollout
+    return "residual-" + _slug(f"{record.state}{view_suffix(record.handoff)}") + rollout
 
 
 def diff_href(record: RecordLike) -> str:

@@ -102,8 +102,8 @@ def html_across(table_: Table, rows: Sequence[Any], *, key: Column, across: Colu
     value of ``key`` (an agent), a group of the figure columns per value of ``across``; the
     first figure of each group says the counts behind it when hovered, the emphasized one
     (the Gap) is bold."""
-    figures = [c for c in table_.columns if c.format.is_figure]
-    counts = [c for c in table_.columns if c.format is Format.COUNT]
+    figures = [c for c in table_.shown(rows) if c.format.is_figure]
+    counts = [c for c in table_.shown(rows) if c.format is Format.COUNT]
     values = list(dict.fromkeys(across.value(r) for r in rows))
     keys = list(dict.fromkeys(key.value(r) for r in rows))
     found = {(key.value(r), across.value(r)): r for r in rows}

@@ -1,7 +1,7 @@
 """A run directory's configuration, `run.json`: what decides the run's numbers.
 
 Written when a run starts: the agents (spec and name), model, agent options, budget settings,
-infra retries, dataset path, handoff views, backend, set-up script and mounts, shard. A
+infra retries, dataset path, handoff views, rollouts, backend, set-up script and mounts, shard. A
 `--resume=DIR` alone takes every setting it does not give from there, so the rest of the run
 is measured as its start was; a setting given again with another value is refused, naming
 what changed, because the resumed records would mix two configurations under one run.
@@ -45,6 +45,7 @@ def describe(settings: RunSettings) -> dict[str, Any]:
         "dataset": str(settings.dataset),
         "backend": settings.backend,
         "handoff": list(settings.handoff),
+        "rollouts": settings.rollouts,
         "agent_environment": {
             "setup": None if environment.setup is None else str(environment.setup.script),
             "setup_sha256": None if environment.setup is None else environment.setup.digest,

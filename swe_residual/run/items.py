@@ -1,5 +1,6 @@
 """The items of a run: one per (agent, task, Clean Start) and per (agent, task, Residual State,
-handoff view); with only the `blind` view (the default) that is one per Residual State.
+handoff view); with only the `blind` view (the default) that is one per Residual State. With
+`--rollouts=K` above 1 each of them is K items, rollouts 0..K-1 (`#rN` at the end of the id).
 
 The list is a pure function of the dataset and the agent names, sorted, so every xdist
 worker collects exactly the same items. A malformed task or state becomes one error item
@@ -25,6 +26,7 @@ class ItemSpec:
     error: DatasetError | None = None
     skip_reason: str | None = None
     handoff: str = "blind"  # the view a Residual State item hands the agent (swe_residual/handoff/views.py)
+    rollout: int | None = None  # which run of the start with `--rollouts` above 1; None: the only one
 
     @property
     def start(self) -> Start:
@@ -34,11 +36,21 @@ class ItemSpec:
     def id(self) -> str:
         if self.error is not None:
             return f"invalid/{self.task_id}" + (f"/{self.state_id}" if self.state_id else "")
-        return item_id(self.agent, self.task_id, self.state_id, self.handoff)
+        return item_id(self.agent, self.task_id, self.state_id, self.handoff, self.rollout)
+
+    @property
+    def rollout_index(self) -> int:
+        """The record's `rollout`: 0 in a one-rollout run."""
+        return self.rollout or 0
+
+
+def rollout_indices(rollouts: int) -> tuple[int | None, ...]:
+    """The rollouts of each start: (None,) for one (ids as they always were), else 0..K-1."""
+    return (None,) if rollouts <= 1 else tuple(range(rollouts))
 
 
 def build_items(dataset: Dataset, agents: list[str], skip_reason_for_track: dict[str, str] | None = None,
-                views: tuple[str, ...] = ("blind",)) -> list[ItemSpec]:
+                views: tuple[str, ...] = ("blind",), rollouts: int = 1) -> list[ItemSpec]:
     skips = skip_reason_for_track or {}
     items: list[ItemSpec] = []
     for task_name, error in dataset.task_errors:
@@ -50,8 +62,9 @@ def build_items(dataset: Dataset, agents: list[str], skip_reason_for_track: dict
         for entry in dataset.entries:
             task = entry.task
             skip = skips.get(task.track)
-            items.append(ItemSpec(agent, task.id, None, task.track, skip_reason=skip))
+            runs = rollout_indices(rollouts)
+            items.extend(ItemSpec(agent, task.id, None, task.track, skip_reason=skip, rollout=r) for r in runs)
             for state in entry.states:
-                items.extend(ItemSpec(agent, task.id, state.id, task.track, skip_reason=skip, handoff=view)
-                             for view in views)
+                items.extend(ItemSpec(agent, task.id, state.id, task.track, skip_reason=skip, handoff=view, rollout=r)
+                             for view in views for r in runs)
     return items

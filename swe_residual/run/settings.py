@@ -71,6 +71,8 @@ class RunSettings:
     @property
     def uncertainty(self) -> Uncertainty:
         return Uncertainty(self.confidence, self.bootstrap_resamples, self.bootstrap_seed)
+    # Runs of each start, each from its own instance (`--rollouts`; one by default).
+    rollouts: int = 1
 
     def agent_name(self, spec: str) -> str | None:
         """The label given to the agent `spec` with `--agent-name`, if any."""
@@ -258,6 +260,11 @@ SETTINGS: tuple[Setting, ...] = (
             "blind (default), trace, notes, structured", metavar="VIEW",
             ini="residual_handoff", ini_help="handoff views (blind, trace, notes, structured)", ini_type="args",
             repeatable=True, default=(), parse=parse_view, skip_blank=True, kept=True),
+    Setting("--rollouts", "rollouts",
+            "runs of every start, each from a fresh instance and its own record (default 1); a start's outcome "
+            "is the mean of its rollouts", metavar="K",
+            ini="residual_rollouts", ini_help="runs of every start (rollouts)", default=1, parse=parse_positive_int,
+            kept=True),
     Setting("--docker-host", "docker_hosts",
             "docker engine to run on (repeatable: unix://, tcp://, ssh://); several spread xdist workers across "
             "them, and an engine that stops answering is left for the others", metavar="URL",

@@ -128,8 +128,9 @@ def _block(records: Sequence[Record], *, pooled: bool, uncertainty: Uncertainty)
     block = headline(records, key_by_track=pooled)
     tasks = task_table(records, key_by_track=pooled)
     # The tasks and states behind CondFail (C_A: tasks solved from the Clean Start), which
-    # Figure 2 of the report shows next to its bars.
-    solved = [t for t in tasks.values() if t.clean == 1]
+    # Figure 2 of the report shows next to its bars. With rollouts, every task solved from Clean
+    # Start at least once (it has a weight in CondFail).
+    solved = [t for t in tasks.values() if t.clean > 0]
     block["cond_fail_tasks"] = len(solved)
     block["cond_fail_states"] = sum(len(t.states) for t in solved)
     if pooled:
@@ -270,6 +271,20 @@ def _compared(summary: Summary) -> bool:
     return summary.comparison is not None and summary.comparison.n_agents > 1 and bool(PAIRS.rows_of(summary))
 
 
+def rollouts_of(s: Summary) -> int | None:
+    """K of a summary of runs with rollouts (the most any figures were computed over); None for
+    one rollout per start, whose outputs say nothing of rollouts."""
+    ks = [scope.pass_at_k.k for block in s.agents.values() for _, scope in [*block.tracks.items(),
+          ("overall", block.overall)] if scope is not None and scope.pass_at_k is not None]
+    return max(ks) if ks else None
+
+
+def rollouts_note(k: int) -> str:
+    return (f"With {k} rollouts per start, a start's outcome is the mean of its rollouts; pass@K is the unbiased "
+            f"pass@{k} of each start, averaged the same way; Disagree is the share of Residual States whose "
+            "rollouts disagree (some succeeded, some failed).")
+
+
 def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
@@ -286,6 +301,9 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     out += ["solves from a clean start."]
     line = uncertainty_line(s)
     out += ([f"{line}; one task gives none."] if line else []) + [""]
+    k = rollouts_of(s)
+    if k is not None:  # only with rollouts: a one-rollout summary.md is what it always was
+        out += [rollouts_note(k), ""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
 
     if _compared(s):
@@ -366,6 +384,10 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
+        k = rollouts_of(s)
+        if k is not None:
+            lines += [f"  with {k} rollouts per start: res@K/cln@K = pass@{k} (unbiased estimator);",
+                      "  disagree = % of Residual States whose rollouts disagree (some solved, some not)"]
     if s.agents and uncertainty_line(s):
         lines.append(f"  gap {uncertainty_line(s)}")
     if s.comparison is not None:  # the one comparison line that matters most

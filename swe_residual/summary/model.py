@@ -20,8 +20,8 @@ from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 from swe_residual.metrics.intervals import Intervals, Uncertainty
 
 __all__ = [
-    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "ExcludedItem", "FailedItem", "Fidelity",
-    "FidelityState", "HandoffView", "Infra", "Intervals", "OracleMiss", "Pair", "OracleSummary", "PredecessorGroup", "Rank",
+    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "Disagreement", "ExcludedItem", "FailedItem", "Fidelity",
+    "FidelityState", "HandoffView", "Infra", "Intervals", "OracleMiss", "OracleSummary", "Pair", "PassAtK", "PredecessorGroup", "Rank",
     "Reversal", "ScopeMetrics", "Skipped", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
     "Uncertainty", "UnsolvedState", "as_summary",
 ]  # fmt: skip
@@ -107,6 +107,44 @@ assert tuple(f.name for f in fields(AcceptanceBias)) == ACCEPTANCE_KEYS, "Accept
 
 
 @dataclass(frozen=True)
+class PassAtK:
+    """pass@k over K rollouts of each start (unbiased estimator), averaged as outcomes are."""
+
+    k: int
+    residual: float | None = None
+    clean: float | None = None
+    gap: float | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> PassAtK:
+        raw = _map(raw)
+        return cls(raw.get("k", 1), raw.get("residual"), raw.get("clean"), raw.get("gap"))
+
+    def to_json(self) -> Json:
+        return {"k": self.k, "residual": self.residual, "clean": self.clean, "gap": self.gap}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """The share (percent) of Residual States and of Clean Starts whose rollouts disagree, over
+    the ``states`` and ``clean_starts`` with at least two valid rollouts."""
+
+    residual: float | None = None
+    clean: float | None = None
+    states: int = 0
+    clean_starts: int = 0
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Disagreement:
+        raw = _map(raw)
+        return cls(raw.get("residual"), raw.get("clean"), raw.get("states", 0), raw.get("clean_starts", 0))
+
+    def to_json(self) -> Json:
+        return {"residual": self.residual, "clean": self.clean, "states": self.states,
+                "clean_starts": self.clean_starts}
+
+
+@dataclass(frozen=True)
 class ScopeMetrics:
     """One agent's figures on one track, or ``overall`` (its tracks pooled, each task once)."""
 
@@ -121,6 +159,9 @@ class ScopeMetrics:
     cond_fail_states: int = 0
     #: None for ``overall`` without repo-track runs (Table 4 is the repo track's, never a pool)
     acceptance_bias: AcceptanceBias | None = None
+    #: only with more than one rollout per start (`--rollouts`): a one-rollout summary has neither key
+    pass_at_k: PassAtK | None = None
+    disagreement: Disagreement | None = None
     #: the bootstrap intervals of residual, clean, gap and cond_fail (None in an older summary)
     intervals: Intervals | None = None
 
@@ -128,12 +169,15 @@ class ScopeMetrics:
     def from_json(cls, raw: Any) -> ScopeMetrics:
         raw = _map(raw)
         bias = raw.get("acceptance_bias")
+        passes, disagree = raw.get("pass_at_k"), raw.get("disagreement")
         return cls(
             residual=raw.get("residual"), clean=raw.get("clean"), gap=raw.get("gap"), cond_fail=raw.get("cond_fail"),
             n_tasks=raw.get("n_tasks", 0), n_states=raw.get("n_states", 0),
             by_predecessor={p: PredecessorGroup.from_json(g) for p, g in _map(raw.get("by_predecessor")).items()},
             cond_fail_tasks=raw.get("cond_fail_tasks", 0), cond_fail_states=raw.get("cond_fail_states", 0),
             acceptance_bias=AcceptanceBias.from_json(bias) if bias is not None else None,
+            pass_at_k=PassAtK.from_json(passes) if passes is not None else None,
+            disagreement=Disagreement.from_json(disagree) if disagree is not None else None,
             intervals=Intervals.from_json(raw.get("intervals")),
         )  # fmt: skip
 
@@ -145,6 +189,10 @@ class ScopeMetrics:
             "cond_fail_tasks": self.cond_fail_tasks, "cond_fail_states": self.cond_fail_states,
             "acceptance_bias": self.acceptance_bias.to_json() if self.acceptance_bias is not None else None,
         }  # fmt: skip
+        if self.pass_at_k is not None:
+            out["pass_at_k"] = self.pass_at_k.to_json()
+        if self.disagreement is not None:
+            out["disagreement"] = self.disagreement.to_json()
         if self.intervals is not None:  # a summary read from an older file gives back what it had
             out["intervals"] = self.intervals.to_json()
         return out

@@ -99,6 +99,8 @@ class Column:
     emphasis: bool = False
     #: shown only when some row has a value other than 0 (a rare kind of termination)
     optional: bool = False
+    #: shown only when some row has a value at all (not None): figures of runs with rollouts
+    given_only: bool = False
     #: report.html's cell as markup, when it is more than the text (an arrow)
     html: Callable[[Any], str] | None = None
     #: the value's interval ``(low, high)`` read from the row (None: the row has none), written
@@ -149,7 +151,9 @@ class Table:
 
     def shown(self, rows: Sequence[Any]) -> tuple[Column, ...]:
         """The columns to draw for ``rows``: an optional column only when some row counts one."""
-        return tuple(c for c in self.columns if not c.optional or any(c.value(r) for r in rows))
+        return tuple(c for c in self.columns
+                     if (not c.optional or any(c.value(r) for r in rows))
+                     and (not c.given_only or any(c.value(r) is not None for r in rows)))
 
 
 # --------------------------------------------------------------------------- typed rows
@@ -361,6 +365,19 @@ GAP = Column("Gap", lambda r: r.figures.gap, Format.POINTS, terminal="gap", emph
 COND_FAIL = Column("CondFail", lambda r: r.figures.cond_fail, Format.PCT, markdown="CondFail (%)",
                    terminal="condfail", note="the share of Residual States failed on the tasks solved from clean",
                    interval=_interval("cond_fail"))
+# With `--rollouts` above 1 only (a one-rollout run has no such figures, and no such columns).
+PASS_AT_K_RESIDUAL = Column(
+    "pass@K Residual", lambda r: r.figures.pass_at_k.residual if r.figures.pass_at_k else None, Format.PCT,
+    markdown="pass@K Residual (%)", terminal="res@K", given_only=True,
+    note="pass@K over the K rollouts of each Residual State (unbiased estimator), averaged as Residual is")
+PASS_AT_K_CLEAN = Column(
+    "pass@K Clean", lambda r: r.figures.pass_at_k.clean if r.figures.pass_at_k else None, Format.PCT,
+    markdown="pass@K Clean (%)", terminal="cln@K", given_only=True,
+    note="pass@K over the K rollouts of each Clean Start, on the same tasks")
+DISAGREE = Column(
+    "Disagree", lambda r: r.figures.disagreement.residual if r.figures.disagreement else None, Format.PCT,
+    markdown="Disagree (%)", terminal="disagree", given_only=True,
+    note="the share of Residual States whose rollouts disagree (some succeeded, some failed)")
 N_TASKS = Column("Tasks", lambda r: r.figures.n_tasks, Format.COUNT, markdown="n_tasks", terminal="tasks")
 N_STATES = Column("States", lambda r: r.figures.n_states, Format.COUNT, markdown="n_states", terminal="states")
 
@@ -402,7 +419,8 @@ def _ratio(quantity: str, title: str, terminal: str) -> Column:
 
 HEADLINE = Table(
     "headline", "Residual Start vs. matched Clean Start",
-    (AGENT, TRACK, RESIDUAL, CLEAN, GAP, COND_FAIL, N_TASKS, N_STATES),
+    (AGENT, TRACK, RESIDUAL, CLEAN, GAP, COND_FAIL, PASS_AT_K_RESIDUAL, PASS_AT_K_CLEAN, DISAGREE, N_TASKS,
+     N_STATES),
     scope_rows, empty="(no agents)",
 )  # fmt: skip
 

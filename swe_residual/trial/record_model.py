@@ -234,6 +234,7 @@ class RunRecord:
     track: Track
     start: Start
     state: str | None
+    rollout: int = 0  # which run of the start (`--rollouts`, 0..K-1); a record of an older suite has none: 0
     predecessor: str | None
     handoff: str | None = None  # a non-blind view of a Residual State item; written only when set
     outcome: Outcome | None  # None only in an imported Stage I run, before Stage IV's verifier
@@ -272,13 +273,13 @@ class RunRecord:
 
     @classmethod
     def infra_error(cls, *, run_id: str, agent: str, task: str, track: Track, state: str | None,
-                    predecessor: str | None, error: str, handoff: str | None = None) -> RunRecord:
+                    predecessor: str | None, error: str, handoff: str | None = None, rollout: int = 0) -> RunRecord:
         """The record of an item whose run was lost outright (its worker process died, its
         files could not be saved): an infrastructure error, with nothing measured."""
         return cls(
             run_id=run_id, agent=agent, task=task, track=track,
-            start=Start.CLEAN if state is None else Start.RESIDUAL, state=state, predecessor=predecessor,
-            handoff=handoff, outcome=Outcome.INFRA_ERROR, reward=None, submitted=False,
+            start=Start.CLEAN if state is None else Start.RESIDUAL, state=state, rollout=rollout,
+            predecessor=predecessor, handoff=handoff, outcome=Outcome.INFRA_ERROR, reward=None, submitted=False,
             termination=Termination.INFRA_ERROR, tests=None, initial_tests=None, steps=None, final_patch=None,
             trajectory=None,
             attempts=(Attempt(1, Outcome.INFRA_ERROR, Termination.INFRA_ERROR, error),),
@@ -304,7 +305,7 @@ class RunRecord:
         return cls(
             schema=get("schema"), run_id=get("run_id"), agent=get("agent"), task=get("task"),
             track=as_member(Track, get("track")), start=as_member(Start, get("start")), state=get("state"),
-            predecessor=get("predecessor"), handoff=get("handoff"), outcome=as_member(Outcome, get("outcome")),
+            rollout=_rollout(get("rollout")), predecessor=get("predecessor"), handoff=get("handoff"), outcome=as_member(Outcome, get("outcome")),
             reward=get("reward"), submitted=get("submitted"), termination=as_member(Termination, get("termination")),
             tests=get("tests"), initial_tests=get("initial_tests"), steps=get("steps"),
             final_patch=get("final_patch"), trajectory=get("trajectory"),
@@ -332,6 +333,11 @@ class RunRecord:
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(RunRecord))
+def _rollout(value: Any) -> int:
+    """A record's rollout index; 0 when it has none (a record of an older suite, or one run per start)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 _JSON_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("extra", "absent"))
 _WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial"})
 

@@ -23,8 +23,8 @@ from swe_residual.trial.values import Outcome, Start, Track
 
 __all__ = [
     "ItemKey", "LoadedRecords", "OUTCOMES", "RECORD_SCHEMA", "REQUIRED_FIELDS", "agent_slug", "append_record",
-    "append_record_or_fallback", "dedupe_records", "fallback_path", "infra_error_record", "item_id", "item_key",
-    "read_records", "record_key", "validate_record",
+    "append_record_or_fallback", "dedupe_records", "fallback_path", "infra_error_record", "item_id", "item_key", "item_name",
+    "read_records", "record_key", "rollout_file_suffix", "rollout_suffix", "validate_record",
 ]  # fmt: skip
 
 REQUIRED_FIELDS = (
@@ -41,24 +41,31 @@ STARTS = tuple(Start)
 ItemKey = tuple[Any, ...]
 
 
-def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any, handoff: Any = None) -> ItemKey:
+def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any, handoff: Any = None,
+             rollout: Any = 0) -> ItemKey:
     """The one key of "the same item", used wherever records are merged, deduplicated or
     resumed. The track is part of it: a repo-track and a machine-track run of a task with the
     same name are two measurements, not a re-run of one. So is a non-blind handoff view (the
     same state under `trace` and `blind` are two items); `blind` adds nothing, so the keys of
-    a run without views are what they always were. Its parts are plain values (an enum member
-    as its string): keys travel to xdist workers, whose transport takes nothing else."""
+    a run without views are what they always were. So is the rollout (`--rollouts`): two runs
+    of one start are two records, never duplicates; rollout 0 (and a record of an older suite,
+    which has none) adds nothing, so the keys of a one-rollout run are unchanged. The rollout
+    comes last as an int, the view as a string: the two never read as each other. Its parts
+    are plain values (an enum member as its string): keys travel to xdist workers, whose
+    transport takes nothing else."""
     key = tuple(part.value if isinstance(part, Enum) else part for part in (agent, track, task, start, state))
-    return key if handoff in (None, "blind") else (*key, handoff)
+    key = key if handoff in (None, "blind") else (*key, handoff)
+    return key if not rollout else (*key, int(rollout))
 
 
 def record_key(record: RecordLike) -> ItemKey:
-    """:func:`item_key` of a run record (a missing field reads as None)."""
+    """:func:`item_key` of a run record (a missing field reads as None, a missing rollout as 0)."""
     if isinstance(record, RunRecord):
-        return item_key(record.agent, record.track, record.task, record.start, record.state, record.handoff)
+        return item_key(record.agent, record.track, record.task, record.start, record.state, record.handoff,
+                        record.rollout)
     return item_key(
         record.get("agent"), record.get("track"), record.get("task"), record.get("start"), record.get("state"),
-        record.get("handoff"),
+        record.get("handoff"), record.get("rollout") or 0,
     )
 
 
@@ -74,10 +81,27 @@ def dedupe_records(records: Iterable[_R]) -> list[_R]:
     return list(latest.values())
 
 
-def item_id(agent: str, task: str, state: str | None, handoff: str | None = None) -> str:
-    """`agent/task/clean`, `agent/task/residual:state`, and `@view` after a non-blind view."""
+def item_id(agent: str, task: str, state: str | None, handoff: str | None = None, rollout: int | None = None) -> str:
+    """`agent/task/clean`, `agent/task/residual:state`, and `@view` after a non-blind view;
+    `#rN` last for rollout N of a run with `--rollouts` above 1 (None: a one-rollout run)."""
+    return f"{agent}/{task}/" + item_name(state, handoff, rollout)
+
+
+def item_name(state: str | None, handoff: str | None = None, rollout: int | None = None) -> str:
+    """The start part of :func:`item_id`: `clean`, `residual:state[@view]`, then `#rN`."""
     view = "" if handoff in (None, "blind") else f"@{handoff}"
-    return f"{agent}/{task}/" + (Start.CLEAN if state is None else f"{Start.RESIDUAL}:{state}{view}")
+    name = Start.CLEAN if state is None else f"{Start.RESIDUAL}:{state}{view}"
+    return f"{name}{rollout_suffix(rollout)}"
+
+
+def rollout_suffix(rollout: int | None) -> str:
+    """What item ids add for a rollout: nothing in a one-rollout run (None), `#rN` otherwise."""
+    return "" if rollout is None else f"#r{rollout}"
+
+
+def rollout_file_suffix(rollout: int | None) -> str:
+    """What per-item file names add for a rollout: `.rN` (a `#` would cut the links of report.html)."""
+    return "" if rollout is None else f".r{rollout}"
 
 
 def agent_slug(agent: str) -> str:
@@ -90,12 +114,12 @@ def agent_slug(agent: str) -> str:
 
 def infra_error_record(
     run_id: str, agent: str, task: str, track: Track, state: str | None, predecessor: str | None, error: str,
-    handoff: str | None = None,
+    handoff: str | None = None, rollout: int = 0,
 ) -> dict[str, Any]:
     """The record of an item whose run was lost outright (e.g. its worker process died)."""
     return RunRecord.infra_error(
         run_id=run_id, agent=agent, task=task, track=track, state=state, predecessor=predecessor, error=error,
-        handoff=None if handoff in (None, "blind") else handoff,
+        handoff=None if handoff in (None, "blind") else handoff, rollout=rollout,
     ).to_json()
 
 

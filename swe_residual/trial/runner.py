@@ -52,7 +52,7 @@ from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.environments.harness_git import CaptureFailed
 from swe_residual.states.patches import apply_patch, capture_patch
 from swe_residual.trial.record_model import AgentConfig, Attempt, Canary, Durations, RecordBudget, RunRecord, Tokens
-from swe_residual.trial.records import agent_slug, item_id
+from swe_residual.trial.records import agent_slug, item_id, rollout_file_suffix
 from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY, redact, secret_values
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import DEFAULT_WORKDIR, Task
@@ -80,11 +80,12 @@ class RunOptions:
     agent_environment: AgentEnvironment | None = None  # `--agent-setup` and `--agent-mount`
     handoff: str = BLIND  # what a Residual State's agent is told of its predecessor (swe_residual/handoff/views.py)
     agent_spec: str | None = None  # the `--agent` value, when the agent is named by a label
+    rollout: int | None = None  # which run of the start with `--rollouts` above 1; None: the only one
 
     @classmethod
     def from_settings(
         cls, settings: RunSettings, *, run_id: str, run_dir: Path, agent_spec: str, handoff: str = BLIND,
-        watchdog_exceptions: tuple[type[BaseException], ...] = (),
+        watchdog_exceptions: tuple[type[BaseException], ...] = (), rollout: int | None = None,
     ) -> RunOptions:
         """The options of one item of a pytest run: the run's settings, its item's agent and view."""
         return cls(
@@ -92,7 +93,7 @@ class RunOptions:
             timeout_multiplier=settings.timeout_multiplier, max_steps=settings.max_steps,
             cost_limit=settings.cost_limit, model=settings.model, agent_options=settings.agent_options,
             watchdog_exceptions=watchdog_exceptions, agent_environment=settings.agent_environment,
-            handoff=handoff, agent_spec=agent_spec,
+            handoff=handoff, agent_spec=agent_spec, rollout=rollout,
         )
 
     def agent_config(self) -> dict[str, Any]:
@@ -296,10 +297,10 @@ def _one_attempt(
 ) -> _Attempt:
     durations: dict[str, float] = {}
     started = time.monotonic()
-    item = item_id(agent.name, task.id, state.id if state else None, options.handoff)
+    item = item_id(agent.name, task.id, state.id if state else None, options.handoff, options.rollout)
     spec = StartSpec(options.run_id, item, number)
     # Kept beside the record; a backend falls back to a private directory if it cannot be written.
-    artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff)
+    artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
     environment = backend.start(task, state, spec)  # InfraError -> retried by the caller
     try:
         durations["setup_sec"] = time.monotonic() - started
@@ -419,7 +420,7 @@ def run_item(
     durations = Durations(**{**(final.durations or {}), "wall_sec": time.monotonic() - started})
     verifier_notes = _verifier_notes(task, final)
     verification = _verification_record(final.verification, item_artifacts_dir(
-        options.run_dir, agent_name, task, state, options.handoff), options.run_dir)
+        options.run_dir, agent_name, task, state, options.handoff, options.rollout), options.run_dir)
     opened: list[str] | None = None
     inspected_any: bool | None = None
     trajectory_path: str | None = None
@@ -435,7 +436,7 @@ def run_item(
             opened = sorted(opened_files(steps, candidates, root=root))
             inspected_any = inspected(steps, predecessor_files, root=root) if state is not None else None
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
-            f"{state.id}{view_suffix(options.handoff)}.json" if state else "clean.json"
+            f"{item_file_name(state, options.handoff, options.rollout)}.json"
         )
         _redact_trajectory(final.trajectory, secrets)
         try:
@@ -445,7 +446,7 @@ def run_item(
             error = "; ".join(filter(None, [error, f"trajectory not written: {exc}"]))
     _redact_artifacts(options.run_dir, list(verification["artifacts"]), secrets)
     verifier_log = _keep_verifier_log(
-        final.verification, item_verifier_log(options.run_dir, agent_name, task, state, options.handoff),
+        final.verification, item_verifier_log(options.run_dir, agent_name, task, state, options.handoff, options.rollout),
         options.run_dir, secrets, verifier_notes)
     budget = options.budget(task)
     valid = final.verdict is not None and final.verdict.valid
@@ -456,6 +457,7 @@ def run_item(
         track=task.track,
         start=Start.CLEAN if state is None else Start.RESIDUAL,
         state=state.id if state else None,
+        rollout=options.rollout or 0,
         predecessor=state.predecessor if state else None,
         handoff=options.handoff if state is not None and options.handoff != BLIND else None,
         outcome=final.outcome,
@@ -500,19 +502,24 @@ def score(verdict: Verdict, termination: str) -> str:
     return Outcome.SUCCESS if verdict.success and termination == Termination.SUBMITTED else Outcome.FAILURE
 
 
+def item_file_name(state: ResidualState | None, handoff: str = BLIND, rollout: int | None = None) -> str:
+    """An item's name in the per-item paths: `clean` or the state id, its view, then `.rN` for a
+    rollout of a run with `--rollouts` above 1 (so two rollouts never share a file)."""
+    return (f"{state.id}{view_suffix(handoff)}" if state else "clean") + rollout_file_suffix(rollout)
+
+
 def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
-                       handoff: str = BLIND) -> Path:
+                       handoff: str = BLIND, rollout: int | None = None) -> Path:
     """Where an item's collected artifacts are kept, beside its trajectory."""
-    return run_dir / "artifacts" / agent_slug(agent_name) / task.id / (
-        f"{state.id}{view_suffix(handoff)}" if state else "clean")
+    return run_dir / "artifacts" / agent_slug(agent_name) / task.id / item_file_name(state, handoff, rollout)
 
 
 def item_verifier_log(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
-                      handoff: str = BLIND) -> Path:
+                      handoff: str = BLIND, rollout: int | None = None) -> Path:
     """Where an item's verifier output (test.sh's stdout and stderr) is kept: under `verifier/`,
     laid out as the artifacts are, in a file named as Harbor names it."""
-    return run_dir / "verifier" / agent_slug(agent_name) / task.id / (
-        f"{state.id}{view_suffix(handoff)}" if state else "clean") / "test-stdout.txt"
+    return (run_dir / "verifier" / agent_slug(agent_name) / task.id / item_file_name(state, handoff, rollout)
+            / "test-stdout.txt")
 
 
 def _keep_verifier_log(verification: _Verification | None, path: Path, run_dir: Path, secrets: list[str],

@@ -127,3 +127,37 @@ def test_harbor_failures_map_onto_the_failure_policy(tmp_path: Path) -> None:
     assert summary["agents"]["agent-x+test/m1"]["tracks"]["repo"]["residual"] == 0.0
     assert summary["agents"]["agent-x+test/m1"]["tracks"]["repo"]["clean"] == 100.0
     assert summary["infra"]["unresolved"] == 1
+
+
+def test_the_trials_of_a_job_run_with_k_attempts_are_rollouts(tmp_path: Path) -> None:
+    """`harbor run -k 3`: three trials of each start, read back as rollouts 0..2 (in the order
+    they started), each its own record, averaged like `--rollouts=3`."""
+    dataset = tmp_path / "dataset"
+    make_task(dataset, "calc")
+    export = tmp_path / "export"
+    assert cli_main(["export", "harbor", str(dataset), "--out", str(export)]) == 0
+    job = tmp_path / "jobs" / "job-k3"
+    job.mkdir(parents=True)
+    (job / "config.json").write_text(json.dumps({"job_name": job.name, "n_attempts": 3}))
+    # clean: 1, 1, 0 (2/3); the state: 0, 1, and one lost to infrastructure (1/2 over the valid two).
+    # Trial names sort otherwise than their start times: the rollouts follow the start times.
+    trials = [("calc", "calc__z", 0, 1.0, None), ("calc", "calc__a", 1, 1.0, None), ("calc", "calc__m", 2, 0.0, None),
+              ("calc--drafter-1", "state__c", 3, 0.0, None), ("calc--drafter-1", "state__b", 4, 1.0, None),
+              ("calc--drafter-1", "state__a", 5, None, "EnvironmentStartTimeoutError")]
+    for task, name, minute, reward, exception in trials:
+        write_trial(job, name, export / task, task_name=task, agent="agent-x", minute=minute,
+                    rewards=None if reward is None else {"reward": reward}, exception=exception, patch="",
+                    patch_source="/logs/artifacts/workspace.patch", **MODEL)
+    out = tmp_path / "report"
+    assert cli_main(["report", "--harbor-jobs", str(tmp_path / "jobs"), "--out", str(out)]) == 0
+    read = {r["harbor_trial"].rsplit("/", 1)[-1]: r for r in
+            map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert {name: (r["rollout"], r["outcome"]) for name, r in read.items()} == {
+        "calc__z": (0, "success"), "calc__a": (1, "success"), "calc__m": (2, "failure"),
+        "state__c": (0, "failure"), "state__b": (1, "success"), "state__a": (2, "infra_error")}
+    assert all(len(r["attempts"]) == 1 for r in read.values())
+    repo = json.loads((out / "summary.json").read_text())["agents"]["agent-x+test/m1"]["tracks"]["repo"]
+    # Clean 2/3; Residual: the state's valid rollouts 0 and 1 -> 1/2; Gap 66.7 - 50 = 16.7
+    assert repo["clean"] == pytest.approx(200 / 3) and repo["residual"] == pytest.approx(50.0)
+    # pass@3 of the clean start (n 3, c 2) is 1; of the state (n 2 valid, c 1, k read as 2) is 1
+    assert repo["pass_at_k"] == pytest.approx({"k": 3, "residual": 100.0, "clean": 100.0, "gap": 0.0})

@@ -23,7 +23,7 @@ def runner_json() -> dict:
     """A Residual State record under the `trace` view, as the runner writes one."""
     return {
         "schema": 1, "run_id": "r1", "agent": "mini-swe-agent[m]", "task": "t1", "track": "repo",
-        "start": "residual", "state": "drafter-1", "predecessor": "drafter", "handoff": "trace",
+        "start": "residual", "state": "drafter-1", "rollout": 0, "predecessor": "drafter", "handoff": "trace",
         "outcome": "failure", "reward": 1.0, "submitted": False, "termination": "step_limit",
         "tests": {"a.test_one": "passed"}, "initial_tests": {"a.test_one": "failed"}, "steps": 3,
         "final_patch": "diff --git a/x b/x\n", "trajectory": "trajectories/m/t1/drafter-1@trace.json",
@@ -106,12 +106,13 @@ def test_a_blind_item_has_no_handoff_key() -> None:
     assert list(replace(record, handoff="notes").to_json()) == RUNNER_KEYS
 
 
-def test_the_lost_item_placeholder_is_what_it_always_was() -> None:
+def test_the_lost_item_placeholder_is_what_it_always_was_with_its_rollout() -> None:
     written = infra_error_record("r", "noop", "t", Track.REPO, "s1", "drafter", "worker crashed: boom",
                                  handoff="structured")
     assert json.dumps(written) == json.dumps({
         "schema": 1, "run_id": "r", "agent": "noop", "task": "t", "track": "repo", "start": "residual",
-        "state": "s1", "predecessor": "drafter", "handoff": "structured", "outcome": "infra_error", "reward": None,
+        "state": "s1", "rollout": 0, "predecessor": "drafter", "handoff": "structured", "outcome": "infra_error",
+        "reward": None,
         "submitted": False, "termination": "infra_error", "tests": None, "initial_tests": None, "steps": None,
         "final_patch": None, "trajectory": None,
         "attempts": [{"attempt": 1, "outcome": "infra_error", "termination": "infra_error",
