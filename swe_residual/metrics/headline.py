@@ -172,8 +172,8 @@ def cond_fail_rate(tasks: Iterable[TaskRuns]) -> float | None:
     if not weighted or total <= 0:
         return None
     if all(weight == 1 for weight, _ in weighted):  # the paper's plain mean, term for term (K = 1)
-        return 100.0 * sum(fail for _, fail in weighted) / len(weighted)
-    return 100.0 * sum(weight * fail for weight, fail in weighted) / total
+        return 100.0 * (sum(fail for _, fail in weighted) / len(weighted))
+    return 100.0 * (sum(weight * fail for weight, fail in weighted) / total)
 
 
 def _gap(clean: float | None, residual: float | None) -> float | None:
