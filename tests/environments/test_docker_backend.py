@@ -383,24 +383,26 @@ def test_missing_docker_image_is_one_error_saying_how_to_provide_it(backend: Doc
     assert raised.value.field == "environment.docker_image" and "images.toml" in str(raised.value)
 
 
-def test_patch_that_does_not_apply_is_a_dataset_error(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+def _patched_copy(task: Task, tmp_path: Path, old: str, new: str) -> tuple[Task, ResidualState]:
+    """A copy of `task` whose state `pred-1` has `old` replaced by `new` in its patch: a state of
+    its own (a new content address), so no earlier test's check or snapshot of it counts."""
     other = tmp_path / task.id
     shutil.copytree(task.path, other)
     patch = other / "residual" / "pred-1" / "changes.patch"
-    patch.write_text(RESIDUAL_PATCH.replace(" def add(a, b):\n+", " def add(x, y):\n+"))
+    patch.write_text(RESIDUAL_PATCH.replace(old, new))
     other_task = load_task(other)
+    return other_task, load_state(other_task, patch.parent)
+
+
+def test_patch_that_does_not_apply_is_a_dataset_error(backend: DockerBackend, task: Task, tmp_path: Path) -> None:
+    other_task, other_state = _patched_copy(task, tmp_path, " def add(a, b):\n+", " def add(x, y):\n+")
     with pytest.raises(DatasetError, match="does not apply"):
-        backend.start(other_task, load_state(other_task, patch.parent), _spec())
+        backend.start(other_task, other_state, _spec())
 
 
 @pytest.mark.slow
 def test_state_validation_hook_runs_once_and_can_reject(cache_dir: Path, task: Task, tmp_path: Path) -> None:
-    other = tmp_path / task.id
-    shutil.copytree(task.path, other)
-    patch = other / "residual" / "pred-1" / "changes.patch"
-    patch.write_text(RESIDUAL_PATCH.replace("predecessor was here", "another predecessor"))
-    other_task = load_task(other)
-    other_state = load_state(other_task, patch.parent)
+    other_task, other_state = _patched_copy(task, tmp_path, "predecessor was here", "another predecessor")
     seen: list[dict[str, bytes]] = []
 
     def reject(backend: DockerBackend, env: DockerEnvironment, task: Task, state: ResidualState) -> None:
@@ -434,12 +436,7 @@ def test_state_validation_hook_runs_once_and_can_reject(cache_dir: Path, task: T
 def test_repo_state_snapshots_when_asked(cache_dir: Path, task: Task, tmp_path: Path) -> None:
     """The snapshot way (kept for the set-up benchmark): one commit per state, validated once,
     every instance a container of it with the patch already in the tree."""
-    other = tmp_path / task.id
-    shutil.copytree(task.path, other)
-    patch = other / "residual" / "pred-1" / "changes.patch"
-    patch.write_text(RESIDUAL_PATCH.replace("predecessor was here", "a snapshotted predecessor"))
-    other_task = load_task(other)
-    other_state = load_state(other_task, patch.parent)
+    other_task, other_state = _patched_copy(task, tmp_path, "predecessor was here", "a snapshotted predecessor")
     seen: list[str] = []
 
     def accept(backend: DockerBackend, env: DockerEnvironment, task: Task, state: ResidualState) -> None:
