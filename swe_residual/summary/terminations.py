@@ -101,10 +101,9 @@ def termination_rows(records: Sequence[RecordLike], order: Sequence[str] = ()) -
 def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[str]:
     """The terminal's table of :data:`~swe_residual.summary.tables.TERMINATIONS` under its
     heading (nothing without records)."""
-    records = as_records(records)
     if not records:
         return []
-    rows = termination_rows(records, order)
+    rows = termination_rows(records, order)  # converts the records once
     columns = {c.title for c in TERMINATIONS.shown(rows)}
     legend = "budget: time/step/cost limit; infra: failed after retries"
     if "verifier failed" in columns:
