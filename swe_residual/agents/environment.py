@@ -2,7 +2,9 @@
 
 `--agent-setup=SCRIPT` installs the agent's tools (a Node or Python CLI, a model client) into
 each task image once; the docker backend caches the result as an image layer keyed by the
-task image and the script's content (environments/docker/agent_setup.py). `--agent-mount=
+task image and the script's content (environments/docker/agent_setup.py). An agent may bring
+its own install step too (`AgentInstall`: Harbor's installed agents, Terminus-2's tmux),
+built the same way as one more layer, per agent, on top of the script's. `--agent-mount=
 HOST:CONTAINER[:ro]` bind-mounts a host directory into the agent's containers, for tools too
 large to copy. Neither reaches a separate verifier, which starts from the task's own image.
 """
@@ -11,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from swe_residual.errors import ConfigError
 
@@ -39,21 +43,59 @@ class AgentSetup:
         return hashlib.sha256(self.content).hexdigest()
 
 
+class InstallFailed(Exception):
+    """An agent's install step failed; the message is what went wrong (its output's tail)."""
+
+
+@dataclass(frozen=True)
+class AgentInstall:
+    """An agent's own install step, run once per task image in a set-up container with the
+    engine's default network (never inside a measured item), then cached as a layer.
+
+    `key` names what gets installed (the layer is keyed by it and the image below it);
+    `install(container)` does it in the running set-up container and raises `InstallFailed`
+    with what went wrong; the backend says which agent and step, once.
+    """
+
+    agent: str  # the agent's spec, for labels and messages
+    step: str  # the step's name in messages ("Harbor's install() of claude-code")
+    key: str
+    install: Callable[[Any], None] = field(compare=False, hash=False)
+
+
+SETUP_NETWORK = "bridge"  # the engine's default network: set-up layers install with it
+
+
 @dataclass(frozen=True)
 class AgentEnvironment:
     setup: AgentSetup | None = None
     mounts: tuple[AgentMount, ...] = ()
+    # The engine network the set-up layers (the script's, an agent's install) are built on
+    # (`--agent-setup-network`): a network with a proxy, or "none" to see an install offline.
+    setup_network: str = SETUP_NETWORK
 
     @property
     def empty(self) -> bool:
-        return self.setup is None and not self.mounts
+        return self.setup is None and not self.mounts and self.setup_network == SETUP_NETWORK
 
     def describe(self) -> dict[str, object]:
         """For the run record's agent_config."""
-        return {
+        described: dict[str, object] = {
             "setup": None if self.setup is None else {"script": str(self.setup.script), "sha256": self.setup.digest},
             "mounts": [mount.describe() for mount in self.mounts],
         }
+        if self.setup_network != SETUP_NETWORK:
+            described["setup_network"] = self.setup_network
+        return described
+
+
+def parse_setup_network(text: str) -> str:
+    """A Docker network name (`bridge`, `none`, a user-defined network); the engine checks it exists."""
+    name = text.strip()
+    if not name or any(char.isspace() for char in name) or name in ("host",) or name.startswith("container:"):
+        raise ValueError("expected a Docker network name such as bridge, none or a user-defined network "
+                         "(not host, nor another container's)")
+    return name
 
 
 def parse_agent_mount(text: str, base_dir: Path) -> AgentMount:
@@ -101,7 +143,8 @@ def require_docker(environment: AgentEnvironment, backend: str) -> None:
     """The local backend runs agent commands as host processes: it has no image to set up and
     nothing to mount into."""
     if backend == "local" and not environment.empty:
-        options = [name for name, given in (("--agent-setup", environment.setup), ("--agent-mount", environment.mounts))
+        options = [name for name, given in (("--agent-setup", environment.setup), ("--agent-mount", environment.mounts),
+                                            ("--agent-setup-network", environment.setup_network != SETUP_NETWORK))
                    if given]
         raise ConfigError(f"{' and '.join(options)} need the docker backend (the local backend runs the agent's "
                           "commands on this machine, which sees its own tools and paths as they are)")

@@ -6,6 +6,11 @@ implements Harbor's `BaseEnvironment` over the suite's running container, named 
 The suite keeps what it owns: the container's start and stop, the handoff view, the budget
 (the helper is killed when the session's wall time is spent: a time limit) and the verifier.
 
+What an agent installs (an installed agent's `install()`, Terminus-2's tmux) is installed once
+per task image in the docker backend's set-up layer, with the engine's default network, by
+the same helper in install mode (`install_step`, an `AgentInstall`); the measured runs start
+from that layer with the task's own network mode and install nothing.
+
 What comes back: the agent's ATIF trajectory, which becomes the suite's trajectory (so
 Opened, Inspected and Kept are computed as for any agent), and its context (tokens, cost).
 `--model` is the agent's `model_name`; every `--agent-option KEY=VALUE` is one more keyword
@@ -27,19 +32,23 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, TIME_LIMIT, AgentResult, AgentSession
+from swe_residual.agents.environment import AgentInstall, InstallFailed
 from swe_residual.environments.cache import default_cache_dir
 from swe_residual.errors import ConfigError, InfraError
 from swe_residual.harbor.atif import read_atif
+from swe_residual.trial.redaction import redact_options
 
 PREFIX = "harbor:"
 HELPER = Path(__file__).with_name("harbor_helper.py")
-HARBOR_PYTHON_ENV = "SWE_RESIDUAL_HARBOR_PYTHON"  # Harbor's Python, if not the cache's harbor-venv
+HARBOR_PYTHON_ENV = "SWE_RESIDUAL_HARBOR_PYTHON"
+INSTALL_TIMEOUT_SEC = 1800.0  # an install step downloads an agent and its runtime  # Harbor's Python, if not the cache's harbor-venv
 # Error types of litellm that mean the model service failed, not the agent (paper App. C: retried).
 _MODEL_SERVICE_ERRORS = ("APIConnectionError", "RateLimitError", "ServiceUnavailableError", "InternalServerError",
                          "Timeout", "APIError")
-# Terminus-2 drives a tmux session: without tmux in the image it would try to install it
-# inside the measured run (with no network, in vain). The set-up layer is where it belongs.
-NEEDS_TMUX = ("terminus-2", "terminus")
+# What the helper's `--check` says an agent needs installed before its runs.
+INSTALL_STEPS = {"installed": "Harbor's install() of {name}", "tmux": "the tmux install of {name}'s terminal session"}
+# Offline: litellm would fetch its price list from the network at import (and wait for it).
+_HELPER_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def harbor_python() -> Path:
@@ -67,47 +76,78 @@ def container_id(environment: Any) -> str | None:
     return None
 
 
-def check_agent(harbor_name: str) -> None:
-    """A ConfigError, before any item runs, for a name Harbor lacks or an agent the bridge cannot run."""
+def check_agent(harbor_name: str) -> dict[str, Any]:
+    """What Harbor's helper says of the agent (its Harbor version, what it needs installed);
+    a ConfigError, before any item runs, for a name Harbor lacks or an agent it cannot make."""
     python = harbor_python()
     if not os.access(python, os.X_OK):
         raise ConfigError(f"--agent={PREFIX}{harbor_name}: Harbor's Python is not at {python} "
                           f"(install Harbor there with scripts/setup-tests, or set ${HARBOR_PYTHON_ENV})")
     done = subprocess.run([str(python), str(HELPER), "--check", harbor_name], capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=120, check=False, env={**os.environ, **_HELPER_ENV})
     try:
-        why = json.loads(done.stdout.strip().splitlines()[-1])["error"]
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        why = found["error"]
     except (ValueError, IndexError, KeyError, TypeError):
         raise ConfigError(f"--agent={PREFIX}{harbor_name}: Harbor at {python} does not answer: "
                           f"{(done.stderr or done.stdout).strip()[-500:]}") from None
     if why:
         raise ConfigError(f"--agent={PREFIX}{harbor_name}: {why}")
+    return found
 
 
 class HarborAgent:
     """Harbor's agent `harbor_name`, run by the helper process on the session's container."""
 
-    def __init__(self, harbor_name: str, model: str | None, options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, harbor_name: str, model: str | None, options: Mapping[str, str] | None = None,
+                 checked: Mapping[str, Any] | None = None) -> None:
         self.harbor_name, self.model = harbor_name, model
         self.spec = self.name = f"{PREFIX}{harbor_name}"  # the runner names it (with its model): `spec` stays
         self.kwargs: dict[str, Any] = {key: option_value(value) for key, value in (options or {}).items()}
         if model:
             self.kwargs["model_name"] = model
+        checked = checked or {}
+        self.install_step: AgentInstall | None = None  # a layer under its starts (runner -> backend)
+        needed = checked.get("install")
+        if needed in INSTALL_STEPS:
+            # Keyed by what decides what gets installed: Harbor's version, the agent, its version
+            # options (`version=`, `git_version=`, ...) and whether Terminus-2 records (asciinema);
+            # not its model or endpoint, so one install serves every model.
+            decides = {k: v for k, v in self.kwargs.items() if "version" in k or k == "record_terminal_session"}
+            key = json.dumps({"harbor": checked.get("harbor"), "agent": harbor_name, "install": needed,
+                              "options": decides}, sort_keys=True, default=str)
+            self.install_step = AgentInstall(agent=self.spec, step=INSTALL_STEPS[needed].format(name=harbor_name),
+                                             key=key, install=self._install)
 
     def describe(self) -> dict[str, Any]:
-        return {"harness": self.spec, "model": self.model, "kwargs": dict(sorted(self.kwargs.items()))}
+        """For the record's agent_config: option values that look secret (by key) are redacted."""
+        return {"harness": self.spec, "model": self.model, "kwargs": redact_options(dict(sorted(self.kwargs.items())))}
+
+    def _install(self, container: Any) -> None:
+        """The install step in the set-up container `container` (agent_setup.py builds the layer)."""
+        with tempfile.TemporaryDirectory(prefix="swe-residual-harbor-install-") as scratch:
+            logs = Path(scratch)
+            request = {"mode": "install", "container": container.container_id, "agent": self.harbor_name,
+                       "kwargs": self.kwargs, "instruction": "", "logs_dir": str(logs), "workdir": container.workdir,
+                       "session_id": f"swe-residual-install-{container.container_id[:12]}"}
+            (logs / "request.json").write_text(json.dumps(request))
+            if self._run_helper(harbor_python(), logs / "request.json", INSTALL_TIMEOUT_SEC):
+                raise InstallFailed(f"it did not finish within {INSTALL_TIMEOUT_SEC:.0f}s")
+            result = json.loads((logs / "result.json").read_text()) if (logs / "result.json").is_file() else {}
+            if not result:
+                raise InstallFailed("the helper ended without a result: "
+                                    + (logs / "helper.log").read_text(errors="replace")[-1500:])
+            if "error" in result:
+                raise InstallFailed(str(result["error"]))
 
     def run(self, session: AgentSession) -> AgentResult:
         container = container_id(session.environment)
         if container is None:
             raise ConfigError(f"--agent={self.spec} needs the docker backend: Harbor's agents drive a container")
         python = harbor_python()
-        if self.harbor_name in NEEDS_TMUX and session.environment.exec("tmux -V", timeout_sec=30).exit_code != 0:
-            return AgentResult(AGENT_ERROR, message=f"--agent={self.spec} needs tmux in the task image: install it "
-                               "with --agent-setup (e.g. a script running `apt-get install -y tmux`), once per image")
         with tempfile.TemporaryDirectory(prefix="swe-residual-harbor-") as scratch:
             logs = Path(scratch)
-            request = {"container": container, "agent": self.harbor_name, "kwargs": self.kwargs,
+            request = {"mode": "run", "container": container, "agent": self.harbor_name, "kwargs": self.kwargs,
                        "instruction": session.instruction, "logs_dir": str(logs), "workdir": session.workdir,
                        "session_id": f"swe-residual-{container[:12]}"}
             (logs / "request.json").write_text(json.dumps(request))
@@ -117,8 +157,7 @@ class HarborAgent:
     @staticmethod
     def _run_helper(python: Path, request: Path, timeout_sec: float) -> bool:
         """Whether the helper had to be killed at the wall time."""
-        # Offline: litellm would fetch its price list from the network at import (and wait for it).
-        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = {**os.environ, **_HELPER_ENV}
         log = request.with_name("helper.log").open("wb")  # its logging: read only when it left no result
         with log, subprocess.Popen([str(python), str(HELPER), str(request)], env=env, start_new_session=True,
                                    stdout=log, stderr=subprocess.STDOUT) as process:

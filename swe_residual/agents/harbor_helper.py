@@ -4,13 +4,21 @@ Harbor needs Python >= 3.12 and the suite runs on 3.11, so the suite starts this
 process of Harbor's virtual environment (`swe_residual.agents.harbor_bridge`). It builds
 Harbor's agent class unmodified, gives it a `BaseEnvironment` whose every operation goes to
 the suite's own container (by id, through the `docker` CLI: Harbor's environment may lack the
-Docker SDK), runs `setup` and `run`, and leaves the agent's ATIF trajectory
-(`LOGS/trajectory.json`, written by the agent) and its context (`LOGS/result.json`: tokens,
-cost, or the error) for the suite. The container is the suite's: start and stop do nothing.
+Docker SDK), runs it, and leaves the agent's ATIF trajectory (`LOGS/trajectory.json`) and its
+context (`LOGS/result.json`: tokens, cost, or the error) for the suite. The container is the
+suite's: start and stop do nothing.
 
-Usage: python harbor_helper.py --check NAME (prints why the agent cannot run, or null), or
-python harbor_helper.py REQUEST.json, where the request holds `container`, `agent`,
-`kwargs`, `instruction`, `logs_dir`, `workdir` and `session_id`.
+What an agent needs installed is installed before any measured run, in the suite's set-up
+container (with network), which the suite then commits as a layer under the agent's starts:
+- an installed agent (claude-code, codex, mini-swe-agent, ...): its own `setup()`, which runs
+  its `install()`; its measured runs then skip it and run its command only;
+- Terminus-2: the tmux (and, when it records, asciinema) its tmux session installs at start,
+  by that session's own install routine, so the measured run finds them and installs nothing.
+
+Usage: python harbor_helper.py --check NAME (prints why the agent cannot run, or null, and what
+it needs installed), or python harbor_helper.py REQUEST.json, where the request holds `mode`
+("install" or "run"), `container`, `agent`, `kwargs`, `instruction`, `logs_dir`, `workdir`
+and `session_id`.
 """
 
 from __future__ import annotations
@@ -101,36 +109,57 @@ def make_environment_class() -> type:
     return SuiteContainer
 
 
+INSTALLED, TERMINAL = "installed", "tmux"  # what an agent needs installed (see the module's doc)
+
+
+def agent_class(name: str) -> type:
+    from harbor.agents.factory import AgentFactory
+    from harbor.models.agent.name import AgentName
+
+    return AgentFactory.get_agent_class(AgentName(name))
+
+
+def needs_install(cls: type) -> str | None:
+    """INSTALLED, TERMINAL or None: what the agent class needs installed before it runs."""
+    from harbor.agents.installed.base import BaseInstalledAgent
+    from harbor.agents.terminus_2.terminus_2 import Terminus2
+
+    if issubclass(cls, BaseInstalledAgent):
+        return INSTALLED
+    if issubclass(cls, Terminus2):
+        return TERMINAL
+    return None
+
+
 def usable(name: str) -> str | None:
     """Why Harbor's agent `name` cannot run on the bridge, or None."""
-    from harbor.agents.factory import AgentFactory
-    from harbor.agents.installed.base import BaseInstalledAgent
     from harbor.models.agent.name import AgentName
 
     if name not in AgentName.values():
         return f"Harbor has no agent {name!r} (known: {', '.join(sorted(AgentName.values()))})"
     try:
-        cls = AgentFactory.get_agent_class(AgentName(name))
+        agent_class(name)
     except (ValueError, ImportError) as exc:  # a name Harbor lists without a class of its own
         return f"Harbor cannot make its agent {name!r}: {exc}"
-    if issubclass(cls, BaseInstalledAgent):
-        return (f"harbor:{name} is an installed Harbor agent: installed Harbor agents need their install step "
-                "(run with network, once per task image), not supported yet")
     return None
 
 
-async def run(request: dict[str, Any]) -> dict[str, Any]:
-    from harbor.agents.factory import AgentFactory
-    from harbor.models.agent.context import AgentContext
-    from harbor.models.agent.name import AgentName
+def check(name: str) -> dict[str, Any]:
+    import importlib.metadata
+
+    why = usable(name)
+    found = {"error": why, "harbor": importlib.metadata.version("harbor")}
+    if why is None:
+        found["install"] = needs_install(agent_class(name))
+    return found
+
+
+def build(request: dict[str, Any]) -> tuple[Any, Any, Path]:
+    """Harbor's agent of the request and its environment over the suite's container."""
     from harbor.models.task.config import EnvironmentConfig
     from harbor.models.trial.paths import TrialPaths
 
     name = request["agent"]
-    why = usable(name)
-    if why is not None:
-        return {"error": why, "kind": "config"}
-    cls = AgentFactory.get_agent_class(AgentName(name))
     logs_dir = Path(request["logs_dir"])
     trial_paths = TrialPaths(trial_dir=logs_dir / "trial")
     trial_paths.agent_dir.mkdir(parents=True, exist_ok=True)
@@ -139,26 +168,82 @@ async def run(request: dict[str, Any]) -> dict[str, Any]:
         session_id=request["session_id"], trial_paths=trial_paths,
         task_env_config=EnvironmentConfig(workdir=request["workdir"]),
     )
-    agent = cls(logs_dir=logs_dir, **request["kwargs"])
+    return agent_class(name)(logs_dir=logs_dir, **request["kwargs"]), environment, logs_dir
+
+
+def failure(exc: BaseException) -> dict[str, Any]:
+    return {"error": f"{type(exc).__name__}: {exc}", "kind": "agent", "error_type": type(exc).__name__,
+            "traceback": traceback.format_exc()[-4000:]}
+
+
+async def install(request: dict[str, Any]) -> dict[str, Any]:
+    """The agent's install step, in the suite's set-up container (see the module's doc)."""
+    from harbor.agents.terminus_2.tmux_session import TmuxSession
+    from harbor.models.trial.paths import EnvironmentPaths
+
+    agent, environment, _ = build(request)
+    needed = needs_install(type(agent))
+    result: dict[str, Any] = {"install": needed}
+    try:
+        if needed == INSTALLED:
+            await agent.setup(environment)  # Harbor's own: its install(), then its version
+            result["version"] = agent.version()
+        elif needed == TERMINAL:
+            records = agent.options.record_terminal_session
+            session = TmuxSession(session_name=agent.name(), environment=environment,
+                                  logging_path=EnvironmentPaths.agent_dir / "terminus_2.pane",
+                                  local_asciinema_recording_path=None,
+                                  remote_asciinema_recording_path=(EnvironmentPaths.agent_dir / "recording.cast"
+                                                                   if records else None))
+            await session._attempt_tmux_installation()  # what its start() does first
+            found = await environment.exec("tmux -V", user="root")
+            if found.return_code != 0:
+                raise RuntimeError(f"tmux could not be installed: {(found.stderr or found.stdout).strip()[-300:]}")
+    except Exception as exc:  # the suite reports it as the set-up layer's failure
+        result.update(failure(exc))
+    return result
+
+
+async def run(request: dict[str, Any]) -> dict[str, Any]:
+    """The agent's run on the measured container; what it installs is already there."""
+    from harbor.models.agent.context import AgentContext
+    from harbor.models.trial.paths import EnvironmentPaths
+
+    why = usable(request["agent"])
+    if why is not None:
+        return {"error": why, "kind": "config"}
+    agent, environment, logs_dir = build(request)
+    needed = needs_install(type(agent))
     context = AgentContext()
     result: dict[str, Any] = {"version": agent.version()}
     try:
-        await agent.setup(environment)
+        if needed == INSTALLED:
+            # Installed in the set-up layer: its setup() would install again, without network.
+            await environment.exec(f"mkdir -p {EnvironmentPaths.agent_dir}", user="root")
+        else:
+            await agent.setup(environment)
         await agent.run(request["instruction"], environment, context)
     except Exception as exc:  # the agent's own failure, or its model service's: the suite tells which
-        result.update(error=f"{type(exc).__name__}: {exc}", kind="agent", error_type=type(exc).__name__,
-                      traceback=traceback.format_exc()[-4000:])
+        result.update(failure(exc))
+    if needed == INSTALLED:
+        # Its logs are in the container (Harbor mounts them; here they are copied, as Harbor
+        # does for an environment without mounts), then it reads its context from them.
+        try:
+            await environment.download_dir(str(EnvironmentPaths.agent_dir), logs_dir)
+            if context.is_empty():
+                agent.populate_context_post_run(context)
+        except Exception as exc:
+            result.setdefault("error", f"{type(exc).__name__}: reading the agent's logs: {exc}")
     result["context"] = context.model_dump(mode="json", exclude={"rollout_details"})
     return result
 
 
 def main() -> int:
     if sys.argv[1] == "--check":  # `--check NAME`: can the bridge run it (at `--agent` parsing, once)
-        why = usable(sys.argv[2])
-        print(json.dumps({"error": why}))
+        print(json.dumps(check(sys.argv[2])))
         return 0
     request = json.loads(Path(sys.argv[1]).read_text())
-    result = asyncio.run(run(request))
+    result = asyncio.run(install(request) if request.get("mode") == "install" else run(request))
     Path(request["logs_dir"], "result.json").write_text(json.dumps(result, default=str))
     return 0
 

@@ -150,9 +150,9 @@ def _harbor(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:
     name = request.spec[len(PREFIX):].strip()
     if not name:
         raise ConfigError(f"--agent={PREFIX} needs one of Harbor's agent names, e.g. --agent={PREFIX}terminus-2")
-    check_agent(name)  # an unknown name or an agent it cannot run is a usage error now, not per item
+    checked = check_agent(name)  # an unknown name or an agent it cannot run is a usage error now, not per item
     model, options = request.model, request.options
-    return (lambda: HarborAgent(name, model, options)), model
+    return (lambda: HarborAgent(name, model, options, checked)), model
 
 
 def _module(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import Task
+
+if TYPE_CHECKING:
+    from swe_residual.agents.environment import AgentInstall
 
 # Fixed identity and date for the base commit, so every backend makes the same commit hash
 # from the same repository source (and `base_commit_hash` in task.toml can be checked).
@@ -94,6 +97,8 @@ class StartSpec:
     # "agent" (an attempt's own start), or a start the harness makes for itself after the agent
     # stopped: "reverify" (the saved final state again) or "canary" (the clean state, no agent).
     purpose: str = "agent"
+    # The agent's own install step (a layer under its starts), for backends that build images.
+    install: AgentInstall | None = None
 
 
 class Environment(Protocol):

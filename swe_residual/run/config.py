@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from swe_residual.agents.environment import AgentEnvironment, parse_agent_mount, read_agent_setup
+from swe_residual.agents.environment import SETUP_NETWORK, AgentEnvironment, parse_agent_mount, read_agent_setup
 from swe_residual.errors import ConfigError
 from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY
 from swe_residual.run.settings import RunSettings, kept_fields
@@ -50,6 +50,7 @@ def describe(settings: RunSettings) -> dict[str, Any]:
             "setup": None if environment.setup is None else str(environment.setup.script),
             "setup_sha256": None if environment.setup is None else environment.setup.digest,
             "mounts": [mount.describe() for mount in environment.mounts],
+            "setup_network": environment.setup_network,
         },
         "shard": list(settings.shard) if settings.shard is not None else None,
     }
@@ -103,7 +104,7 @@ def _setting(stored: Mapping[str, Any], name: str) -> Any:
             mounts = tuple(parse_agent_mount(text, Path("/")) for text in value.get("mounts") or ())
         except (ValueError, ConfigError) as exc:
             raise ConfigError(f"--resume: the run's --agent-setup/--agent-mount cannot be used again: {exc}") from exc
-        return AgentEnvironment(setup, mounts)
+        return AgentEnvironment(setup, mounts, str(value.get("setup_network") or SETUP_NETWORK))
     return value
 
 

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from swe_residual.agents.environment import AgentEnvironment, parse_agent_mount, read_agent_setup
+from swe_residual.agents.environment import (
+    SETUP_NETWORK,
+    AgentEnvironment,
+    parse_agent_mount,
+    parse_setup_network,
+    read_agent_setup,
+)
 from swe_residual.agents.registry import (
     AGENT_FORMS, AGENT_OPTION_KEYS, MINI_SWE_AGENT, AgentFactory, is_agent_option_key, resolve_agent,
 )
@@ -255,6 +261,11 @@ SETTINGS: tuple[Setting, ...] = (
             ini_type="linelist", repeatable=True, default=(),
             parse=lambda text, base: parse_agent_mount(text.strip(), base), relative_to="source", skip_blank=True,
             kept=True),
+    Setting("--agent-setup-network", "agent_environment",
+            f"docker: the engine network the set-up layers (--agent-setup, an agent's install step) are built on "
+            f"(default {SETUP_NETWORK}; none: no network)", metavar="NETWORK",
+            ini="residual_agent_setup_network", ini_help="network of the agent set-up layers (docker)",
+            default=SETUP_NETWORK, parse=parse_setup_network, kept=True),
     Setting("--handoff", "handoff",
             "what a Residual State's agent is told of its predecessor (repeatable; one item per view): "
             "blind (default), trace, notes, structured", metavar="VIEW",
@@ -360,7 +371,7 @@ def resolve_setting(setting: Setting, cli_value: Any, ini_value: Any, paths: Pat
 
 # Fields that several settings give, or that need all their values at once.
 _COMBINE: dict[str, Callable[..., Any]] = {
-    "agent_environment": lambda setup, mounts: AgentEnvironment(setup, mounts),
+    "agent_environment": lambda setup, mounts, network: AgentEnvironment(setup, mounts, network),
     "gates": lambda under, over: under + over,
     "handoff": lambda views: ordered_views(views),  # in the tables' order, each once
 }

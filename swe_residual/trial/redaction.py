@@ -15,6 +15,7 @@ from typing import Any
 # and the like), plus those passed to agents by name (`--agent-option env=NAME`).
 SECRET_NAME = re.compile(r"(^|_)(API_KEY|TOKEN|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD)$", re.IGNORECASE)
 SECRET_OPTION_KEY = re.compile(r"(api_key|token|secret|password)", re.IGNORECASE)
+SECRET_HEADER = re.compile(r"^(authorization|proxy-authorization|x-api-key|cookie)$", re.IGNORECASE)
 MIN_SECRET_CHARS = 8  # shorter values ("1", "true") would blank out ordinary text
 REDACTED = "[REDACTED]"
 
@@ -38,4 +39,15 @@ def redact(value: Any, secrets: list[str]) -> Any:
         return {key: redact(item, secrets) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact(item, secrets) for item in value]
+    return value
+
+
+def redact_options(value: Any) -> Any:
+    """An agent's options with every value under a secret-looking key (`SECRET_OPTION_KEY`,
+    or an authorization header) replaced, at any depth: they go into records and run.json."""
+    if isinstance(value, dict):
+        return {key: REDACTED if isinstance(key, str) and (SECRET_OPTION_KEY.search(key) or SECRET_HEADER.search(key))
+                else redact_options(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_options(item) for item in value]
     return value

@@ -298,7 +298,8 @@ def _one_attempt(
     durations: dict[str, float] = {}
     started = time.monotonic()
     item = item_id(agent.name, task.id, state.id if state else None, options.handoff, options.rollout)
-    spec = StartSpec(options.run_id, item, number)
+    # An agent's own install step (Harbor's installed agents) is a layer under its starts.
+    spec = StartSpec(options.run_id, item, number, install=getattr(agent, "install_step", None))
     # Kept beside the record; a backend falls back to a private directory if it cannot be written.
     artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
     environment = backend.start(task, state, spec)  # InfraError -> retried by the caller

@@ -1,9 +1,9 @@
 """`--agent=harbor:terminus-2`: Harbor's Terminus-2, unmodified, in Harbor's own Python, on the
 suite's container, its model the scripted OpenAI-compatible test server (no model network).
 
-Terminus-2 drives a tmux session, which the sample's images lack: the tests install it the way
-a user would, with an `--agent-setup` script (a set-up layer, built once per task image with
-network; the measured runs keep the task's no-network mode).
+Terminus-2 drives a tmux session, which the sample's images lack: the bridge installs it with
+the session's own install routine in the agent's set-up layer (built once per task image with
+network, then cached); the measured runs keep the task's no-network mode and install nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_n
 from model_server import ModelServer, Reply
 
 from swe_residual.agents import resolve_agent
-from swe_residual.agents.environment import AgentEnvironment, AgentSetup
+from swe_residual.agents.environment import AgentEnvironment
 from swe_residual.agents.harbor_bridge import harbor_python
 from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.errors import ConfigError
@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.slow, *requires_docker]
 SAMPLE_TASK = REPO_ROOT / "datasets" / "sample" / "backup-retention-config"
 STATE = "patcher-1"
 CONF = "/etc/backupctl/backupctl.conf"
-TMUX_SETUP = b"#!/bin/sh\nset -e\napt-get update -q\napt-get install -y -q --no-install-recommends tmux\n"
+PROGRESS: list[str] = []  # the shared backend's progress lines: its set-up layers are counted
 
 
 def turn(keystrokes: str | None, done: bool = False) -> Reply:
@@ -76,10 +76,7 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from swe_residual.environments.docker.base_image import ensure_base_image
 
     ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
-    setup_script = tmp_path_factory.mktemp("setup") / "tmux.sh"
-    setup_script.write_bytes(TMUX_SETUP)
-    with DockerBackend(cache_dir=tmp_path_factory.mktemp("docker-cache"), progress=lambda line: None,
-                       agent_environment=AgentEnvironment(setup=AgentSetup(setup_script, TMUX_SETUP))) as created:
+    with DockerBackend(cache_dir=tmp_path_factory.mktemp("docker-cache"), progress=PROGRESS.append) as created:
         yield created
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.pid={os.getpid()}"],
                           capture_output=True, text=True, check=False).stdout.split()
@@ -139,10 +136,42 @@ def failing(tests: dict[str, str] | None) -> set[str]:
     return {name for name, status in (tests or {}).items() if status != "passed"}
 
 
-def test_an_installed_harbor_agent_is_one_clear_error_naming_its_install_step(harbor_ready) -> None:
-    with pytest.raises(ConfigError, match=r"^--agent=harbor:claude-code: .*installed Harbor agents need their "
-                                          r"install step \(run with network, once per task image\), not supported yet$"):
-        resolve_agent("harbor:claude-code", None, "anthropic/claude-x")
+def test_terminus_2_s_tmux_is_installed_once_per_task_image_in_its_set_up_layer(harbor_ready, entry, backend,
+                                                                                  tmp_path: Path) -> None:
+    run(entry, None, SOLVE, backend, tmp_path / "a")
+    run(entry, STATE, ACCEPT, backend, tmp_path / "b")
+    built = [line for line in PROGRESS if line.startswith("agent set-up: the tmux install of terminus-2")
+             and entry.task.id in line]
+    assert len(built) == 1, "\n".join(PROGRESS)  # once for the task image, whatever ran before in this module
+    task_image = backend.task_image(entry.task)
+    assert entry.task.config.agent_network_mode == "none"  # the measured runs: no network, no install
+    no_tmux = subprocess.run(["docker", "run", "--rm", "--network=none", "--entrypoint", "sh", task_image.image_id,
+                              "-c", "command -v tmux"], capture_output=True, text=True, check=False)
+    assert no_tmux.returncode != 0  # the task's own image (and its verifier) stays without it
+
+
+def test_an_installed_harbor_agent_without_network_is_one_clear_error_naming_its_install_step(
+        harbor_ready, entry, tmp_path: Path) -> None:
+    from swe_residual.environments.docker import DockerBackend
+
+    progress: list[str] = []
+    agent = resolve_agent("harbor:claude-code", None, "anthropic/claude-x")
+    step = agent().install_step  # a layer under its starts
+    assert step is not None and step.step == "Harbor's install() of claude-code"
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
+    state = next(s for s in entry.states if s.id == STATE)
+    # An engine network of "none" for the set-up container: a machine without network, for real.
+    offline_setup = AgentEnvironment(setup_network="none")
+    with DockerBackend(cache_dir=tmp_path / "cache", progress=progress.append, agent_environment=offline_setup) as offline:
+        records = [run_item(entry.task, start, agent, offline, options) for start in (None, state)]
+    for record in records:
+        assert record["outcome"] == "infra_error", record  # a set-up failure: excluded, never a failure
+        assert record["error"].startswith(
+            "agent-setup: harbor:claude-code: its install step (Harbor's install() of claude-code, run once per task "
+            "image in the agent set-up layer) needs the network, and the set-up container has none (network 'none'): "
+            "NonZeroAgentExitCodeError: Command failed"), record["error"]
+    assert records[0]["error"] == records[1]["error"]  # one error, the same for every item of the agent
+    assert sum(line.startswith("agent set-up: Harbor's install() of claude-code") for line in progress) == 1
     with pytest.raises(ConfigError, match=r"Harbor has no agent 'no-such-agent' \(known: .*terminus-2"):
         resolve_agent("harbor:no-such-agent", None, None)
 
@@ -200,3 +229,38 @@ def test_the_helper_is_stopped_at_the_wall_time(harbor_ready, entry, backend, tm
     assert record["durations"]["agent_sec"] < 30 + 10
     helpers = subprocess.run(["pgrep", "-f", "harbor_helper.py"], capture_output=True, text=True, check=False)
     assert helpers.stdout.strip() == ""  # killed with its process group, nothing left
+
+
+# The predecessor typed a ticker into its own tmux session and left it running in the foreground.
+TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
+# Solved only with the ticker still running when the verifier looks (shared mode: the same machine).
+TICKING_TEST_SH = """#!/bin/bash
+mkdir -p /logs/verifier
+a=$(cat /app/tick 2>/dev/null); sleep 0.5; b=$(cat /app/tick 2>/dev/null)
+if [ -e /app/solved ] && [ -n "$a" ] && [ "$a" != "$b" ]; then reward=1; failure=; else reward=0; failure='<failure/>'; fi
+echo $reward > /logs/verifier/reward.txt
+echo "<testsuites><testsuite name='t'><testcase classname='t' name='test_solved_with_ticker'>$failure\\
+</testcase></testsuite></testsuites>" > /logs/verifier/junit.xml
+"""
+
+
+def test_terminus_2_starts_its_own_session_beside_the_predecessor_s_live_one(harbor_ready, backend,
+                                                                            tmp_path: Path) -> None:
+    from taskfactory import make_machine_task
+
+    from swe_residual.environments.docker import remove_cached_images
+
+    task_id = f"ticker-{os.getpid()}"
+    path = make_machine_task(tmp_path / "data", task_id, [{"keystrokes": TICKER, "duration_sec": 0.5}], tmux=True)
+    (path / "tests" / "test.sh").write_text(TICKING_TEST_SH)
+    try:
+        ticker_entry = load_dataset(tmp_path / "data").entry(task_id)
+        script = finished("tmux ls", "touch /app/solved")
+        record = run(ticker_entry, "terminus-1", script, backend, tmp_path)
+    finally:
+        remove_cached_images(task_id)
+    assert (record["outcome"], record["termination"]) == ("success", "submitted"), record
+    assert record["fidelity"] == "replay"  # the predecessor's processes were live in the instance
+    listing = next(s for s in record["_trajectory"]["steps"] if s.get("command") == "tmux ls")["output"]
+    # Its own session, as in Harbor, beside the predecessor's (replayed as Terminus-2 typed it).
+    assert "terminus-2:" in listing and "swe-residual:" in listing, listing

@@ -28,7 +28,7 @@ BAD_VALUES = {
     "--cost-limit": "free", "--watchdog-margin": "0", "--model": "two words", "--agent-option": "novalue",
     "--agent-setup": "no-such-script.sh", "--agent-mount": "nocolon", "--handoff": "summary",
     "--gate-on": "upper", "--confidence": "1", "--bootstrap-resamples": "0", "--bootstrap-seed": "x",
-    "--rollouts": "0",
+    "--rollouts": "0", "--agent-setup-network": "host",
 }
 ANY_TEXT = {"--dataset", "--results-dir", "--run-id", "--resume", "--agent", "--agent-name", "--docker-host"}
 
@@ -134,4 +134,4 @@ def test_the_command_line_wins_and_its_lists_replace_the_ini_s(paths: Paths) -> 
 def test_run_json_keeps_the_settings_the_table_marks_kept(paths: Paths) -> None:
     kept = {setting.field for setting in SETTINGS if setting.kept}
     assert set(FIELDS) == kept == set(describe(resolve_settings(_reader({}, {}), paths)))
-    assert FIELDS["agent_environment"] == "--agent-setup/--agent-mount"
+    assert FIELDS["agent_environment"] == "--agent-setup/--agent-mount/--agent-setup-network"

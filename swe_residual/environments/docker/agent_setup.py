@@ -1,4 +1,5 @@
-"""The agent's set-up layer: `--agent-setup=SCRIPT` run once per task image, then cached.
+"""The agent's set-up layers: `--agent-setup=SCRIPT`, and an agent's own install step
+(`AgentInstall`, on top of the script's layer), each run once per task image, then cached.
 
 The script runs as root in a container of the task's image, with the engine's default
 network (installing a CLI needs a package index) even when the task's agent runs without
@@ -14,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import shlex
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from swe_residual.agents.environment import AgentSetup
+from swe_residual.agents.environment import AgentInstall, AgentSetup, InstallFailed
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker.environment import SCRATCH_DIR
 from swe_residual.environments.docker.images import SETUP_REPO, slug
@@ -25,8 +27,8 @@ from swe_residual.dataset.task import Task
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.backend import DockerBackend, PreparedImage
+    from swe_residual.environments.docker.environment import DockerEnvironment
 
-SETUP_NETWORK = "bridge"  # the engine's default network
 SETUP_DIR = f"{SCRATCH_DIR}/agent-setup"  # on the scratch tmpfs: never in the commit, nothing to remove
 
 
@@ -35,14 +37,17 @@ def setup_tag(task: Task, prepared: PreparedImage, setup: AgentSetup) -> str:
     return f"{SETUP_REPO}:{slug(task.id, 80)}-{key}"
 
 
+def install_tag(task: Task, prepared: PreparedImage, install: AgentInstall) -> str:
+    """An agent's install layer: keyed by the image below it and what the agent installs."""
+    key = hashlib.sha256(b"\0".join([prepared.image_id.encode(), b"install", install.key.encode()])).hexdigest()[:16]
+    return f"{SETUP_REPO}:{slug(task.id, 60)}-{slug(install.agent, 40)}-{key}"
+
+
 def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImage, setup: AgentSetup,
                       tag: str) -> None:
     """Run the set-up script in a container of the task image and tag the result as `tag`."""
-    backend.progress(f"agent set-up: running {setup.script.name} in the image of {task.id}")
-    started = time.monotonic()
-    spec = StartSpec(run_id=backend.run_id, item_id=f"agent-setup:{task.id}", attempt=0)
-    with backend.start_container(prepared.image_id, task, spec, SETUP_NETWORK, prepared.head,
-                                 kind="agent-setup") as builder:
+
+    def run_script(builder: DockerEnvironment) -> None:
         builder.copy_in({"setup.sh": setup.content}, SETUP_DIR)
         result = builder.exec(f"bash {shlex.quote(SETUP_DIR)}/setup.sh", timeout_sec=task.config.build_timeout_sec,
                               env={"APP_DIR": builder.workdir})
@@ -50,15 +55,48 @@ def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImag
             what = "timed out" if result.timed_out else f"exited with {result.exit_code}"
             raise InfraError(f"{setup.script} {what} in the image of {task.id}: {result.output.strip()[-800:]}",
                              stage="agent-setup")
+
+    _build_layer(backend, task, prepared, tag, what=f"running {setup.script.name}", run=run_script,
+                 labels={"script-sha": setup.digest}, culprit=str(setup.script))
+
+
+def build_install_image(backend: DockerBackend, task: Task, prepared: PreparedImage, install: AgentInstall,
+                        tag: str) -> None:
+    """Run an agent's own install step in a container of `prepared` and tag the result as `tag`."""
+
+    def run_install(builder: DockerEnvironment) -> None:
+        try:
+            install.install(builder)
+        except InstallFailed as exc:
+            step = f"{install.agent}: its install step ({install.step}, run once per task image in the agent set-up layer)"
+            if backend.agent_environment.setup_network == "none":
+                raise InfraError(f"{step} needs the network, and the set-up container has none (network 'none'): "
+                                 f"{str(exc)[-800:]}", stage="agent-setup") from exc
+            raise InfraError(f"{step} failed in the image of {task.id}: {str(exc)[-800:]}", stage="agent-setup") from exc
+
+    _build_layer(backend, task, prepared, tag, what=f"{install.step} for {install.agent}", run=run_install,
+                 labels={"agent": install.agent, "install-key": hashlib.sha256(install.key.encode()).hexdigest()},
+                 culprit=f"{install.agent}'s install step ({install.step})")
+
+
+def _build_layer(backend: DockerBackend, task: Task, prepared: PreparedImage, tag: str, *, what: str,
+                 run: Callable[[DockerEnvironment], None], labels: dict[str, str], culprit: str) -> None:
+    """`run` in a set-up container of `prepared` (with network), then commit it as `tag`."""
+    backend.progress(f"agent set-up: {what} in the image of {task.id}")
+    started = time.monotonic()
+    spec = StartSpec(run_id=backend.run_id, item_id=f"agent-setup:{task.id}", attempt=0)
+    with backend.start_container(prepared.image_id, task, spec, backend.agent_environment.setup_network, prepared.head,
+                                 kind="agent-setup") as builder:
+        run(builder)
         if prepared.head is not None:
             status = builder.exec("git status --porcelain --untracked-files=all", timeout_sec=120)
             if status.exit_code != 0 or status.stdout.strip():
                 raise InfraError(
-                    f"{setup.script} changed the repository of {task.id} at {builder.workdir} "
+                    f"{culprit} changed the repository of {task.id} at {builder.workdir} "
                     f"({status.output.strip()[:300]}): install the agent's tools outside it", stage="agent-setup",
                 )
-        labels = {"kind": "agent-setup", "task": task.id, "script-sha": setup.digest, "base-commit": prepared.head or ""}
-        candidate = backend.commit(builder.container_id, labels)
+        candidate = backend.commit(builder.container_id, {"kind": "agent-setup", "task": task.id, **labels,
+                                                          "base-commit": prepared.head or ""})
     try:
         # The layer keeps the builder's idle command as its own: the suite always starts
         # containers with an explicit entrypoint, so it is never run.
@@ -66,4 +104,3 @@ def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImag
     finally:
         backend.remove_temp_image(candidate)
     backend.progress(f"agent set-up: {task.id} ready as {tag} in {time.monotonic() - started:.1f}s")
-

@@ -16,7 +16,7 @@ from pathlib import Path
 import docker
 from filelock import FileLock
 
-from swe_residual.agents.environment import AgentEnvironment, mount_conflict
+from swe_residual.agents.environment import AgentEnvironment, AgentInstall, mount_conflict
 from swe_residual.environments.base import Environment, StartSpec, VerifierOutput
 from swe_residual.environments.docker import agent_setup, hygiene, images, states, verification
 from swe_residual.environments.docker.engine import (
@@ -112,7 +112,8 @@ class DockerBackend:
         self._states: dict[str, tuple[str, str | None]] = {}
         self._image_workdirs: dict[str, str] = {}
         self._agent_images: dict[str, PreparedImage] = {}
-        self._setup_failures: dict[str, InfraError] = {}  # a broken script fails once per process
+        self._setup_failures: dict[str, InfraError] = {}  # a broken set-up layer fails once per process
+        self._install_failures: dict[str, InfraError] = {}  # an install without network: once per agent
         self._state_failures = StateFailures(self.cache_dir / "failed-states", run_id)
         self._lock = threading.Lock()
         hygiene.register(self)
@@ -190,14 +191,32 @@ class DockerBackend:
             self._image_workdirs[image] = (found.get("Config") or {}).get("WorkingDir") or "/"
         return self._image_workdirs[image]
 
-    def agent_image(self, task: Task) -> PreparedImage:
+    def agent_image(self, task: Task, install: AgentInstall | None = None) -> PreparedImage:
         """What the agent's starts are made of: the task image, plus the agent's set-up layer
-        when `--agent-setup` is given (built once per task image and script, then cached)."""
+        when `--agent-setup` is given, plus the agent's own install layer when it has one
+        (each built once per image below it and what it installs, then cached)."""
         prepared = self.task_image(task)
         setup = self.agent_environment.setup
-        if setup is None:
-            return prepared
-        tag = agent_setup.setup_tag(task, prepared, setup)
+        if setup is not None:
+            prepared = self._layer(agent_setup.setup_tag(task, prepared, setup), prepared,
+                                   lambda tag: agent_setup.build_setup_image(self, task, prepared, setup, tag))
+        if install is not None:
+            below = prepared
+            failure = self._install_failures.get(install.key)  # the same install failed without network
+            if failure is not None:
+                raise failure
+            try:
+                prepared = self._layer(agent_setup.install_tag(task, below, install), below,
+                                       lambda tag: agent_setup.build_install_image(self, task, below, install, tag))
+            except InfraError as exc:
+                if exc.stage == "agent-setup" and self.agent_environment.setup_network == "none":
+                    self._install_failures[install.key] = exc  # no network: every task image fails alike
+                raise
+        return prepared
+
+    def _layer(self, tag: str, below: PreparedImage, build: Callable[[str], None]) -> PreparedImage:
+        """The set-up layer `tag` over `below`: cached, built by `build(tag)` when missing; a
+        build that failed is not tried again in this process (once, not once per retry)."""
         if tag in self._agent_images:
             return self._agent_images[tag]
         if tag in self._setup_failures:
@@ -206,7 +225,7 @@ class DockerBackend:
             found = inspect_image(self.client, tag)
             if found is None:
                 try:
-                    agent_setup.build_setup_image(self, task, prepared, setup, tag)
+                    build(tag)
                 except InfraError as exc:
                     if exc.stage == "agent-setup":
                         self._setup_failures[tag] = exc
@@ -214,23 +233,24 @@ class DockerBackend:
                 found = inspect_image(self.client, tag)
         if found is None:
             raise InfraError(f"the agent set-up layer {tag} vanished after its build")
-        self._agent_images[tag] = PreparedImage(tag, found["Id"], prepared.head, prepared.workdir)
+        self._agent_images[tag] = PreparedImage(tag, found["Id"], below.head, below.workdir)
         return self._agent_images[tag]
 
     # -- states --------------------------------------------------------------------------------
-    def state_tag(self, task: Task, state: ResidualState) -> str:
+    def state_tag(self, task: Task, state: ResidualState, install: AgentInstall | None = None) -> str:
         """The snapshot's tag: content-addressed by the agent's image and the state's payload."""
-        return states.state_tag(self.agent_image(task), task, state)
+        return states.state_tag(self.agent_image(task, install), task, state)
 
-    def state_image(self, task: Task, state: ResidualState) -> tuple[str, str | None]:
+    def state_image(self, task: Task, state: ResidualState,
+                    install: AgentInstall | None = None) -> tuple[str, str | None]:
         """(image reference, base commit) of a state's snapshot, applied and validated once.
 
         A state whose apply or replay fails is not built again in this run: the failure is
         remembered (in this process, and for the run id in the cache, so every xdist worker of
         the run reads it) and raised again for every other item of the state.
         """
-        prepared = self.agent_image(task)
-        tag = self.state_tag(task, state)
+        prepared = self.agent_image(task, install)
+        tag = self.state_tag(task, state, install)
         if tag in self._states:
             return self._states[tag]
         failure = self._state_failures.read(tag)
@@ -253,12 +273,12 @@ class DockerBackend:
         """Whether instances of `state` get its patch applied at start (no snapshot image)."""
         return state.track == Track.REPO and not self.snapshot_repo_states
 
-    def check_repo_state(self, task: Task, state: ResidualState) -> PreparedImage:
+    def check_repo_state(self, task: Task, state: ResidualState, install: AgentInstall | None = None) -> PreparedImage:
         """The agent's image, after the state's one check (it applies, the validation hook
         accepts it), done once per image and patch: remembered in this process, and in the
         cache for later runs; a failure is remembered for the run like a snapshot's."""
-        prepared = self.agent_image(task)
-        key = self.state_tag(task, state)  # the same content address a snapshot would have
+        prepared = self.agent_image(task, install)
+        key = self.state_tag(task, state, install)  # the same content address a snapshot would have
         if key in self._states:
             return prepared
         failure = self._state_failures.read(key)
@@ -282,11 +302,11 @@ class DockerBackend:
         self._states[key] = (prepared.image_id, prepared.head)
         return prepared
 
-    def state_fidelity(self, task: Task, state: ResidualState) -> str | None:
+    def state_fidelity(self, task: Task, state: ResidualState, install: AgentInstall | None = None) -> str | None:
         """How instances of `state` hold it: None (repo track), "snapshot" or "replay"."""
         if state.track != Track.MACHINE:
             return None
-        tag, _ = self.state_image(task, state)
+        tag, _ = self.state_image(task, state, install)
         return states.state_fidelity(self.client, tag)
 
     def live_processes(self, environment: DockerEnvironment) -> list[str]:
@@ -313,21 +333,22 @@ class DockerBackend:
 
     # -- starts --------------------------------------------------------------------------------
     def start(self, task: Task, state: ResidualState | None, spec: StartSpec) -> DockerEnvironment:
-        conflict = mount_conflict(self.agent_environment.mounts, self.agent_image(task).workdir)
+        install = spec.install  # the agent's own install layer, if it has one
+        conflict = mount_conflict(self.agent_environment.mounts, self.agent_image(task, install).workdir)
         if conflict:
             raise ConfigError(conflict)
         if state is None:
-            prepared = self.agent_image(task)
+            prepared = self.agent_image(task, install)
             image, head = prepared.image_id, prepared.head
         elif self.patches_at_start(state):
-            prepared = self.check_repo_state(task, state)
+            prepared = self.check_repo_state(task, state, install)
             environment = self.start_container(prepared.image_id, task, spec, task.config.agent_network_mode,
                                                prepared.head)
             try:
                 states.apply_state_patch(environment, state)
             except DatasetError as exc:
                 environment.close()
-                self._state_failures.remember(self.state_tag(task, state), exc)  # the state's next items fail at once
+                self._state_failures.remember(self.state_tag(task, state, install), exc)  # the state's next items fail at once
                 raise
             except BaseException:
                 environment.close()
@@ -335,13 +356,13 @@ class DockerBackend:
             environment.base_image = self.task_image(task).image_id
             return environment
         else:
-            image, head = self.state_image(task, state)
-        fidelity = self.state_fidelity(task, state) if state is not None else None
+            image, head = self.state_image(task, state, install)
+        fidelity = self.state_fidelity(task, state, install) if state is not None else None
         if fidelity == states.FIDELITY_REPLAY:
             # Live processes are not in the snapshot: replay into this instance (validated once).
             assert state is not None
             try:
-                replayed = states.replayed_instance(self, task, state, spec, self.agent_image(task))
+                replayed = states.replayed_instance(self, task, state, spec, self.agent_image(task, install))
             except DatasetError as exc:
                 self._state_failures.remember(image, exc)  # the next item of the state fails at once
                 raise
