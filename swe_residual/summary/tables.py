@@ -327,6 +327,32 @@ def _moved_html(row: RankRow) -> str:
     return f'<span class="up">&#9650; {moved}</span>' if moved > 0 else f'<span class="down">&#9660; {-moved}</span>'
 
 
+@dataclass(frozen=True)
+class ExcludedGroup:
+    """The excluded items of one agent that share one error (rows of EXCLUDED)."""
+
+    agent: str | None
+    error: str | None
+    items: tuple[ExcludedItem, ...]
+
+    @property
+    def task(self) -> str:
+        tasks = sorted({str(item.task) for item in self.items})
+        return tasks[0] if len(tasks) == 1 else f"{len(tasks)} tasks"
+
+    @property
+    def state(self) -> str:
+        return state_label(self.items[0]) if len(self.items) == 1 else f"{len(self.items)} starts"
+
+
+def excluded_groups(items: Sequence[ExcludedItem]) -> list[ExcludedGroup]:
+    """Excluded items grouped by agent and error, in the order each group first appears."""
+    groups: dict[tuple[str | None, str | None], list[ExcludedItem]] = {}
+    for item in items:
+        groups.setdefault((item.agent, item.error), []).append(item)
+    return [ExcludedGroup(agent, error, tuple(members)) for (agent, error), members in groups.items()]
+
+
 def state_label(item: ExcludedItem | FailedItem) -> str:
     """``(clean)`` or the state, with ``@view`` under a handoff view."""
     state = "(clean)" if item.state is None else str(item.state)
@@ -463,9 +489,13 @@ HANDOFF_ACCEPTANCE = Table(
 
 EXCLUDED = Table(
     "excluded", "Items excluded by an unresolved infrastructure error",
-    (_key("Agent", "agent"), _key("Task", "task"), Column("State", state_label, align=Align.LEFT),
-     Column("Error", lambda item: item.error or "", align=Align.LEFT)),
-    lambda summary, scopes: list(summary.infra.excluded),
+    (_key("Agent", "agent"), Column("Items", lambda group: len(group.items), Format.COUNT),
+     Column("Task", lambda group: group.task, align=Align.LEFT),
+     Column("State", lambda group: group.state, align=Align.LEFT),
+     Column("Error", lambda group: group.error or "", align=Align.LEFT,
+            note="one row per agent and error: an error every item shared (a set-up layer that cannot be "
+                 "built, say) is said once")),
+    lambda summary, scopes: excluded_groups(summary.infra.excluded),
 )  # fmt: skip
 
 FAILED_ITEMS = Table(

@@ -234,7 +234,7 @@ def test_render_markdown_tables() -> None:
     assert "## Acceptance bias" in text and "Same failing" in text
     # the step ratio keeps two decimals; missing figures are "-"
     assert ["alpha", "repo", "11.1", "-", "-", "-", "-", "-", "-", "-", "1.00", "-", "- / -"] in rows
-    assert ["alpha", "d", "(clean)", "verifier timeout"] in rows
+    assert ["alpha", "1", "d", "(clean)", "verifier timeout"] in rows
     assert "unresolved infra errors (excluded, not failures): 2" in text
     # text columns left-aligned, figures right-aligned (the separator row says so)
     separator = next(line for line in text.splitlines() if line.startswith("|:--"))
@@ -244,7 +244,7 @@ def test_render_markdown_tables() -> None:
 
 def test_markdown_cells_cannot_break_the_table() -> None:
     text = render_markdown(build_summary([rec("t", None, X, agent="a|b", error="x | y\nz")]))
-    assert ["a\\|b", "t", "(clean)", "x \\| y z"] in markdown_rows(text)
+    assert ["a\\|b", "1", "t", "(clean)", "x \\| y z"] in markdown_rows(text)
 
 
 def test_render_terminal_short_lines() -> None:

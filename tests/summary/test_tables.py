@@ -92,3 +92,19 @@ def test_an_optional_column_is_drawn_only_when_counted() -> None:
     assert terminal_table(TERMINATIONS, rows[:1])[0].split() == ["agent", "items", "submitted", "budget",
                                                                  "agent", "error", "infra"]
     assert terminal_table(TERMINATIONS, rows)[0].split()[-1] == "other"
+
+
+def test_excluded_items_sharing_an_error_are_one_row_per_agent_and_error() -> None:
+    from swe_residual.summary.model import ExcludedItem
+    from swe_residual.summary.tables import EXCLUDED, excluded_groups
+
+    no_network = "agent-setup: a: its install step needs the network"
+    items = [ExcludedItem("a", "t1", None, no_network), ExcludedItem("a", "t1", "s1", no_network),
+             ExcludedItem("a", "t2", "s2", no_network), ExcludedItem("b", "t1", None, no_network),
+             ExcludedItem("a", "t3", None, "environment: lost container")]
+    groups = excluded_groups(items)
+    assert [(g.agent, g.error, len(g.items), g.task, g.state) for g in groups] == [
+        ("a", no_network, 3, "2 tasks", "3 starts"), ("b", no_network, 1, "t1", "(clean)"),
+        ("a", "environment: lost container", 1, "t3", "(clean)")]
+    table = markdown_table(EXCLUDED, groups)
+    assert sum(no_network in line for line in table) == 2  # said once per agent, not once per item

@@ -71,12 +71,21 @@ def build_install_image(backend: DockerBackend, task: Task, prepared: PreparedIm
             step = f"{install.agent}: its install step ({install.step}, run once per task image in the agent set-up layer)"
             if backend.agent_environment.setup_network == "none":
                 raise InfraError(f"{step} needs the network, and the set-up container has none (network 'none'): "
-                                 f"{str(exc)[-800:]}", stage="agent-setup") from exc
-            raise InfraError(f"{step} failed in the image of {task.id}: {str(exc)[-800:]}", stage="agent-setup") from exc
+                                 f"{gist(str(exc))}", stage="agent-setup") from exc
+            raise InfraError(f"{step} failed in the image of {task.id}: {gist(str(exc))}", stage="agent-setup") from exc
 
     _build_layer(backend, task, prepared, tag, what=f"{install.step} for {install.agent}", run=run_install,
                  labels={"agent": install.agent, "install-key": hashlib.sha256(install.key.encode()).hexdigest()},
                  culprit=f"{install.agent}'s install step ({install.step})")
+
+
+def gist(output: str, *, head: int = 200, lines: int = 3, tail: int = 400) -> str:
+    """A failed step's output for one line of a table: its first line and its last lines."""
+    kept = [line.strip() for line in output.strip().splitlines() if line.strip()]
+    if len(kept) <= lines + 1:
+        return " / ".join(kept)[: head + tail]
+    first = kept[0] if len(kept[0]) <= head else kept[0][:head] + "..."
+    return f"{first} ... {' / '.join(kept[-lines:])[-tail:]}"
 
 
 def _build_layer(backend: DockerBackend, task: Task, prepared: PreparedImage, tag: str, *, what: str,

@@ -10,7 +10,7 @@ own repositories:
 | `swe-residual-verifier` | verifier | no label (the same builds) |
 | `swe-residual-named` | recipe | no label (the same builds); also tagged with the name its task uses |
 | `swe-residual-state` | state | `swe-residual=1`, `.kind=state`, `.task`, `.state` (its commit) |
-| `swe-residual-agent` | agent-setup | `swe-residual=1`, `.kind=agent-setup`, `.task`, `.script-sha` |
+| `swe-residual-agent` | agent-setup | `swe-residual=1`, `.kind=agent-setup`, `.task`, `.script-sha` (a script's layer) or `.agent`, `.install-key` (an agent's install layer) |
 | `swe-residual-tmp` | temporary | `swe-residual=1` and the owner labels (hygiene.py) |
 | any other `swe-residual-*` | other-labelled | only with `swe-residual=1` |
 

@@ -1,0 +1,54 @@
+"""The suite's side of `--agent=harbor:NAME`, without Harbor: what keys an agent's install layer,
+and what of its options a record keeps (the helper itself runs in test_harbor_agents.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from swe_residual.agents.harbor_bridge import HarborAgent
+from swe_residual.trial.redaction import REDACTED
+
+pytestmark = pytest.mark.unit
+
+INSTALLED = {"error": None, "harbor": "0.25.0", "install": "installed"}
+
+
+def key(checked: dict, model: str | None, **options: str) -> str | None:
+    step = HarborAgent("claude-code", model, options, checked).install_step
+    return None if step is None else step.key
+
+
+def test_the_install_layer_is_keyed_by_what_decides_what_gets_installed() -> None:
+    base = key(INSTALLED, "anthropic/a", api_base="http://one:1/v1", version="2.0.1")
+    assert base is not None
+    # another model or endpoint: the same install serves it
+    assert key(INSTALLED, "anthropic/b", api_base="http://two:2/v1", version="2.0.1") == base
+    # another version of the agent, or of Harbor: another layer
+    assert key(INSTALLED, "anthropic/a", api_base="http://one:1/v1", version="2.0.2") != base
+    assert key({**INSTALLED, "harbor": "0.25.1"}, "anthropic/a", api_base="http://one:1/v1", version="2.0.1") != base
+    # Terminus-2 records with asciinema or not: that decides what its set-up installs
+    tmux = {**INSTALLED, "install": "tmux"}
+    assert key(tmux, None, record_terminal_session="false") != key(tmux, None, record_terminal_session="true")
+    # an agent with nothing to install has no layer
+    assert key({**INSTALLED, "install": None}, "m") is None
+
+
+def test_the_steps_are_named_for_their_messages() -> None:
+    step = HarborAgent("claude-code", None, None, INSTALLED).install_step
+    assert step is not None and (step.agent, step.step) == ("harbor:claude-code", "Harbor's install() of claude-code")
+    tmux = HarborAgent("terminus-2", None, None, {**INSTALLED, "install": "tmux"}).install_step
+    assert tmux is not None and tmux.step == "the tmux install of terminus-2's terminal session"
+
+
+def test_secret_looking_options_are_redacted_in_the_record_at_any_depth() -> None:
+    agent = HarborAgent("terminus-2", "openai/m", {
+        "api_key": "sk-live-0123456789", "max_turns": "5",
+        "extra_headers": '{"Authorization": "Bearer abcdefgh", "X-Trace": "on"}',
+        "llm_kwargs": '{"client": {"access_token": "tok-0123456789"}}'})
+    described = agent.describe()["kwargs"]
+    assert described["api_key"] == REDACTED and described["max_turns"] == 5
+    assert described["extra_headers"] == {"Authorization": REDACTED, "X-Trace": "on"}
+    assert described["llm_kwargs"] == {"client": {"access_token": REDACTED}}
+    # the agent itself still gets them
+    assert agent.kwargs["api_key"] == "sk-live-0123456789"
+    assert agent.kwargs["extra_headers"]["Authorization"] == "Bearer abcdefgh"
