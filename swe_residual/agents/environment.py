@@ -44,7 +44,12 @@ class AgentSetup:
 
 
 class InstallFailed(Exception):
-    """An agent's install step failed; the message is what went wrong (its output's tail)."""
+    """An agent's install step failed; the message is what went wrong (its output's tail).
+    `unreachable`: what it downloads could not be reached (the agent's own classification)."""
+
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 @dataclass(frozen=True)

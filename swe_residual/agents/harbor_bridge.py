@@ -45,6 +45,8 @@ INSTALL_TIMEOUT_SEC = 1800.0  # an install step downloads an agent and its runti
 # Error types of litellm that mean the model service failed, not the agent (paper App. C: retried).
 _MODEL_SERVICE_ERRORS = ("APIConnectionError", "RateLimitError", "ServiceUnavailableError", "InternalServerError",
                          "Timeout", "APIError")
+# Harbor's error types for an install whose downloads could not be reached.
+UNREACHABLE_ERRORS = ("NetworkConnectionError",)
 # What the helper's `--check` says an agent needs installed before its runs.
 INSTALL_STEPS = {"installed": "Harbor's install() of {name}", "tmux": "the tmux install of {name}'s terminal session"}
 # Offline: litellm would fetch its price list from the network at import (and wait for it).
@@ -138,7 +140,8 @@ class HarborAgent:
                 raise InstallFailed("the helper ended without a result: "
                                     + (logs / "helper.log").read_text(errors="replace")[-1500:])
             if "error" in result:
-                raise InstallFailed(str(result["error"]))
+                # Harbor's own reading of the output (DNS, refused, TLS, curl's errors).
+                raise InstallFailed(str(result["error"]), unreachable=result.get("error_type") in UNREACHABLE_ERRORS)
 
     def run(self, session: AgentSession) -> AgentResult:
         container = container_id(session.environment)

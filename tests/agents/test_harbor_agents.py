@@ -136,18 +136,29 @@ def failing(tests: dict[str, str] | None) -> set[str]:
     return {name for name, status in (tests or {}).items() if status != "passed"}
 
 
-def test_terminus_2_s_tmux_is_installed_once_per_task_image_in_its_set_up_layer(harbor_ready, entry, backend,
+def test_terminus_2_s_tmux_is_installed_once_per_task_image_in_its_set_up_layer(harbor_ready, entry,
                                                                                   tmp_path: Path) -> None:
-    run(entry, None, SOLVE, backend, tmp_path / "a")
-    run(entry, STATE, ACCEPT, backend, tmp_path / "b")
-    built = [line for line in PROGRESS if line.startswith("agent set-up: the tmux install of terminus-2")
-             and entry.task.id in line]
-    assert len(built) == 1, "\n".join(PROGRESS)  # once for the task image, whatever ran before in this module
-    task_image = backend.task_image(entry.task)
-    assert entry.task.config.agent_network_mode == "none"  # the measured runs: no network, no install
-    no_tmux = subprocess.run(["docker", "run", "--rm", "--network=none", "--entrypoint", "sh", task_image.image_id,
-                              "-c", "command -v tmux"], capture_output=True, text=True, check=False)
-    assert no_tmux.returncode != 0  # the task's own image (and its verifier) stays without it
+    from swe_residual.environments.docker import DockerBackend
+    from swe_residual.environments.docker.agent_setup import install_tag
+
+    step = resolve_agent("harbor:terminus-2", {"record_terminal_session": "false"}, "openai/served-model")().install_step
+    assert step is not None
+    progress: list[str] = []
+    with DockerBackend(cache_dir=tmp_path / "cache", progress=progress.append) as fresh:
+        task_image = fresh.task_image(entry.task)
+        layer = install_tag(entry.task, task_image, step)
+        subprocess.run(["docker", "rmi", layer], capture_output=True, check=False)  # built here, whatever ran before
+        run(entry, None, SOLVE, fresh, tmp_path / "a")
+        run(entry, STATE, ACCEPT, fresh, tmp_path / "b")
+    built = [line for line in progress if line.startswith("agent set-up: the tmux install of terminus-2")]
+    assert len(built) == 1, "\n".join(progress)  # once for the task image, not per item
+    assert entry.task.config.agent_network_mode == "none"  # the measured runs: no network, nothing installed
+
+    def has_tmux(image: str) -> bool:
+        return subprocess.run(["docker", "run", "--rm", "--network=none", "--entrypoint", "sh", image, "-c",
+                               "command -v tmux"], capture_output=True, check=False).returncode == 0
+
+    assert has_tmux(layer) and not has_tmux(task_image.image_id)  # the task's image (and its verifier) has none
 
 
 def test_an_installed_harbor_agent_without_network_is_one_clear_error_naming_its_install_step(

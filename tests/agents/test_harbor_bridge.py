@@ -52,3 +52,25 @@ def test_secret_looking_options_are_redacted_in_the_record_at_any_depth() -> Non
     # the agent itself still gets them
     assert agent.kwargs["api_key"] == "sk-live-0123456789"
     assert agent.kwargs["extra_headers"]["Authorization"] == "Bearer abcdefgh"
+
+
+def test_an_install_error_names_the_agent_the_step_and_why_in_one_line() -> None:
+    from swe_residual.agents.environment import InstallFailed
+    from swe_residual.environments.docker.agent_setup import InstallUnreachable, install_error
+
+    step = HarborAgent("mini-swe-agent", "openai/m", None, INSTALLED).install_step
+    assert step is not None
+    output = ("NetworkConnectionError: Command failed (exit 6): set -euo pipefail; if ! command -v uv; then curl ...\n"
+              "stdout: None\nstderr: curl: (6) Could not resolve host: example.invalid\n")
+    unreachable = install_error(step, InstallFailed(output, unreachable=True), "bridge", "t1")
+    assert isinstance(unreachable, InstallUnreachable) and unreachable.stage == "agent-setup"
+    assert str(unreachable) == (
+        "agent-setup: harbor:mini-swe-agent: its install step (Harbor's install() of mini-swe-agent, run once per "
+        "task image in the agent set-up layer) needs the network, and what it downloads was not reachable from the "
+        "set-up container (network 'bridge'): NetworkConnectionError: Command failed (exit 6): set -euo pipefail; "
+        "if ! command -v uv; then curl ... / stdout: None / stderr: curl: (6) Could not resolve host: example.invalid")
+    offline = install_error(step, InstallFailed("E: Unable to locate package curl"), "none", "t1")
+    assert isinstance(offline, InstallUnreachable) and "has none (network 'none')" in str(offline)
+    broken = install_error(step, InstallFailed("exit 2: no such option"), "bridge", "t1")
+    assert not isinstance(broken, InstallUnreachable)  # another failure: per task image, not for the agent
+    assert str(broken).endswith("failed in the image of t1: exit 2: no such option")

@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 SETUP_DIR = f"{SCRATCH_DIR}/agent-setup"  # on the scratch tmpfs: never in the commit, nothing to remove
 
 
+class InstallUnreachable(InfraError):
+    """An install step that needs a network it has not got: it fails alike on every task image."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, stage="agent-setup")
+
+
 def setup_tag(task: Task, prepared: PreparedImage, setup: AgentSetup) -> str:
     key = hashlib.sha256(prepared.image_id.encode() + b"\0" + setup.content).hexdigest()[:16]
     return f"{SETUP_REPO}:{slug(task.id, 80)}-{key}"
@@ -68,11 +75,7 @@ def build_install_image(backend: DockerBackend, task: Task, prepared: PreparedIm
         try:
             install.install(builder)
         except InstallFailed as exc:
-            step = f"{install.agent}: its install step ({install.step}, run once per task image in the agent set-up layer)"
-            if backend.agent_environment.setup_network == "none":
-                raise InfraError(f"{step} needs the network, and the set-up container has none (network 'none'): "
-                                 f"{gist(str(exc))}", stage="agent-setup") from exc
-            raise InfraError(f"{step} failed in the image of {task.id}: {gist(str(exc))}", stage="agent-setup") from exc
+            raise install_error(install, exc, backend.agent_environment.setup_network, task.id) from exc
 
     _build_layer(backend, task, prepared, tag, what=f"{install.step} for {install.agent}", run=run_install,
                  labels={"agent": install.agent, "install-key": hashlib.sha256(install.key.encode()).hexdigest()},
@@ -86,6 +89,20 @@ def gist(output: str, *, head: int = 200, lines: int = 3, tail: int = 400) -> st
         return " / ".join(kept)[: head + tail]
     first = kept[0] if len(kept[0]) <= head else kept[0][:head] + "..."
     return f"{first} ... {' / '.join(kept[-lines:])[-tail:]}"
+
+
+def install_error(install: AgentInstall, failed: InstallFailed, network: str, task_id: str) -> InfraError:
+    """The one error of a failed install step: which agent, which step, and why, in one line.
+    Without network (none at all, or its downloads unreachable) it fails alike on every task
+    image: `InstallUnreachable`, remembered for the agent."""
+    step = f"{install.agent}: its install step ({install.step}, run once per task image in the agent set-up layer)"
+    if network == "none":
+        return InstallUnreachable(f"{step} needs the network, and the set-up container has none (network 'none'): "
+                                  f"{gist(str(failed))}")
+    if failed.unreachable:
+        return InstallUnreachable(f"{step} needs the network, and what it downloads was not reachable from the "
+                                  f"set-up container (network {network!r}): {gist(str(failed))}")
+    return InfraError(f"{step} failed in the image of {task_id}: {gist(str(failed))}", stage="agent-setup")
 
 
 def _build_layer(backend: DockerBackend, task: Task, prepared: PreparedImage, tag: str, *, what: str,

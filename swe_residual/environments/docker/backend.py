@@ -208,9 +208,8 @@ class DockerBackend:
             try:
                 prepared = self._layer(agent_setup.install_tag(task, below, install), below,
                                        lambda tag: agent_setup.build_install_image(self, task, below, install, tag))
-            except InfraError as exc:
-                if exc.stage == "agent-setup" and self.agent_environment.setup_network == "none":
-                    self._install_failures[install.key] = exc  # no network: every task image fails alike
+            except agent_setup.InstallUnreachable as exc:
+                self._install_failures[install.key] = exc  # no network: every task image fails alike
                 raise
         return prepared
 
