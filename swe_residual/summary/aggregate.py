@@ -8,6 +8,8 @@ Nothing is rounded in the summary dict; only the renderers round.
 
 from __future__ import annotations
 
+import textwrap
+
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
@@ -31,7 +33,7 @@ from swe_residual.summary.model import (
 from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
 from swe_residual.summary.tables import (
     ACCEPTANCE, AGENT, CLEAN, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
-    PredecessorRow, Scopes, state_label,
+    PredecessorRow, Scopes, excluded_groups, state_label,
 )  # fmt: skip
 
 __all__ = [
@@ -46,6 +48,7 @@ SCHEMA = 1
 #: is reported on its own and never pooled into an overall acceptance-bias figure.
 ACCEPTANCE_TRACK = Track.REPO
 TERMINAL_WIDTH = 100
+SHARED_ERROR_LINES = 4  # an error many excluded items share, wrapped on at most this many lines
 #: the phases whose median seconds per item ``infra.by_agent`` holds
 DURATION_KEYS = ("setup_sec", "agent_sec", "verify_sec", "wall_sec")
 assert DURATION_KEYS == tuple(f.name for f in fields(AgentInfra))[2:], "AgentInfra holds every phase"
@@ -408,11 +411,18 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
         f"infra: {infra.items} items, {infra.retried} retried, "
         f"{infra.unresolved} unresolved (excluded, not failures)"
     )
-    for e in infra.excluded:
-        state = e.state if e.state is not None else "clean"
-        state = f"{state}@{e.handoff}" if e.handoff else state
-        error = str(e.error or "").replace("\n", " ")
-        lines.append(f"  excluded: {e.agent} {e.task} [{state}]: {error}")
+    for group in excluded_groups(infra.excluded):
+        error = str(group.error or "").replace("\n", " ")
+        if len(group.items) == 1:
+            e = group.items[0]
+            state = e.state if e.state is not None else "clean"
+            state = f"{state}@{e.handoff}" if e.handoff else state
+            lines.append(f"  excluded: {e.agent} {e.task} [{state}]: {error}")
+            continue
+        # One error shared by many items (a set-up layer that cannot be built): said once, whole.
+        lines.append(f"  excluded: {group.agent}: {group.state} of {group.task}, all with one error:")
+        lines += textwrap.wrap(error, TERMINAL_WIDTH - 4, initial_indent="    ", subsequent_indent="    ",
+                               max_lines=SHARED_ERROR_LINES, placeholder=" ...")
     if infra.verifier_failed:
         lines.append(f"verifier failed on the agent's final state (works on the clean state; failures): "
                      f"{len(infra.verifier_failed)}")

@@ -278,3 +278,18 @@ def test_render_terminal_dash_for_missing_figures() -> None:
     assert row.split() == ["beta", "100.0", "0.0", "-100.0", "-", "1", "1"]
     # and in words: a negative Gap is points gained
     assert lines[0] == "beta: 0% from a clean start, 100% from inherited work, 100 points gained"
+
+
+def test_an_error_every_excluded_item_shares_is_said_once_whole_in_the_terminal() -> None:
+    shared = ("agent-setup: alpha: its install step (its install(), run once per task image in the agent set-up "
+              "layer) needs the network, and the set-up container has none (network 'none'): E: Unable to locate "
+              "package curl")
+    records = [rec(task, state, X, attempts=2, error=shared)
+               for task, state in (("a", None), ("a", "a1"), ("b", None))] + [rec("c", None, X, error="lost container")]
+    lines = render_terminal(build_summary(records))
+    start = lines.index("  excluded: alpha: 3 starts of 2 tasks, all with one error:")
+    wrapped = lines[start + 1:start + 4]
+    assert " ".join(line.strip() for line in wrapped) == shared  # whole, not clipped at the width
+    assert all(line.startswith("    ") and len(line) <= 100 for line in wrapped)
+    assert "  excluded: alpha c [clean]: lost container" in lines  # a single item keeps its own line
+    assert sum("needs the network" in line for line in lines) == 1
