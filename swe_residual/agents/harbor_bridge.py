@@ -98,6 +98,12 @@ def check_agent(harbor_name: str) -> dict[str, Any]:
     return found
 
 
+def read_result(logs: Path) -> dict[str, Any]:
+    """What the helper left in `logs/result.json` ({} when it left nothing)."""
+    path = logs / "result.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 class HarborAgent:
     """Harbor's agent `harbor_name`, run by the helper process on the session's container."""
 
@@ -129,13 +135,9 @@ class HarborAgent:
         """The install step in the set-up container `container` (agent_setup.py builds the layer)."""
         with tempfile.TemporaryDirectory(prefix="swe-residual-harbor-install-") as scratch:
             logs = Path(scratch)
-            request = {"mode": "install", "container": container.container_id, "agent": self.harbor_name,
-                       "kwargs": self.kwargs, "instruction": "", "logs_dir": str(logs), "workdir": container.workdir,
-                       "session_id": f"swe-residual-install-{container.container_id[:12]}"}
-            (logs / "request.json").write_text(json.dumps(request))
-            if self._run_helper(harbor_python(), logs / "request.json", INSTALL_TIMEOUT_SEC):
+            if self._call_helper(logs, "install", container.container_id, container.workdir, "", INSTALL_TIMEOUT_SEC):
                 raise InstallFailed(f"it did not finish within {INSTALL_TIMEOUT_SEC:.0f}s")
-            result = json.loads((logs / "result.json").read_text()) if (logs / "result.json").is_file() else {}
+            result = read_result(logs)
             if not result:
                 raise InstallFailed("the helper ended without a result: "
                                     + (logs / "helper.log").read_text(errors="replace")[-1500:])
@@ -147,23 +149,24 @@ class HarborAgent:
         container = container_id(session.environment)
         if container is None:
             raise ConfigError(f"--agent={self.spec} needs the docker backend: Harbor's agents drive a container")
-        python = harbor_python()
         with tempfile.TemporaryDirectory(prefix="swe-residual-harbor-") as scratch:
             logs = Path(scratch)
-            request = {"mode": "run", "container": container, "agent": self.harbor_name, "kwargs": self.kwargs,
-                       "instruction": session.instruction, "logs_dir": str(logs), "workdir": session.workdir,
-                       "session_id": f"swe-residual-{container[:12]}"}
-            (logs / "request.json").write_text(json.dumps(request))
-            timed_out = self._run_helper(python, logs / "request.json", session.remaining_sec())
+            timed_out = self._call_helper(logs, "run", container, session.workdir, session.instruction,
+                                          session.remaining_sec())
             return self._collect(session, logs, timed_out)
 
-    @staticmethod
-    def _run_helper(python: Path, request: Path, timeout_sec: float) -> bool:
-        """Whether the helper had to be killed at the wall time."""
+    def _call_helper(self, logs: Path, mode: str, container: str, workdir: str, instruction: str,
+                     timeout_sec: float) -> bool:
+        """The helper in `mode` on `container`, its files in `logs`; whether it had to be killed
+        at `timeout_sec`."""
+        request = {"mode": mode, "container": container, "agent": self.harbor_name, "kwargs": self.kwargs,
+                   "instruction": instruction, "logs_dir": str(logs), "workdir": workdir,
+                   "session_id": f"swe-residual-{mode}-{container[:12]}"}
+        (logs / "request.json").write_text(json.dumps(request))
         env = {**os.environ, **_HELPER_ENV}
-        log = request.with_name("helper.log").open("wb")  # its logging: read only when it left no result
-        with log, subprocess.Popen([str(python), str(HELPER), str(request)], env=env, start_new_session=True,
-                                   stdout=log, stderr=subprocess.STDOUT) as process:
+        log = (logs / "helper.log").open("wb")  # its logging: read only when it left no result
+        with log, subprocess.Popen([str(harbor_python()), str(HELPER), str(logs / "request.json")], env=env,
+                                   start_new_session=True, stdout=log, stderr=subprocess.STDOUT) as process:
             try:
                 process.wait(timeout=max(timeout_sec, 1.0))
                 return False
@@ -173,9 +176,7 @@ class HarborAgent:
                 return True
 
     def _collect(self, session: AgentSession, logs: Path, timed_out: bool) -> AgentResult:
-        result: dict[str, Any] = {}
-        if (logs / "result.json").is_file():
-            result = json.loads((logs / "result.json").read_text())
+        result = read_result(logs)
         if result.get("kind") == "config":
             raise ConfigError(f"--agent={self.spec}: {result['error']}")
         trajectory, _ = read_atif(logs / "trajectory.json", self.spec)
