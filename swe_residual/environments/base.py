@@ -70,6 +70,9 @@ class VerifierOutput:
     # Hidden test files that changed between their copy into a shared environment and the end
     # of test.sh (swe_residual/verifier/inputs.py): tampering, a failure whatever they reported.
     tampered: tuple[str, ...] = ()
+    # What the suite's own pytest reporter wrote (swe_residual/verifier/channel.py): None when the
+    # backend does not install it, b"" when no pytest of the verifier loaded it.
+    channel: bytes | None = None
 
 
 @dataclass(frozen=True)

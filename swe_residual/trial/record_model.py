@@ -267,6 +267,9 @@ class RunRecord:
     collect: tuple[Mapping[str, Any], ...] = ()
     verifier_log: str | None = None
     harbor_trial: str | None = None  # a record read from Harbor: its trial; written only when set
+    # Why a passing reward file was overruled by the per-test reports (swe_residual/verifier/claims.py):
+    # `reward` is then 0 and `rewards` keeps the file's figures; written only when set.
+    contradicted: str | None = None
     # Not fields of the record itself: keys this model does not know, and the fields left out.
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = frozenset()
@@ -319,6 +322,7 @@ class RunRecord:
             verifier_notes=_strings(get("verifier_notes")) or (), rewards=get("rewards"),
             artifacts=_strings(get("artifacts")) or (), verifier_environment=get("verifier_environment"),
             collect=tuple(get("collect") or ()), verifier_log=get("verifier_log"), harbor_trial=get("harbor_trial"),
+            contradicted=get("contradicted"),
             extra={key: value for key, value in data.items() if key not in _FIELD_NAMES},
             absent=frozenset(name for name in _JSON_FIELDS if name not in data and name not in _WRITTEN_WHEN_SET),
         )
@@ -339,7 +343,7 @@ def _rollout(value: Any) -> int:
 
 
 _JSON_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("extra", "absent"))
-_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial"})
+_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted"})
 
 #: What only the suite's own runner records: the budget, the machine state's restoration, the
 #: engine, and the account of the verification (notes, artifacts, collect steps, its log).

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -58,6 +58,11 @@ from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import DEFAULT_WORKDIR, Task
 from swe_residual.trial.trajectory import Trajectory
 from swe_residual.trial.values import Outcome, Start, Termination, Track
+from swe_residual.verifier.channel import read_channel
+from swe_residual.verifier.claims import check_claim
+from swe_residual.verifier.environment import plan_verifier_environment
+from swe_residual.verifier.expected import expected_tests
+from swe_residual.verifier.inputs import test_digests
 from swe_residual.verifier.outputs import Verdict, evaluate
 
 if TYPE_CHECKING:
@@ -254,6 +259,19 @@ def _reverify_saved(backend: Backend, environment: Any, task: Task, final_patch:
     return _Verification(evaluate(output, acceptance), output, True, time.monotonic() - started)
 
 
+def _checked_claim(backend: Backend, task: Task, run_id: str, verification: _Verification) -> Verdict:
+    """A passing verdict held to the expected tests, the suite's own reporter and the hidden
+    test files as pytest imported them (swe_residual/verifier/claims.py); a contradicted one is
+    a failure. The expected tests may need the verifier's run on the clean state: an engine
+    failure there is an InfraError (the attempt is retried)."""
+    output = verification.output
+    channel = read_channel(output.channel) if output.channel is not None else None
+    # The hidden tests sit at /tests as the task ships them unless a separate verifier's image bundles its own.
+    uploaded = not plan_verifier_environment(task).bundled_tests
+    return check_claim(verification.verdict, expected_tests(backend, task, run_id), channel,
+                       test_digests(task.tests_dir) if uploaded else None, "/tests" if uploaded else None)
+
+
 def _stop_agent_processes(environment: Any, task: Task) -> None:
     """Repo track: nothing the agent left running outlives it (machine track: it may be the task)."""
     stop = getattr(environment, "stop_processes", None)
@@ -355,6 +373,8 @@ def _one_attempt(
             verification = _reverify_saved(backend, environment, task, final_patch, spec, acceptance, artifacts_dir)
             if not verification.verdict.valid and verification.verdict.error != first_error:
                 notes += (f"verifier on the final state: {first_error}",)
+        if verification.verdict.success:
+            verification = replace(verification, verdict=_checked_claim(backend, task, options.run_id, verification))
         verdict = verification.verdict
         canary_record = None
         if verdict.valid:
@@ -486,9 +506,17 @@ def run_item(
         error=error,
         verifier_notes=tuple(verifier_notes),
         verifier_log=verifier_log,
+        contradicted=_contradiction(final.verdict),
         **verification,
     )
     return redact(record.to_json(), secrets)
+
+
+def _contradiction(verdict: Verdict | None) -> str | None:
+    """The note saying why a passing reward file was overruled, if it was."""
+    if verdict is None or verdict.claimed_reward is None:
+        return None
+    return next((note for note in verdict.notes if note.startswith("contradicted reward")), "contradicted reward")
 
 
 def score(verdict: Verdict, termination: str) -> str:

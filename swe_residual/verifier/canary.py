@@ -15,11 +15,12 @@ xdist each worker computes it at most once). An engine failure while the canary 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from swe_residual.environments.base import StartSpec
 from swe_residual.dataset.task import Task
+from swe_residual.verifier.channel import read_channel
 from swe_residual.verifier.outputs import evaluate
 
 
@@ -28,6 +29,11 @@ class CanaryResult:
     valid: bool
     error: str | None = None  # why the clean state got no valid verdict
     reward: float | None = None
+    tests: dict[str, str] = field(default_factory=dict)  # the clean state's per-test report
+    # What the suite's own reporter saw (swe_residual/verifier/channel.py): whether pytest ran
+    # under it (None: not installed on this backend), and the tests pytest failed to collect.
+    reporter_seen: bool | None = None
+    collect_errors: tuple[str, ...] = ()
 
 
 _RESULTS: dict[tuple[str, str, str], CanaryResult] = {}
@@ -49,10 +55,14 @@ def canary(backend: Any, task: Task, run_id: str) -> CanaryResult:
 def _run_canary(backend: Any, task: Task, run_id: str) -> CanaryResult:
     environment = backend.start(task, None, StartSpec(run_id, f"canary:{task.id}", 0, purpose="canary"))
     try:
-        verdict = evaluate(backend.run_verifier(environment, task, None))
+        output = backend.run_verifier(environment, task, None)
     finally:
         environment.close()
-    return CanaryResult(verdict.valid, verdict.error, verdict.reward)
+    verdict = evaluate(output)
+    channel = read_channel(output.channel) if output.channel is not None else None
+    return CanaryResult(verdict.valid, verdict.error, verdict.reward, dict(verdict.tests),
+                        reporter_seen=bool(channel.sessions) if channel is not None else None,
+                        collect_errors=tuple(e for s in channel.sessions for e in s.collect_errors) if channel else ())
 
 
 def forget_canaries() -> None:

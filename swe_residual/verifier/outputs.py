@@ -5,12 +5,11 @@ results as CTRF JSON or JUnit XML. No reward file, or a reward of -1, is no vali
 never a task failure by itself; the runner decides whose failure it is (a verifier that works
 on the task's clean state and not on the agent's final state is the agent's, DESIGN §7).
 Hidden tests changed while they ran (shared mode) are tampering: a valid verdict of 0. The
-task's reward is the verdict (DESIGN §7): its own `test.sh` decides what a pass is, so the
-reports never overrule it. Per-test results come from one report (`report_source`): never
-several merged. They are kept as per-test
-statuses (an acceptance test missing from every report is listed as failed), and a reward
-of 1 while an acceptance test did not pass in them (skipped, errored, failed or missing) is
-flagged in the verdict's notes (the record's `verifier_notes`) for a human to look at.
+task's reward is the verdict (DESIGN §7) as far as its per-test report backs it: a passing
+reward that the report, the suite's own reporter or the expected tests contradict is a failure
+(swe_residual/verifier/claims.py, after this reading). Per-test results come from one report
+(`report_source`): never several merged. They are kept as per-test statuses (an acceptance test
+missing from every report is listed as failed).
 """
 
 from __future__ import annotations
@@ -37,6 +36,9 @@ class Verdict:
     # Every number reward.json held (DeepSWE writes f2p/p2p counts beside `reward`), or
     # {"reward": r} from reward.txt.
     rewards: dict[str, float] = field(default_factory=dict)
+    # The reward file's figure when the per-test reports contradicted it (verifier/claims.py):
+    # `reward` is then 0 and `rewards` still holds what the file said.
+    claimed_reward: float | None = None
 
     @property
     def success(self) -> bool:
@@ -185,14 +187,6 @@ def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Ver
         return Verdict(valid=False, reward=None, tests=tests, error=f"{error}; output: {tail}")
     notes = list(problems)
     reward = rewards["reward"]
-    if reward >= 1.0:
-        expected = [reported_id(t, tests) or t for t in acceptance] if acceptance is not None else list(tests)
-        not_passing = [t for t in expected if tests.get(t) != PASSED] if tests or acceptance else []
-        if not_passing:
-            # The task's verifier rewards a pass and the reports disagree: flagged, not
-            # overruled (a task may skip a test on purpose, or report under other names).
-            notes.append(f"reward 1 but {len(not_passing)} acceptance test(s) did not pass in the reports "
-                         f"(the task's reward stands): {not_passing[:3]}")
     if acceptance is not None:
         for test_id in acceptance:
             if reported_id(test_id, tests) is None:  # missing from the report: counts as failed

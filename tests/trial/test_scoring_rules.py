@@ -215,27 +215,27 @@ SKIPPED_HIGH = textwrap.dedent(
 )
 
 
-def test_reward_one_with_a_skipped_acceptance_test_is_a_success_with_a_note(tmp_path: Path) -> None:
-    # Paper eq. (1): "y_{A,i}(S_i) = V_i(q_i, F_A(q_i, S_i)) in {0,1}" - the outcome is what
-    # the task's verifier V_i says; the per-test reports do not overrule it.
+def test_reward_one_with_a_skipped_acceptance_test_is_a_contradicted_reward(tmp_path: Path) -> None:
+    # The task's reward is the verdict as far as its per-test report backs it (issue 33): an
+    # acceptance test of tests/config.json that did not pass contradicts a reward of 1, so the
+    # run is a failure, with the reward file's figure kept in `rewards` and the reason recorded.
     entry, backend = make_entry(tmp_path, test_sh=SKIPPED_HIGH, environment_mode="shared")
     record = run_item(entry.task, None, resolve_agent("noop"), backend, options(tmp_path))
-    assert (record["outcome"], record["reward"]) == ("success", 1.0)
+    assert (record["outcome"], record["reward"], record["rewards"]) == ("failure", 0.0, {"reward": 1.0})
     assert record["tests"]["test_calc.test_clamp_high"] == "skipped"  # the statuses are kept
-    assert any("did not pass" in note and "test_clamp_high" in note for note in record["verifier_notes"])
+    assert "1 of 4 acceptance test(s)" in record["contradicted"] and "test_clamp_high skipped" in record["contradicted"]
+    assert record["contradicted"] in record["verifier_notes"]
 
 
 @pytest.mark.unit
-def test_the_verdict_keeps_statuses_and_notes_but_not_a_second_opinion() -> None:
-    # Paper eq. (1): the outcome is V_i(q_i, F_A(q_i, S_i)), the task's verifier's verdict.
+def test_the_verdict_keeps_statuses_and_lists_missing_acceptance_tests_as_failed() -> None:
     skipped = b'<testsuite><testcase classname="t" name="a"><skipped/></testcase><testcase classname="t" name="b"/></testsuite>'
     files = {"reward.txt": b"1", "junit.xml": skipped}
     verdict = evaluate(VerifierOutput(exit_code=0, output="", timed_out=False, files=files),
                        acceptance=["t.a", "t.b", "t.missing"])
-    assert verdict.valid and verdict.success and verdict.reward == 1.0
-    # A missing acceptance test is still listed as failed; the disagreement is flagged.
+    # Reading alone keeps the reward file's figure; verifier/claims.py decides whether it stands.
+    assert verdict.valid and verdict.success and verdict.reward == 1.0 and verdict.notes == ()
     assert verdict.tests == {"t.a": "skipped", "t.b": "passed", "t.missing": "failed"}
-    assert len(verdict.notes) == 1 and "2 acceptance test(s) did not pass" in verdict.notes[0]
 
 
 # -- 4. no recorded trajectory: Opened and Inspected unknown --------------------------------

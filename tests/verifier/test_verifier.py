@@ -63,19 +63,15 @@ def test_missing_reward_or_timeout_is_not_a_valid_verdict() -> None:
     assert not timed_out.valid and "timed out" in (timed_out.error or "")
 
 
-def test_reward_one_stands_and_report_disagreements_are_noted() -> None:
+def test_reading_keeps_the_reward_files_figure_and_lists_missing_acceptance_tests() -> None:
     passing = b'<testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite>'
     verdict = evaluate(output({"reward.txt": b"1", "junit.xml": passing}), acceptance=["t.a", "t.b"])
     assert verdict.valid and verdict.success and verdict.tests == {"t.a": "passed", "t.b": "passed"}
     assert verdict.notes == ()
-    # The task's reward is the verdict (issue 12, DESIGN §7): an acceptance test missing from
-    # the reports is listed as failed and noted, but does not overrule reward 1.
+    # An acceptance test missing from the report is listed as failed; whether the reward of 1
+    # stands is decided after reading (swe_residual/verifier/claims.py, tests/verifier/test_claims.py).
     verdict = evaluate(output({"reward.txt": b"1", "junit.xml": passing}), acceptance=["t.a", "t.b", "t.c"])
-    assert verdict.valid and verdict.success and verdict.tests["t.c"] == "failed"
-    assert any("t.c" in note for note in verdict.notes)
-    skipped = b'<testsuite><testcase classname="t" name="a"><skipped/></testcase></testsuite>'
-    verdict = evaluate(output({"reward.txt": b"1", "junit.xml": skipped}))
-    assert verdict.success and verdict.tests == {"t.a": "skipped"} and len(verdict.notes) == 1
+    assert verdict.valid and verdict.reward == 1.0 and verdict.tests["t.c"] == "failed"
 
 
 def test_valid_failure_keeps_per_test_statuses() -> None:

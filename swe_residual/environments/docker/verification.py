@@ -35,6 +35,7 @@ from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
 from swe_residual.errors import InfraError
 from swe_residual.dataset.task import Task
+from swe_residual.verifier.channel import CHANNEL_VARIABLE, INSTALL_SCRIPT, plugin_files
 from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env
 from swe_residual.verifier.environment import (
     SHARED,
@@ -57,6 +58,9 @@ MAX_ARTIFACT_FILE_BYTES = 256 * 1024 * 1024
 
 # The verifier's HOME, fresh for each run of test.sh (on the container's scratch tmpfs).
 SCRATCH_HOME = "/tmp/swe-residual/verifier-home"
+# Where the suite's own pytest reporter is staged and writes (a name with a nonce, per run of
+# test.sh); on the container's own file system, which the engine's archive API reads (not a mount).
+REPORTER_STAGE = "/var/tmp/.swe-residual-verdict"
 
 
 def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
@@ -196,9 +200,13 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
         home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == Track.REPO else None
         env = verifier_env(task, home, paths)
         command = f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home else f"exec bash {TESTS_DIR}/test.sh 2>&1"
+    channel_path = _install_reporter(environment)
+    if channel_path is not None:
+        env = {**env, CHANNEL_VARIABLE: channel_path}
     result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
                                        cwd=environment.workdir))
     files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
+    channel = _read_channel(environment, channel_path) if channel_path is not None else None
     if not fresh_container:
         changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
     return VerifierOutput(
@@ -208,7 +216,26 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
         files=files,
         duration_sec=result.duration_sec,
         tampered=tuple(changed),
+        channel=channel,
     )
+
+
+def _install_reporter(environment: DockerEnvironment) -> str | None:
+    """Stage the suite's pytest reporter and install it next to every pytest of the environment
+    (swe_residual/verifier/channel.py); the channel's path, or None when it could not be staged
+    (then nothing is cross-checked against it)."""
+    stage = f"{REPORTER_STAGE}-{secrets.token_hex(8)}"
+    environment.copy_in(plugin_files(), stage)
+    done = environment.run(["sh", "-c", INSTALL_SCRIPT, "sh", stage], timeout_sec=120)
+    if done.exit_code != 0:
+        return None
+    return f"{stage}/channel-{secrets.token_hex(8)}.jsonl"
+
+
+def _read_channel(environment: DockerEnvironment, path: str) -> bytes:
+    """What the reporter wrote; b"" when no pytest loaded it."""
+    _, files = environment.copy_out_entry(path, MAX_LOG_FILE_BYTES)
+    return next(iter(files.values()), b"")
 
 
 def _digests_in(environment: DockerEnvironment, directory: str) -> dict[str, str]:

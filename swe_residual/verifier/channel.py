@@ -1,0 +1,135 @@
+"""The suite's own account of the verifier's pytest runs, read back on the host.
+
+`channel_plugin.py` is shipped into the verifier's environment (into every site-packages that
+holds pytest, with a `.pth` file importing it) and writes what pytest's own hooks saw to a file
+whose path only the verifier's process is given. This module says how to install it, and reads
+what it wrote into a `ChannelReport`: one entry per pytest session, each with its per-test
+statuses, and whether it reached its end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swe_residual.verifier import channel_plugin
+
+CHANNEL_VARIABLE = channel_plugin.CHANNEL_VARIABLE
+MODULE_FILE = f"{channel_plugin.MODULE_NAME}.py"
+PTH_FILE = f"{channel_plugin.MODULE_NAME}.pth"
+
+# Copies the module and its .pth file from a staging directory ($1) into every site-packages (or
+# dist-packages) directory holding pytest, the root file system only (no /proc, no tmpfs). It
+# prints each directory it installed into.
+INSTALL_SCRIPT = r"""
+stage="$1"
+find / -xdev \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type d -name _pytest -print 2>/dev/null |
+while IFS= read -r found; do
+  packages="${found%/_pytest}"
+  case "$packages" in
+    *-packages) cp "$stage/MODULE" "$stage/PTH" "$packages/" 2>/dev/null && echo "$packages" ;;
+  esac
+done
+exit 0
+""".replace("MODULE", MODULE_FILE).replace("PTH", PTH_FILE)
+
+
+def plugin_files() -> dict[str, bytes]:
+    """The files to stage for INSTALL_SCRIPT: the reporter and the .pth line importing it."""
+    return {
+        MODULE_FILE: Path(channel_plugin.__file__).read_bytes(),
+        PTH_FILE: f"import {channel_plugin.MODULE_NAME}\n".encode(),
+    }
+
+
+PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"
+_RANK = {PASSED: 0, SKIPPED: 1, FAILED: 2, ERROR: 3}
+
+
+@dataclass
+class Session:
+    """One pytest process that loaded the reporter."""
+
+    finished: bool = False
+    exit_status: int | None = None
+    tests: dict[str, str] = field(default_factory=dict)  # node id -> status
+    collect_errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChannelReport:
+    sessions: tuple[Session, ...]
+    # Test modules as pytest was about to import them: path -> sha256 (None: unreadable).
+    files: dict[str, str | None]
+    problems: tuple[str, ...] = ()  # lines that were not the reporter's
+
+    @property
+    def unfinished(self) -> int:
+        return sum(1 for session in self.sessions if not session.finished)
+
+
+def _phase_status(when: str, outcome: str) -> str | None:
+    if outcome == "failed":
+        return FAILED if when == "call" else ERROR
+    if outcome == "skipped":
+        return SKIPPED
+    return PASSED if when == "call" else None  # a passing setup or teardown says nothing yet
+
+
+def read_channel(data: bytes) -> ChannelReport:
+    """Parse what the reporter wrote: one session per `start`, each event going to the latest
+    session of its process (two pytest runs of one test.sh, even at once, stay apart)."""
+    sessions: list[Session] = []
+    files: dict[str, str | None] = {}
+    problems: list[str] = []
+    latest: dict[object, Session] = {}
+    for number, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+            kind = event["e"]
+        except (ValueError, KeyError, TypeError):
+            problems.append(f"line {number} is not the reporter's")
+            continue
+        process = event.get("pid")
+        current = latest.get(process)
+        if kind == "start" or current is None:
+            current = latest[process] = Session()
+            sessions.append(current)
+            if kind == "start":
+                continue
+        if kind == "file" and isinstance(event.get("path"), str):
+            files[event["path"]] = event.get("sha256")
+        elif kind == "collect_error":
+            current.collect_errors.append(str(event.get("id")))
+        elif kind == "test":
+            status = _phase_status(str(event.get("when")), str(event.get("outcome")))
+            test_id = str(event.get("id"))
+            if status is not None:
+                previous = current.tests.get(test_id)
+                # A teardown error after a pass is an error; a setup skip stays a skip.
+                if previous is None or _RANK[status] > _RANK[previous]:
+                    current.tests[test_id] = status
+        elif kind == "finish":
+            current.finished = True
+            current.exit_status = event.get("exitstatus")
+    return ChannelReport(tuple(sessions), files, tuple(problems))
+
+
+def junit_id(node_id: str) -> str:
+    """The id pytest's JUnit XML gives a node id (`classname.name`): the file path dotted without
+    `.py`, the classes, then the test's name with its parameters."""
+    path, bracket, params = node_id.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names)
+
+
+def aliases(node_id: str) -> set[str]:
+    """Every id a report may give this node: the node id (CTRF), the JUnit id, the bare name."""
+    path, bracket, params = node_id.partition("[")
+    return {node_id, junit_id(node_id), path.split("::")[-1] + bracket + params}

@@ -1,0 +1,173 @@
+"""A passing reward must be backed by the report, the suite's own reporter and the expected tests (issue 33)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swe_residual.verifier.channel import CHANNEL_VARIABLE, INSTALL_SCRIPT, aliases, junit_id, plugin_files, read_channel
+from swe_residual.verifier.claims import check_claim
+from swe_residual.verifier.expected import CLEAN_RUN, METADATA, REQUIRED, ExpectedTests
+from swe_residual.verifier.outputs import Verdict
+
+
+def events(*rows: dict) -> bytes:
+    return b"".join(json.dumps(row).encode() + b"\n" for row in rows)
+
+
+def passing(tests: dict[str, str]) -> Verdict:
+    return Verdict(valid=True, reward=1.0, tests=tests, rewards={"reward": 1.0})
+
+
+CLEAN = ExpectedTests(CLEAN_RUN, {"test_done.test_done": "failed", "test_done.test_slow": "skipped"}, complete=True,
+                      reporter_seen=True)
+
+
+@pytest.mark.unit
+def test_channel_sessions_statuses_and_files() -> None:
+    data = events(
+        {"e": "start", "pid": 7, "pytest": "8.0"},
+        {"e": "file", "pid": 7, "path": "/tests/test_a.py", "sha256": "aa"},
+        {"e": "test", "pid": 7, "id": "test_a.py::test_x", "when": "setup", "outcome": "passed"},
+        {"e": "test", "pid": 7, "id": "test_a.py::test_x", "when": "call", "outcome": "passed"},
+        {"e": "test", "pid": 7, "id": "test_a.py::test_x", "when": "teardown", "outcome": "failed"},
+        {"e": "test", "pid": 7, "id": "test_a.py::test_y", "when": "setup", "outcome": "skipped"},
+        {"e": "start", "pid": 8},  # a second pytest at the same time
+        {"e": "test", "pid": 8, "id": "test_a.py::test_y", "when": "call", "outcome": "passed"},
+        {"e": "finish", "pid": 7, "exitstatus": 1},
+    ) + b"not json\n"
+    report = read_channel(data)
+    first, second = report.sessions
+    assert (first.finished, first.exit_status, first.tests) == (True, 1, {"test_a.py::test_x": "error",
+                                                                        "test_a.py::test_y": "skipped"})
+    assert (second.finished, second.tests) == (False, {"test_a.py::test_y": "passed"})
+    assert report.unfinished == 1 and report.files == {"/tests/test_a.py": "aa"}
+    assert report.problems == ("line 10 is not the reporter's",)
+
+
+@pytest.mark.unit
+def test_report_ids_of_a_node_id() -> None:
+    # pytest's JUnit XML: the file path dotted without .py, the classes, the name with its parameters.
+    assert junit_id("tests/test_a.py::TestB::test_c[x.y/z]") == "tests.test_a.TestB.test_c[x.y/z]"
+    assert aliases("test_a.py::test_c[1]") == {"test_a.py::test_c[1]", "test_a.test_c[1]", "test_c[1]"}
+
+
+@pytest.mark.unit
+def test_metadata_acceptance_tests_must_all_pass() -> None:
+    expected = ExpectedTests(METADATA, {"t.a": REQUIRED, "t.b": REQUIRED})
+    assert check_claim(passing({"t.a": "passed", "[f2p] t.b": "passed"}), expected, None).reward == 1.0
+    verdict = check_claim(passing({"t.a": "passed", "t.b": "skipped"}), expected, None)
+    assert (verdict.reward, verdict.claimed_reward, verdict.rewards) == (0.0, 1.0, {"reward": 1.0})
+    assert "1 of 2 acceptance test(s) of tests/config.json did not pass in the report (t.b skipped)" in verdict.notes[-1]
+    # Extra tests beside the required ones are the task's own business.
+    assert check_claim(passing({"t.a": "passed", "t.b": "passed", "t.c": "passed"}), expected, None).reward == 1.0
+
+
+@pytest.mark.unit
+def test_expected_tests_from_the_clean_run() -> None:
+    honest = {"test_done.test_done": "passed", "test_done.test_slow": "skipped"}
+    assert check_claim(passing(honest), CLEAN, None).reward == 1.0
+    cases = {
+        "the report names no test": {},
+        "names 1 test(s) the clean state's report does not (test_ok.test_ok)": {**honest, "test_ok.test_ok": "passed"},
+        "leaves out 1 test(s) of the clean state's report (test_done.test_done)": {"test_done.test_slow": "skipped"},
+        "1 test(s) did not pass in the report (test_done.test_done skipped)": {**honest, "test_done.test_done": "skipped"},
+    }
+    for phrase, tests in cases.items():
+        verdict = check_claim(passing(tests), CLEAN, None)
+        assert verdict.reward == 0.0 and phrase in verdict.notes[-1], (phrase, verdict.notes)
+    # A clean state that failed to collect: its report is not the whole set, only the passes are checked.
+    partial = ExpectedTests(CLEAN_RUN, {"tests.test_mod": "error"}, complete=False)
+    assert check_claim(passing({"tests.test_mod.test_x": "passed"}), partial, None).reward == 1.0
+    # A verifier that reports no test on its clean state (reward only): nothing to hold the reward to.
+    assert check_claim(passing({}), ExpectedTests(CLEAN_RUN, {}, complete=False), None).reward == 1.0
+
+
+@pytest.mark.unit
+def test_the_suites_reporter_contradicts_a_forged_report() -> None:
+    start = {"e": "start", "pid": 1}
+    finished = read_channel(events(start, {"e": "test", "pid": 1, "id": "test_done.py::test_done", "when": "call",
+                                           "outcome": "passed"}, {"e": "finish", "pid": 1, "exitstatus": 0}))
+    assert check_claim(passing({"test_done.test_done": "passed"}), None, finished).reward == 1.0
+    cases = {
+        "1 pytest session(s) ended without finishing": read_channel(events(start)),
+        "were not passed by pytest's own account (test_done.test_done failed)": read_channel(events(
+            start, {"e": "test", "pid": 1, "id": "test_done.py::test_done", "when": "call", "outcome": "failed"},
+            {"e": "finish", "pid": 1, "exitstatus": 1})),
+        "no pytest ran under the suite's reporter, though one did on the clean state": read_channel(b""),
+    }
+    for phrase, channel in cases.items():
+        verdict = check_claim(passing({"test_done.test_done": "passed"}), CLEAN, channel)
+        assert verdict.reward == 0.0 and phrase in verdict.notes[-1], (phrase, verdict.notes)
+    # Ids of another form: the counts must agree.
+    other = check_claim(passing({"Done: done": "passed", "Done: twice": "passed"}), None, finished)
+    assert other.reward == 0.0 and "2 passed test(s), pytest's own account at most 1" in other.notes[-1]
+    # Two sessions (a DeepSWE verifier runs the tests on the base commit, then on the work): a
+    # test passed in either stands.
+    two = read_channel(events(
+        start, {"e": "test", "pid": 1, "id": "t.py::a", "when": "call", "outcome": "failed"},
+        {"e": "finish", "pid": 1, "exitstatus": 1},
+        {"e": "start", "pid": 2}, {"e": "test", "pid": 2, "id": "t.py::a", "when": "call", "outcome": "passed"},
+        {"e": "finish", "pid": 2, "exitstatus": 0}))
+    assert check_claim(passing({"[f2p] t.a": "passed"}), None, two).reward == 1.0
+
+
+@pytest.mark.unit
+def test_a_hidden_test_file_imported_with_other_bytes() -> None:
+    channel = read_channel(events({"e": "start", "pid": 1}, {"e": "file", "pid": 1, "path": "/tests/test_done.py",
+                                                               "sha256": "bb"}, {"e": "finish", "pid": 1, "exitstatus": 0}))
+    verdict = check_claim(passing({}), None, channel, {"test_done.py": "aa"}, "/tests")
+    assert verdict.reward == 0.0 and "/tests/test_done.py" in verdict.notes[-1]
+    assert check_claim(passing({}), None, channel, {"test_done.py": "bb"}, "/tests").reward == 1.0
+
+
+@pytest.mark.unit
+def test_a_failing_reward_is_never_questioned() -> None:
+    failing = Verdict(valid=True, reward=0.0, tests={}, rewards={"reward": 0.0})
+    assert check_claim(failing, CLEAN, read_channel(b"")) is failing
+
+
+@pytest.mark.slow
+def test_the_reporter_loads_before_the_tests_even_under_isolated_mode(tmp_path: Path) -> None:
+    """The real mechanism on this machine's Python: the module and its .pth in a site-packages
+    that holds pytest (a fresh virtual environment sharing this interpreter's packages), a
+    plain `python -I -m pytest` whose module under test exits with status 0 at import."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "_pytest").mkdir()  # the install script looks for pytest's package beside it
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    for name, data in plugin_files().items():
+        (stage / name).write_bytes(data)
+    installed = subprocess.run(["sh", "-c", INSTALL_SCRIPT.replace("find / -xdev", f"find {venv}"), "sh", str(stage)],
+                               capture_output=True, text=True, check=True).stdout.split()
+    assert installed == [purelib]
+    (Path(purelib) / "_pytest").rmdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "calc.py").write_text("import os\nos._exit(0)\n")
+    (work / "test_calc.py").write_text("import calc\n\ndef test_one():\n    pass\n")
+    (work / "test_first.py").write_text("def test_zero():\n    pass\n")
+    channel = tmp_path / "channel.jsonl"
+    env = {**os.environ, CHANNEL_VARIABLE: str(channel), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env.pop("PYTEST_PLUGINS", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run([str(python), "-I", "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_first.py",
+                           "test_calc.py"], cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 0  # the forger's exit status, as the task's test.sh would see it
+    report = read_channel(channel.read_bytes())
+    (session,) = report.sessions
+    assert not session.finished and report.unfinished == 1
+    assert str(work / "test_calc.py") in report.files
+    # Any other Python process of the environment is untouched by the module (no variable set).
+    quiet = subprocess.run([str(python), "-c", "import os; print(os.environ.get('PYTEST_PLUGINS'))"],
+                           env={**env, CHANNEL_VARIABLE: str(tmp_path / "other.jsonl")}, capture_output=True, text=True)
+    assert quiet.stdout.strip() == "None" and not (tmp_path / "other.jsonl").exists()
