@@ -16,7 +16,7 @@ from typing import Any
 
 from swe_residual.summary.model import Comparison, Summary, as_summary
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, DURATIONS, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, RANKS, TRACK, UNSOLVED, Align, Column, Format,
+    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, PAIRS, PREDECESSOR, RANKS, TRACK, UNSOLVED, Align, Column, Format,
     Scopes, Table, pct, rank_rows,
 )  # fmt: skip
 
@@ -207,6 +207,10 @@ def infra_section(summary: Summary | Mapping[str, Any]) -> str:
     if infra.excluded:
         out.append(heading(3, "excluded-items", EXCLUDED.title))
         out.append(html_table(EXCLUDED, EXCLUDED.rows_of(s)))
+    for table, items in ((FAILED_ITEMS, infra.verifier_failed), (CONTRADICTED, infra.contradicted)):
+        if items:  # failures the agent caused, counted in the success rates: said beside the exclusions
+            out.append(heading(3, table.name.replace("_", "-"), table.title))
+            out.append(html_table(table, table.rows_of(s)))
     if infra.by_agent:
         out.append(heading(3, "durations", DURATIONS.title))
         out.append('<p class="note">Setup = starting the environment and applying the state.</p>')

@@ -32,7 +32,7 @@ from swe_residual.summary.model import (
 )  # fmt: skip
 from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CLEAN, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
+    ACCEPTANCE, AGENT, CLEAN, CONTRADICTED, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
     PredecessorRow, Scopes, excluded_groups, state_label,
 )  # fmt: skip
 
@@ -117,6 +117,13 @@ def infra_summary(records: Sequence[RecordLike]) -> dict[str, Any]:
          for r in records if r.termination == Termination.VERIFIER_FAILED),
         key=order,
     )
+    # A passing reward file its per-test reports contradicted: failures, listed with the reason.
+    contradicted = sorted(
+        ({"agent": r.agent, "task": r.task, "state": r.state, "reason": r.contradicted,
+          **({"handoff": r.handoff} if r.handoff else {})}
+         for r in records if r.contradicted and not is_excluded(r)),
+        key=order,
+    )
     return {
         "retried": sum(1 for r in records if len(r.attempts) > 1),
         "unresolved": len(excluded),
@@ -124,6 +131,7 @@ def infra_summary(records: Sequence[RecordLike]) -> dict[str, Any]:
         "excluded": excluded,
         "verifier_failed": verifier_failed,
         "by_agent": _durations(records),
+        **({"contradicted": contradicted} if contradicted else {}),
     }
 
 
@@ -343,6 +351,10 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
         out += ["", f"- verifier failed on the agent's final state, works on the clean state (failures, counted): "
                     f"{len(infra.verifier_failed)}", ""]
         out += markdown_table(FAILED_ITEMS, FAILED_ITEMS.rows_of(s))
+    if infra.contradicted:
+        out += ["", f"- passing reward contradicted by the per-test reports (failures, counted): "
+                    f"{len(infra.contradicted)}", ""]
+        out += markdown_table(CONTRADICTED, CONTRADICTED.rows_of(s))
     out += fidelity_markdown(s)
     skipped = skipped_markdown(s)
     if skipped:
@@ -428,4 +440,9 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
                      f"{len(infra.verifier_failed)}")
     for e in infra.verifier_failed:
         lines.append(f"  failed: {e.agent} {e.task} [{state_label(e).strip('()')}]")
+    if infra.contradicted:
+        lines.append(f"passing reward contradicted by the per-test reports (failures): {len(infra.contradicted)}")
+    for c in infra.contradicted:
+        reason = str(c.reason or "").removeprefix("contradicted reward: ")
+        lines.append(f"  contradicted: {c.agent} {c.task} [{state_label(c).strip('()')}]: {reason}")
     return [_clip(line, TERMINAL_WIDTH) for line in lines]

@@ -271,6 +271,25 @@ class FailedItem:
 
 
 @dataclass(frozen=True)
+class ContradictedItem:
+    """An item whose passing reward file its per-test reports contradicted (a failure, counted)."""
+
+    agent: str | None
+    task: str | None
+    state: str | None
+    reason: str | None
+    handoff: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ContradictedItem:
+        return cls(raw.get("agent"), raw.get("task"), raw.get("state"), raw.get("reason"), raw.get("handoff"))
+
+    def to_json(self) -> Json:
+        return _with_handoff({"agent": self.agent, "task": self.task, "state": self.state, "reason": self.reason},
+                             self.handoff)
+
+
+@dataclass(frozen=True)
 class AgentInfra:
     """Items, attempts and the median seconds of each phase (``DURATION_KEYS``) of one agent."""
 
@@ -323,6 +342,8 @@ class Infra:
     excluded: tuple[ExcludedItem, ...] = ()
     verifier_failed: tuple[FailedItem, ...] = ()
     by_agent: Mapping[str, AgentInfra] = field(default_factory=dict)
+    #: items whose passing reward was contradicted (failures, counted); the key only when there are some
+    contradicted: tuple[ContradictedItem, ...] = ()
     #: only with machine-track states (section 5's keys stay as they are without)
     fidelity: Fidelity | None = None
 
@@ -335,6 +356,7 @@ class Infra:
             excluded=tuple(ExcludedItem.from_json(x) for x in raw.get("excluded") or []),
             verifier_failed=tuple(FailedItem.from_json(x) for x in raw.get("verifier_failed") or []),
             by_agent={a: AgentInfra.from_json(d) for a, d in _map(raw.get("by_agent")).items()},
+            contradicted=tuple(ContradictedItem.from_json(x) for x in raw.get("contradicted") or []),
             fidelity=Fidelity.from_json(fidelity) if fidelity else None,
         )  # fmt: skip
 
@@ -345,6 +367,8 @@ class Infra:
             "verifier_failed": [x.to_json() for x in self.verifier_failed],
             "by_agent": {a: d.to_json() for a, d in self.by_agent.items()},
         }  # fmt: skip
+        if self.contradicted:
+            out["contradicted"] = [x.to_json() for x in self.contradicted]
         if self.fidelity is not None:
             out["fidelity"] = self.fidelity.to_json()
         return out

@@ -23,12 +23,12 @@ from typing import Any
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 from swe_residual.summary.model import (
-    AcceptanceBias, AgentInfra, Comparison, ExcludedItem, FailedItem, HandoffView, Pair, PredecessorGroup, ScopeMetrics,
+    AcceptanceBias, AgentInfra, Comparison, ContradictedItem, ExcludedItem, FailedItem, HandoffView, Pair, PredecessorGroup, ScopeMetrics,
     Summary, TakeoverCost,
 )  # fmt: skip
 
 __all__ = [
-    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "Format",
+    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "CONTRADICTED", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "Format",
     "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "PAIRS", "PREDECESSOR", "RANKS", "Scopes", "TAKEOVER", "TERMINATIONS",
     "Table", "UNSOLVED", "pct", "rank_rows", "state_label",
 ]  # fmt: skip
@@ -353,7 +353,7 @@ def excluded_groups(items: Sequence[ExcludedItem]) -> list[ExcludedGroup]:
     return [ExcludedGroup(agent, error, tuple(members)) for (agent, error), members in groups.items()]
 
 
-def state_label(item: ExcludedItem | FailedItem) -> str:
+def state_label(item: ExcludedItem | FailedItem | ContradictedItem) -> str:
     """``(clean)`` or the state, with ``@view`` under a handoff view."""
     state = "(clean)" if item.state is None else str(item.state)
     return state + (f"@{item.handoff}" if item.handoff else "")
@@ -502,6 +502,15 @@ FAILED_ITEMS = Table(
     "verifier_failed", "Verifier failed on the agent's final state",
     (_key("Agent", "agent"), _key("Task", "task"), Column("State", state_label, align=Align.LEFT)),
     lambda summary, scopes: list(summary.infra.verifier_failed),
+)  # fmt: skip
+
+CONTRADICTED = Table(
+    "contradicted", "Passing rewards contradicted by the per-test reports",
+    (_key("Agent", "agent"), _key("Task", "task"), Column("State", state_label, align=Align.LEFT),
+     Column("Reason", lambda item: str(item.reason or "").removeprefix("contradicted reward: "), align=Align.LEFT,
+            note="the reward file said 1; the report, the suite's own pytest reporter or the expected tests "
+                 "said otherwise: a failure (docs/faults.md)")),
+    lambda summary, scopes: list(summary.infra.contradicted),
 )  # fmt: skip
 
 DURATIONS = Table(

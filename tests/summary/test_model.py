@@ -27,7 +27,23 @@ def _mixed() -> list[dict]:
                     termination="verifier_failed_on_final_state"),
         make_record("m1", None, S, agent="B", track="machine", fidelity="snapshot"),
         make_record("t1", None, F, agent="oracle", agent_config={"spec": "oracle"}, error="no patch"),
+        make_record("m2", None, F, agent="B", track="machine", reward=0.0, rewards={"reward": 1.0},
+                    contradicted="contradicted reward: the reward file says 1, but the report names no test"),
     ]
+
+
+def test_a_contradicted_reward_is_listed_with_its_reason_everywhere() -> None:
+    from swe_residual.report.tables import infra_section
+
+    summary = summarize(_mixed(), compare=False)
+    (item,) = summary.infra.contradicted
+    assert (item.agent, item.task, item.state) == ("B", "m2", None) and "names no test" in (item.reason or "")
+    assert build_summary(_mixed())["infra"]["contradicted"][0]["reason"] == item.reason
+    assert "contradicted: B m2 [clean]: the reward file says 1, but the report names no test" in "\n".join(render_terminal(summary))
+    assert "| B       | m2     | (clean) | the reward file says 1, but the report names no test |" in render_markdown(summary)
+    assert "the reward file says 1, but the report names no test" in infra_section(summary)
+    # A summary without any keeps summary.json's infra keys as they were.
+    assert "contradicted" not in build_summary(view_records())["infra"]
 
 
 @pytest.mark.parametrize("records", [default_records(), view_records(), _mixed(), []],
