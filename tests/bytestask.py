@@ -65,9 +65,8 @@ def make_bytes_task(root: Path, task_id: str = "bytes") -> Path:
     data = make_data_repo(root / ".sources" / task_id)
     repo = task / "environment" / "repo"
     _git(repo, "init", "-q", "-b", "main", ".")
+    # Added, not committed: the base commit (the task's Dockerfile, or the local backend) takes it.
     _git(repo, "submodule", "add", "-q", str(data), "data")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "with test data")
     return task
 
 
@@ -87,5 +86,6 @@ def expected_patch(task: Path, scratch: Path, *, submodule_as_files: bool) -> by
     subprocess.run(["bash", str(agent)], cwd=work, check=True, capture_output=True)
     if submodule_as_files:
         (work / "data" / ".git").unlink()
+        _git(work, "rm", "-q", "--cached", "data")  # the gitlink, so that its files are added as files
     _git(work, "add", "-A", "-f", ".")
     return _git(work, "-c", "core.quotePath=false", "diff", "--cached", "--binary", "--no-color", base)
