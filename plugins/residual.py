@@ -23,6 +23,7 @@ from plugins.context import (
 )
 from plugins.legend import legend
 from plugins.options import given_settings, read_settings
+from plugins.sendable import UNSENT_PROPERTY, WorkerGuard
 from swe_residual.agents.environment import require_docker
 from swe_residual.agents.identity import AgentConfigConflict
 from swe_residual.agents import AGENT_FORMS
@@ -35,7 +36,7 @@ from swe_residual.run.gates import GateResult, evaluate_gates
 from swe_residual.handoff.views import BLIND, VIEWS
 from swe_residual.run.items import ItemSpec
 from swe_residual.trial.records import (
-    append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_records,
+    append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_record_line, read_records,
 )
 from swe_residual.report.html import write_report
 from swe_residual.run.resume import prepare_resume
@@ -113,6 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
         workerinput = config.workerinput  # type: ignore[attr-defined]
         config.stash[run_dir_key] = Path(workerinput["swe_residual_run_dir"])
         config.stash[finished_key] = {tuple(key) for key in workerinput["swe_residual_finished"]}
+        if settings.agents:  # a report xdist cannot send keeps its record on disk
+            config.pluginmanager.register(WorkerGuard(config, config.stash[run_dir_key] / "results.jsonl"),
+                                          "swe-residual-worker-guard")
         return
     if settings.resume is not None:
         resumable = [settings.resume / "results.jsonl", settings.resume / RUN_CONFIG,
@@ -285,7 +289,15 @@ def handoff_marker(view: str) -> str:
 
 def record_of(report: pytest.TestReport) -> dict[str, Any] | None:
     for name, value in getattr(report, "user_properties", ()):  # a CollectReport has none
-        if name == RECORD_PROPERTY:
+        if name == RECORD_PROPERTY:  # one line of ASCII JSON (fixtures/starts.py)
+            return read_record_line(value) if isinstance(value, str) else value
+    return None
+
+
+def unsent_of(report: pytest.TestReport) -> dict[str, Any] | None:
+    """Where a worker wrote the record it could not send (plugins/sendable.py), or None."""
+    for name, value in getattr(report, "user_properties", ()):
+        if name == UNSENT_PROPERTY:
             return value
     return None
 
@@ -317,6 +329,8 @@ class ResidualReporter:
         self.write_error: str | None = None
         self.fallback_path = fallback_path(self.results_path)
         self.fallback_error: str | None = None
+        # (item, {"path", "error"}) of the records a worker could not send and wrote itself.
+        self.unsent: list[tuple[str, dict[str, Any]]] = []
         self.conflict: str | None = None  # one agent name with two configurations in the records
         # (item id, reason) of the items skipped (e.g. machine-track items on the local backend):
         # they have no record, so the summary would not know them.
@@ -357,8 +371,13 @@ class ResidualReporter:
         if report.nodeid in self.seen:
             return
         record = record_of(report)
+        unsent = unsent_of(report)
         if record is not None:
             self._append(report.nodeid, record)
+        elif unsent is not None:  # its worker wrote it to the fallback file: read with results.jsonl
+            self.seen.add(report.nodeid)
+            self.finished += 1
+            self.unsent.append((report.nodeid, unsent))
         elif report.when == "???" and report.failed:
             # xdist: the worker died with this item in flight. Record it as what it is.
             crashed = self._crash_record(report)
@@ -462,7 +481,7 @@ class ResidualReporter:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.terminations.broken and session.exitstatus == 0:  # an agent that never worked measured nothing
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.unsaved:  # the results file is incomplete: the run must not look fine
+        if self.unsaved or self.unsent:  # the results file is incomplete: the run must not look fine
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         if not records and self.skipped and interrupted is None and session.exitstatus == 0:
             # e.g. `-m machine --backend=local`: all green, and nothing measured
@@ -519,5 +538,9 @@ class ResidualReporter:
                 write(f"error: the fallback file failed too ({self.fallback_error})", red=True)
                 for record in self.unsaved:
                     write(json.dumps(record, ensure_ascii=True))
+        for nodeid, unsent in self.unsent:
+            where = unsent["path"] or "the worker's error output"
+            write(f"error: {nodeid}: its worker could not send the record ({unsent['error']}); it is in {where}",
+                  red=True)
         write(f"results: {self.results_path}")
         write(f"summary: {self.run_dir / 'summary.json'}, {self.run_dir / 'summary.md'}, {self.run_dir / 'report.html'}")

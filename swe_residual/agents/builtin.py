@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
 
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, AgentResult, AgentSession, BudgetExhausted
 from swe_residual.agents.host_files import AGENT_DIR_VARIABLE, AGENT_SUBDIR, HostProgram
@@ -129,6 +130,13 @@ class CommandAgent:
         self.command = program.command if program is not None else command
         self.name = name or f"cmd:{command}"
         self.program = program  # host files named by the command, copied in for each run
+
+    def describe(self) -> dict[str, Any]:
+        """For the record's agent_config: the sha256 of each host file it copies in and runs, so
+        two programs at one path are two configurations (swe_residual/agents/identity.py)."""
+        if self.program is None or not self.program.digests:
+            return {}
+        return {"files": dict(self.program.digests)}
 
     def run(self, session: AgentSession) -> AgentResult:
         environment = session.environment  # the one to clean up, even if the agent is abandoned

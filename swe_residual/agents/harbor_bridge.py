@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, TIME_LIMIT, AgentResult, AgentSession
+from swe_residual.agents.credentials import credentials_error
 from swe_residual.agents.environment import AgentInstall, InstallFailed
 from swe_residual.environments.cache import default_cache_dir
 from swe_residual.errors import ConfigError, InfraError
@@ -78,15 +79,17 @@ def container_id(environment: Any) -> str | None:
     return None
 
 
-def check_agent(harbor_name: str) -> dict[str, Any]:
+def check_agent(harbor_name: str, model: str | None = None, options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """What Harbor's helper says of the agent (its Harbor version, what it needs installed);
-    a ConfigError, before any item runs, for a name Harbor lacks or an agent it cannot make."""
+    a ConfigError, before any item runs, for a name Harbor lacks, an agent it cannot make, or a
+    model whose credentials are not in the environment (each attempt would fail on them)."""
     python = harbor_python()
     if not os.access(python, os.X_OK):
         raise ConfigError(f"--agent={PREFIX}{harbor_name}: Harbor's Python is not at {python} "
                           f"(install Harbor there with scripts/setup-tests, or set ${HARBOR_PYTHON_ENV})")
-    done = subprocess.run([str(python), str(HELPER), "--check", harbor_name], capture_output=True, text=True,
-                          timeout=120, check=False, env={**os.environ, **_HELPER_ENV})
+    kwargs = {key: option_value(value) for key, value in (options or {}).items()}
+    done = subprocess.run([str(python), str(HELPER), "--check", harbor_name, model or "", json.dumps(kwargs)],
+                          capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **_HELPER_ENV})
     try:
         found = json.loads(done.stdout.strip().splitlines()[-1])
         why = found["error"]
@@ -95,6 +98,10 @@ def check_agent(harbor_name: str) -> dict[str, Any]:
                           f"{(done.stderr or done.stdout).strip()[-500:]}") from None
     if why:
         raise ConfigError(f"--agent={PREFIX}{harbor_name}: {why}")
+    lacking = found.get("credentials")
+    if lacking:
+        raise ConfigError(credentials_error(f"--agent={PREFIX}{harbor_name}" + (f" --model={model}" if model else ""),
+                                            lacking.get("variables") or [], lacking.get("message", "")))
     return found
 
 

@@ -15,8 +15,8 @@ container (with network), which the suite then commits as a layer under the agen
 - Terminus-2: the tmux (and, when it records, asciinema) its tmux session installs at start,
   by that session's own install routine, so the measured run finds them and installs nothing.
 
-Usage: python harbor_helper.py --check NAME (prints why the agent cannot run, or null, and what
-it needs installed), or python harbor_helper.py REQUEST.json, where the request holds `mode`
+Usage: python harbor_helper.py --check NAME [MODEL [KWARGS-JSON]] (prints why the agent cannot
+run, or null, what it needs installed, and the credentials its model lacks), or python harbor_helper.py REQUEST.json, where the request holds `mode`
 ("install" or "run"), `container`, `agent`, `kwargs`, `instruction`, `logs_dir`, `workdir`
 and `session_id`.
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -144,13 +145,48 @@ def usable(name: str) -> str | None:
     return None
 
 
-def check(name: str) -> dict[str, Any]:
+# Installed agents whose credentials Harbor leaves to the vendor's own login (its preflight
+# passes without a key), which a suite container never has: with the vendor's own models, one
+# of these variables must be set.
+LOGIN_KEYS = {
+    "claude-code": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
+    "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"),
+    "gemini-cli": ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"),
+}
+
+
+def missing_credentials(name: str, model: str | None, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """What the agent lacks to reach its model, by Harbor's own preflight (the credentials each
+    agent class declares, and litellm's for Terminus-2) and `LOGIN_KEYS`; None when nothing.
+    Only presence is checked: nothing is sent anywhere."""
+    from harbor.agents.agent_auth_resolution import MissingModelCredentialError
+    from harbor.agents.factory import AgentFactory
+    from harbor.models.trial.config import AgentConfig
+
+    try:
+        AgentFactory.run_preflight(AgentConfig(name=name, model_name=model, kwargs=kwargs))
+    except MissingModelCredentialError as exc:
+        message = str(exc)
+        named = re.search(r"\b[Ss]et ([A-Z][A-Z0-9_]*(?: or [A-Z][A-Z0-9_]*)*)", message)
+        return {"variables": named.group(1).split(" or ") if named else [], "message": message}
+    except (ValueError, TypeError):
+        return None  # a bad option: the agent's own error when it runs, as before
+    login = LOGIN_KEYS.get(name)
+    default = getattr(getattr(agent_class(name), "MODEL_CONNECTION", None), "default_provider", None)
+    vendors_model = model is None or "/" not in model or model.split("/", 1)[0] == default
+    if login and vendors_model and not any(os.environ.get(variable) for variable in login):
+        return {"variables": list(login), "message": f"{name} logs in with one of {', '.join(login)}"}
+    return None
+
+
+def check(name: str, model: str | None = None, kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     import importlib.metadata
 
     why = usable(name)
-    found = {"error": why, "harbor": importlib.metadata.version("harbor")}
+    found: dict[str, Any] = {"error": why, "harbor": importlib.metadata.version("harbor")}
     if why is None:
         found["install"] = needs_install(agent_class(name))
+        found["credentials"] = missing_credentials(name, model, dict(kwargs or {}))
     return found
 
 
@@ -239,8 +275,10 @@ async def run(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    if sys.argv[1] == "--check":  # `--check NAME`: can the bridge run it (at `--agent` parsing, once)
-        print(json.dumps(check(sys.argv[2])))
+    if sys.argv[1] == "--check":  # `--check NAME [MODEL [KWARGS]]`: can the bridge run it (at `--agent` parsing, once)
+        model = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
+        kwargs = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+        print(json.dumps(check(sys.argv[2], model, kwargs)))
         return 0
     request = json.loads(Path(sys.argv[1]).read_text())
     result = asyncio.run(install(request) if request.get("mode") == "install" else run(request))

@@ -16,6 +16,7 @@ With the agent option `upload=dir` the directory of the first host file is copie
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import shlex
@@ -45,6 +46,9 @@ class HostProgram:
     command: str  # as run in the environment: host words point into $SWE_RESIDUAL_AGENT_DIR
     archive: bytes | None  # the files to extract into $SWE_RESIDUAL_AGENT_DIR (None: nothing)
     files: tuple[str, ...]  # host paths copied, for messages and the record
+    # {name below $SWE_RESIDUAL_AGENT_DIR: sha256 of its bytes} of every file copied in: part of
+    # the agent's configuration hash, so two programs at one path are two configurations.
+    digests: tuple[tuple[str, str], ...] = ()
 
 
 def _host_path(word: str, base_dir: Path) -> Path | None:
@@ -94,6 +98,20 @@ def _archive(entries: list[tuple[str, Path]]) -> bytes:
     return data
 
 
+def archive_digests(archive: bytes) -> tuple[tuple[str, str], ...]:
+    """(name, sha256) of each file of a copy-in archive, as it is copied (a link: its target)."""
+    found: list[tuple[str, str]] = []
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as opened:
+        for member in opened.getmembers():
+            if member.isfile():
+                extracted = opened.extractfile(member)
+                data = extracted.read() if extracted is not None else b""
+                found.append((member.name, hashlib.sha256(data).hexdigest()))
+            elif member.issym() or member.islnk():
+                found.append((member.name, "link:" + member.linkname))
+    return tuple(sorted(found))
+
+
 def _check_program(command: str, words: list[str], base_dir: Path) -> None:
     """The program of the command, written `./x` or `../x`, must be a file where pytest runs.
 
@@ -115,7 +133,8 @@ def _check_program(command: str, words: list[str], base_dir: Path) -> None:
 @lru_cache(maxsize=32)
 def host_program(command: str, base_dir: str, upload: str = "file") -> HostProgram:
     """Find the host files of a `cmd:` command (relative ones below `base_dir`); cached per
-    process, since every item of the run resolves the same agent."""
+    process, since every item of the run resolves the same agent: what each item copies in is
+    what was read at the start, and `digests` say which bytes those were."""
     if upload not in UPLOAD_MODES:
         raise ConfigError(f"--agent-option upload={upload!r}: one of {', '.join(UPLOAD_MODES)}")
     try:
@@ -145,5 +164,6 @@ def host_program(command: str, base_dir: str, upload: str = "file") -> HostProgr
                                   "use --agent-option upload=dir with one directory")
             rewritten = _replace_word(rewritten, word, target + shlex.quote(path.name))
         entries = sorted(names.items())
-    return HostProgram(rewritten, _archive(entries), tuple(str(path) for path in found.values()))
+    archive = _archive(entries)
+    return HostProgram(rewritten, archive, tuple(str(path) for path in found.values()), archive_digests(archive))
 

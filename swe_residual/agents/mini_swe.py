@@ -44,6 +44,7 @@ from swe_residual.agents.base import (
 from swe_residual.agents.mini_swe_model import (
     UsageTrackingModel, configure_model, is_model_service_failure, model_retry_attempts, parse_retries,
 )
+from swe_residual.agents.credentials import credentials_error, missing_model_keys
 from swe_residual.environments.base import ExecResult
 from swe_residual.errors import ConfigError, DatasetError, InfraError
 from swe_residual.trial.trajectory import Step
@@ -290,6 +291,18 @@ class MiniSweAgent:
                 raise ValueError("must be greater than 0")
         except ValueError as exc:
             raise ConfigError(f"--agent-option command_timeout={self.options['command_timeout']!r}: {exc}") from exc
+
+    def check_credentials(self) -> None:
+        """A ConfigError naming the variable when litellm says the model's key is not set: every
+        attempt would fail on it. Only for its litellm model classes (the default); the scripted
+        model and other classes need no key of litellm's."""
+        model_class = str(self.model_config.get("model_class") or "litellm")
+        if "litellm" not in model_class:
+            return
+        kwargs = self.model_config.get("model_kwargs") or {}
+        missing = missing_model_keys(str(self.model), api_base=kwargs.get("api_base"), api_key=kwargs.get("api_key"))
+        if missing:
+            raise ConfigError(credentials_error(f"--agent={NAME} --model={self.model}", missing))
 
     def describe(self) -> dict[str, Any]:
         """The configuration recorded with each run (the runner redacts secrets from it)."""

@@ -85,6 +85,7 @@ def _mini_swe(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:
     # resolves (--model, else its config's, else $MSWEA_MODEL_NAME) names the agent.
     model, options = request.model, request.options
     probe = MiniSweAgent(model, options)
+    probe.check_credentials()  # a model whose key is not set: a usage error now, not an infra error per item
     return (lambda: MiniSweAgent(model, options)), probe.model
 
 
@@ -150,8 +151,9 @@ def _harbor(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:
     name = request.spec[len(PREFIX):].strip()
     if not name:
         raise ConfigError(f"--agent={PREFIX} needs one of Harbor's agent names, e.g. --agent={PREFIX}terminus-2")
-    checked = check_agent(name)  # an unknown name or an agent it cannot run is a usage error now, not per item
     model, options = request.model, request.options
+    # An unknown name, an agent it cannot run, or its model's missing key: a usage error now, not per item.
+    checked = check_agent(name, model, options)
     return (lambda: HarborAgent(name, model, options, checked)), model
 
 

@@ -16,9 +16,9 @@ def tree_digest(root: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
         rel = path.relative_to(root).as_posix()
-        digest.update(rel.encode() + b"\0")
+        digest.update(os.fsencode(rel) + b"\0")  # a name's bytes, UTF-8 or not
         if path.is_symlink():
-            digest.update(b"link:" + os.readlink(path).encode())
+            digest.update(b"link:" + os.fsencode(os.readlink(path)))
         else:
             digest.update(oct(path.stat().st_mode & 0o111).encode())
             digest.update(path.read_bytes())

@@ -222,10 +222,13 @@ def render_html(
     return "\n".join([*top, contents(text), text, "</body></html>"]) + "\n"
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, errors: str = "backslashreplace") -> None:
+    """`text` as UTF-8. Bytes that are not UTF-8 (lone surrogates in a patch or an output, kept
+    by `surrogateescape`) are shown as `\\xNN` in a page (valid UTF-8 for the browser), and
+    written back as themselves in a diff file (`errors="surrogateescape"`: the patch's bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + f".tmp{os.getpid()}")
-    temporary.write_text(text, encoding="utf-8")
+    temporary.write_bytes(text.encode("utf-8", errors))
     temporary.replace(path)
 
 
@@ -243,7 +246,7 @@ def write_report(
     for item in latest_items(records, record_dirs, directory, agent_order(summary, records)):
         r = item.record
         if r.final_patch:
-            _write_atomic(directory / diff_href(r), str(r.final_patch))
+            _write_atomic(directory / diff_href(r), str(r.final_patch), errors="surrogateescape")
         page = directory / item_href(r)
         _write_atomic(page, render_item_page(item, page, directory))
     path = directory / REPORT_NAME

@@ -128,7 +128,7 @@ def _run_one(work: Workdir, ref: RunRef, task: Any, predecessor: Predecessor, ba
         payload = (record.get("final_patch") or "").encode("utf-8", errors="surrogateescape")
         write_bytes(run_dir / PATCH, payload)
     else:
-        payload = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in recorder.log).encode()
+        payload = "".join(json.dumps(entry, ensure_ascii=True) + "\n" for entry in recorder.log).encode("ascii")
         write_bytes(run_dir / COMMANDS, payload)
     record["residualize"] = {
         **ref.as_dict(),

@@ -102,7 +102,8 @@ def write_json(path: Path, data: Any) -> Path:
     """Written whole or not at all (a crash never leaves half a file that later stages trust)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    # ASCII escapes: lossless for any text, a lone surrogate (a byte that is not UTF-8) included.
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n", encoding="ascii")
     partial.replace(path)
     return path
 

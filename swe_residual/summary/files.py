@@ -9,13 +9,14 @@ from typing import Any
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    # Write then rename, so a reader never sees half a summary.
+    # Write then rename, so a reader never sees half a summary. A byte that is not UTF-8 (in an
+    # agent's error output quoted by summary.md) is shown as \xNN; summary.json escapes it.
     temporary = path.with_name(path.name + f".tmp{os.getpid()}")
-    temporary.write_text(text, encoding="utf-8")
+    temporary.write_bytes(text.encode("utf-8", "backslashreplace"))
     temporary.replace(path)
 
 
 def write_summary_files(directory: Path, summary: dict[str, Any], markdown: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    _write_atomic(directory / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    _write_atomic(directory / "summary.json", json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
     _write_atomic(directory / "summary.md", markdown)

@@ -133,6 +133,23 @@ def fallback_path(results_path: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"swe-residual-{results.parent.name}-{digest}.unsaved.jsonl"
 
 
+def record_line(record: Mapping[str, Any]) -> str:
+    """A record as one line of ASCII JSON: the one form a record takes outside a process (in
+    `results.jsonl`, the fallback file, an xdist report). Lossless for any text: a character
+    outside ASCII is a `\\uXXXX` escape, and so is a lone surrogate (a byte that is not UTF-8,
+    kept by `surrogateescape` in a patch, a file name or an output), which `json.loads` reads
+    back to the same string, and `.encode("utf-8", "surrogateescape")` to the same bytes."""
+    return json.dumps(record, ensure_ascii=True, sort_keys=False, default=str)
+
+
+def read_record_line(text: str) -> dict[str, Any]:
+    """The record of a :func:`record_line`."""
+    record = json.loads(text)
+    if not isinstance(record, dict):
+        raise ValueError("a record line holds a JSON object")
+    return record
+
+
 def append_record(path: Path, record: dict[str, Any]) -> None:
     """Append one record as one whole line, then fsync; raises OSError when it is not on disk.
 
@@ -140,7 +157,7 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
     whole; a write that fails part-way has its partial line cut off again, so the file never
     holds half a record that the next append would run into.
     """
-    data = (json.dumps(record, ensure_ascii=True, sort_keys=False) + "\n").encode("ascii")
+    data = (record_line(record) + "\n").encode("ascii")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -41,6 +41,7 @@ from swe_residual.agents import (
     passed_env_names,
 )
 from swe_residual.agents.base import AgentResult
+from swe_residual.agents.identity import agent_files
 from swe_residual.verifier.canary import canary
 from swe_residual.states.diffparse import changed_files
 from swe_residual.verifier.collect import collect_notes, host_path
@@ -497,7 +498,7 @@ def run_item(
         opened_files=tuple(opened) if opened is not None else None,
         inspected=inspected_any,
         budget=RecordBudget(budget.timeout_sec, budget.max_steps, budget.cost_limit),
-        agent_config=AgentConfig.hashed({**options.agent_config(), **_describe(agent)}),
+        agent_config=AgentConfig.hashed({**options.agent_config(), **_describe(agent, options.agent_spec or agent_name)}),
         cost=final.cost if final.cost_known else None,
         tokens=Tokens(final.tokens.get("prompt"), final.tokens.get("completion")) if final.tokens is not None else None,
         fidelity=final.fidelity,
@@ -576,10 +577,15 @@ def _verifier_notes(task: Task, final: _Attempt) -> list[str]:
     return notes
 
 
-def _describe(agent: Agent | None) -> dict[str, Any]:
-    """An agent's own account of its configuration (harness, version, model), if it gives one."""
+def _describe(agent: Agent | None, spec: str | None) -> dict[str, Any]:
+    """An agent's own account of its configuration (harness, version, model, the digests of a
+    `cmd:` agent's files), if it gives one, with a `module:` agent's source digests."""
     describe = getattr(agent, "describe", None)
-    return dict(describe()) if callable(describe) else {}
+    own = dict(describe()) if callable(describe) else {}
+    files = agent_files(spec, agent) if agent is not None else {}
+    if files:
+        own["files"] = {**files, **(own.get("files") or {})}
+    return own
 
 
 def _redact_artifacts(run_dir: Path, artifacts: list[str], secrets: list[str]) -> None:

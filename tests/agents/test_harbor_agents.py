@@ -57,6 +57,14 @@ REPAIR = finished(f"cat {CONF}", "chmod 0700 /srv/backups/data && backupctl chec
 ACCEPT = finished(f"cat {CONF}", "backupctl check")
 
 
+@pytest.fixture(autouse=True)
+def model_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys for the models named here (checked before a run: tests/run/test_credentials.py); the
+    model servers of these tests take any, and nothing here reaches a vendor."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+
+
 @pytest.fixture(scope="module")
 def harbor_ready() -> None:
     if not os.access(harbor_python(), os.X_OK):

@@ -5,6 +5,9 @@ writer per run directory (issue 23), through the real plugin in subprocesses.
   models merged by `swe-residual report` are two rows.
 - One agent name with two configurations (here two step limits) is an error naming both
   hashes and where each came from, in a merge and in the summary of one results file.
+- An agent's program is part of its configuration, by content: two scripts at one path
+  (`cmd:`), or two versions of a module (`module:`), are two configurations whose merge is
+  refused; the same bytes give the same hash.
 - `--resume=DIR` alone reuses the run's configuration (run.json); a changed one is refused.
 - A second run on a run directory in use (same --run-id, or a second --resume) stops at once,
   naming the process that holds it.
@@ -12,6 +15,7 @@ writer per run directory (issue 23), through the real plugin in subprocesses.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -84,6 +88,65 @@ def test_one_agent_name_with_two_configurations_is_an_error_naming_both(suite: p
     for record in five[:1] + six[:1]:
         append_record(joined, record)
     assert cli_main(["report", str(joined), "--out", str(tmp_path / "j")]) == 2
+
+
+def _merge(suite: pytest.Pytester, out: Path, *run_ids: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "swe_residual.cli.main", "report", *(f"out/{r}" for r in run_ids), "--out", str(out)],
+        cwd=suite.path, capture_output=True, text=True, check=False,
+    )
+
+
+AGENT_V1 = "#!/bin/sh\necho first version\n"
+AGENT_V2 = "#!/bin/sh\necho second version\n"
+
+
+def test_two_programs_at_one_path_are_two_configurations(suite: pytest.Pytester, tmp_path: Path) -> None:
+    script = suite.path / "agent.sh"
+    hashes: dict[str, str] = {}
+    for run_id, text in (("v1", AGENT_V1), ("v2", AGENT_V2), ("v1again", AGENT_V1)):
+        script.write_text(text)
+        script.chmod(0o755)
+        result = run(suite, "--agent=cmd:./agent.sh", "-m", "clean", "-k", "alpha", f"--run-id={run_id}")
+        assert result.ret == 0, result.stdout.str()
+        (record,) = records(suite.path / "out" / run_id)
+        assert record["agent"] == "cmd:./agent.sh"
+        assert record["agent_config"]["files"] == {"agent.sh": hashlib.sha256(text.encode()).hexdigest()}
+        hashes[run_id] = record["agent_config"]["hash"]
+    assert hashes["v1"] != hashes["v2"] and hashes["v1"] == hashes["v1again"]
+    refused = _merge(suite, tmp_path / "m", "v1", "v2")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "agent 'cmd:./agent.sh' has two configurations" in refused.stderr
+    assert hashes["v1"] in refused.stderr and hashes["v2"] in refused.stderr
+    assert not (tmp_path / "m" / "summary.json").exists()
+    same = _merge(suite, tmp_path / "same", "v1", "v1again")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert json.loads((tmp_path / "same" / "summary.json").read_text())["agents"].keys() == {"cmd:./agent.sh"}
+
+
+MODULE_AGENT = """from swe_residual.agents.base import SUBMITTED, AgentResult
+
+
+class Agent:
+    name = "identity-agent"
+
+    def run(self, session):
+        session.exec("echo {word}")
+        return AgentResult(SUBMITTED)
+"""
+
+
+def test_two_versions_of_a_module_agent_are_two_configurations(suite: pytest.Pytester, tmp_path: Path) -> None:
+    for run_id, word in (("m1", "one"), ("m2", "two")):
+        (suite.path / "identity_agent.py").write_text(MODULE_AGENT.format(word=word))
+        result = run(suite, "--agent=module:identity_agent:Agent", "-m", "clean", "-k", "alpha", f"--run-id={run_id}")
+        assert result.ret == 0, result.stdout.str()
+    (one,), (two,) = records(suite.path / "out" / "m1"), records(suite.path / "out" / "m2")
+    digest = hashlib.sha256(MODULE_AGENT.format(word="two").encode()).hexdigest()
+    assert two["agent_config"]["files"] == {"identity_agent.py": digest}
+    assert one["agent_config"]["hash"] != two["agent_config"]["hash"]
+    refused = _merge(suite, tmp_path / "m", "m1", "m2")
+    assert refused.returncode == 2 and "has two configurations" in refused.stderr, refused.stderr
 
 
 def test_resume_alone_reuses_the_run_configuration(suite: pytest.Pytester) -> None:
