@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,29 +21,50 @@ from swe_residual.verifier import channel_plugin
 CHANNEL_VARIABLE = channel_plugin.CHANNEL_VARIABLE
 MODULE_FILE = f"{channel_plugin.MODULE_NAME}.py"
 PTH_FILE = f"{channel_plugin.MODULE_NAME}.pth"
-
-# Copies the module and its .pth file from a staging directory ($1) into every site-packages (or
-# dist-packages) directory holding pytest, the root file system only (no /proc, no tmpfs). It
-# prints each directory it installed into.
-INSTALL_SCRIPT = r"""
-stage="$1"
-find / -xdev \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type d -name _pytest -print 2>/dev/null |
-while IFS= read -r found; do
-  packages="${found%/_pytest}"
-  case "$packages" in
-    *-packages) cp "$stage/MODULE" "$stage/PTH" "$packages/" 2>/dev/null && echo "$packages" ;;
-  esac
-done
-exit 0
-""".replace("MODULE", MODULE_FILE).replace("PTH", PTH_FILE)
+# Where the verifier environment's reporter is staged (a directory with a nonce), and where it
+# writes: a dot file in the verifier's log directory, so it comes back with the logs in the same
+# request, and a `mv /logs/verifier/*` (DeepSWE's test.sh tidies its logs so) leaves it alone.
+STAGE_PREFIX = "/var/tmp/.swe-residual-verdict-"
+CHANNEL_PREFIX = ".swe-residual-verdict-"
 
 
-def plugin_files() -> dict[str, bytes]:
-    """The files to stage for INSTALL_SCRIPT: the reporter and the .pth line importing it."""
-    return {
-        MODULE_FILE: Path(channel_plugin.__file__).read_bytes(),
-        PTH_FILE: f"import {channel_plugin.MODULE_NAME}\n".encode(),
-    }
+@dataclass(frozen=True)
+class Reporter:
+    """One verification's reporter: its staging directory and its channel, each with a nonce."""
+
+    stage: str
+    channel_name: str  # a file of the verifier's log directory
+
+    @classmethod
+    def new(cls) -> Reporter:
+        return cls(STAGE_PREFIX + secrets.token_hex(8), CHANNEL_PREFIX + secrets.token_hex(8) + ".jsonl")
+
+    def files(self) -> dict[str, bytes]:
+        """Container path -> bytes to place before the install: the reporter and its .pth line."""
+        return {
+            f"{self.stage}/{MODULE_FILE}": Path(channel_plugin.__file__).read_bytes(),
+            f"{self.stage}/{PTH_FILE}": f"import {channel_plugin.MODULE_NAME}\n".encode(),
+        }
+
+    def install_command(self) -> str:
+        """Shell that copies the staged files into every site-packages (or dist-packages)
+        directory holding pytest, on the root file system only; silent, and never failing the
+        command it precedes (a verifier without pytest runs without the reporter)."""
+        stage = shlex.quote(self.stage)
+        return (
+            "find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type d -name _pytest -print "
+            "2>/dev/null | while IFS= read -r found; do packages=\"${found%/_pytest}\"; "
+            f"case \"$packages\" in *-packages) cp {stage}/{MODULE_FILE} {stage}/{PTH_FILE} \"$packages/\" "
+            "2>/dev/null ;; esac; done"
+        )
+
+    def take_channel(self, files: dict[str, bytes]) -> bytes:
+        """Remove the channel from the verifier's log files (it is not the task's) and return it;
+        b"" when no pytest of the verifier loaded the reporter."""
+        found = b""
+        for name in [name for name in files if name.rsplit("/", 1)[-1] == self.channel_name]:
+            found += files.pop(name)
+        return found
 
 
 PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"

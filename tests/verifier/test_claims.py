@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_residual.verifier.channel import CHANNEL_VARIABLE, INSTALL_SCRIPT, aliases, junit_id, plugin_files, read_channel
+from swe_residual.verifier.channel import CHANNEL_VARIABLE, Reporter, aliases, junit_id, read_channel
 from swe_residual.verifier.claims import check_claim
 from swe_residual.verifier.expected import CLEAN_RUN, METADATA, REQUIRED, ExpectedTests
 from swe_residual.verifier.outputs import Verdict
@@ -142,28 +142,32 @@ def test_the_reporter_loads_before_the_tests_even_under_isolated_mode(tmp_path: 
     python = venv / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    (Path(purelib) / "_pytest").mkdir()  # the install script looks for pytest's package beside it
+    (Path(purelib) / "_pytest").mkdir()  # the install looks for pytest's package beside it
     stage = tmp_path / "stage"
-    stage.mkdir()
-    for name, data in plugin_files().items():
-        (stage / name).write_bytes(data)
-    installed = subprocess.run(["sh", "-c", INSTALL_SCRIPT.replace("find / -xdev", f"find {venv}"), "sh", str(stage)],
-                               capture_output=True, text=True, check=True).stdout.split()
-    assert installed == [purelib]
+    reporter = Reporter(str(stage), "channel.jsonl")
+    for path, data in reporter.files().items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(data)
+    install = reporter.install_command().replace("find / -xdev", f"find {venv}")
+    subprocess.run(["sh", "-c", install], check=True)
+    assert sorted(p.name for p in Path(purelib).glob("swe_residual_verdict*")) == ["swe_residual_verdict.pth",
+                                                                                 "swe_residual_verdict.py"]
     (Path(purelib) / "_pytest").rmdir()
     work = tmp_path / "work"
     work.mkdir()
     (work / "calc.py").write_text("import os\nos._exit(0)\n")
     (work / "test_calc.py").write_text("import calc\n\ndef test_one():\n    pass\n")
     (work / "test_first.py").write_text("def test_zero():\n    pass\n")
-    channel = tmp_path / "channel.jsonl"
+    channel = tmp_path / reporter.channel_name
     env = {**os.environ, CHANNEL_VARIABLE: str(channel), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env.pop("PYTEST_PLUGINS", None)
     env.pop("PYTEST_ADDOPTS", None)
     done = subprocess.run([str(python), "-I", "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_first.py",
                            "test_calc.py"], cwd=work, env=env, capture_output=True, text=True)
     assert done.returncode == 0  # the forger's exit status, as the task's test.sh would see it
-    report = read_channel(channel.read_bytes())
+    logs = {"reports/x.xml": b"", reporter.channel_name: channel.read_bytes()}
+    report = read_channel(reporter.take_channel(logs))
+    assert logs == {"reports/x.xml": b""}  # the channel is not one of the task's log files
     (session,) = report.sessions
     assert not session.finished and report.unfinished == 1
     assert str(work / "test_calc.py") in report.files

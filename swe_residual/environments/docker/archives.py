@@ -77,9 +77,10 @@ def directory_archive(root: Path) -> bytes:
     return buffer.getvalue()
 
 
-def rooted_archive(entries: list[tuple[str, Path]]) -> bytes:
-    """A tar to extract at `/`: each host file or directory at its absolute container path, with
-    its parent directories, owned by root. One request places them all, wherever they go."""
+def rooted_archive(entries: list[tuple[str, Path]], files: dict[str, bytes] | None = None) -> bytes:
+    """A tar to extract at `/`: each host file or directory at its absolute container path, and
+    each of `files` (absolute container path -> bytes), with their parent directories, owned by
+    root. One request places them all, wherever they go."""
     buffer = io.BytesIO()
 
     def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -99,6 +100,18 @@ def rooted_archive(entries: list[tuple[str, Path]]) -> bytes:
                 archive.addfile(info)
                 parent = posixpath.dirname(parent)
             archive.add(host, arcname=name, filter=as_root)
+        for container_path, data in sorted((files or {}).items()):
+            name = posixpath.normpath(container_path).lstrip("/")
+            parent = posixpath.dirname(name)
+            while parent and parent not in parents:
+                parents.add(parent)
+                info = tarfile.TarInfo(parent)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
+                archive.addfile(info)
+                parent = posixpath.dirname(parent)
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
 

@@ -35,7 +35,7 @@ from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
 from swe_residual.errors import InfraError
 from swe_residual.dataset.task import Task
-from swe_residual.verifier.channel import CHANNEL_VARIABLE, INSTALL_SCRIPT, plugin_files
+from swe_residual.verifier.channel import CHANNEL_VARIABLE, Reporter
 from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env
 from swe_residual.verifier.environment import (
     SHARED,
@@ -58,9 +58,6 @@ MAX_ARTIFACT_FILE_BYTES = 256 * 1024 * 1024
 
 # The verifier's HOME, fresh for each run of test.sh (on the container's scratch tmpfs).
 SCRATCH_HOME = "/tmp/swe-residual/verifier-home"
-# Where the suite's own pytest reporter is staged and writes (a name with a nonce, per run of
-# test.sh); on the container's own file system, which the engine's archive API reads (not a mount).
-REPORTER_STAGE = "/var/tmp/.swe-residual-verdict"
 
 
 def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
@@ -98,7 +95,7 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
         return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
                               artifacts=tuple(present), error=error)
     if plan.source == SHARED:
-        output = _run_tests(environment, task, fresh_container=False)
+        output = _run_tests(environment, task, Reporter.new(), fresh_container=False)
     else:
         output = _verify_separately(backend, environment, task, plan, artifacts_dir, present)
     return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
@@ -126,15 +123,16 @@ def _verify_separately(backend: DockerBackend, environment: DockerEnvironment, t
                        plan: VerifierEnvironmentPlan, artifacts_dir: Path, present: list[str]) -> VerifierOutput:
     image, head = verifier_image(backend, task, plan)
     spec = StartSpec(environment.spec.run_id, environment.spec.item_id + ":verifier", environment.spec.attempt)
+    reporter = Reporter.new()
     with backend.start_container(image, task, spec, plan.network, head, cpus=plan.cpus, memory_mb=plan.memory_mb,
                                  env=plan.env, kind="verifier") as fresh:
-        # The artifacts at their own paths and, unless bundled, the hidden tests: one archive.
+        # The artifacts at their own paths, unless bundled the hidden tests, and the suite's own
+        # pytest reporter: one archive.
         entries = [(source, host_path(artifacts_dir, source)) for source in present]
         if not plan.bundled_tests:
             entries.append((TESTS_DIR, task.tests_dir))
-        if entries:
-            fresh.copy_in(rooted_archive(entries), "/")
-        return _run_tests(fresh, task, fresh_container=True)
+        fresh.copy_in(rooted_archive(entries, reporter.files()), "/")
+        return _run_tests(fresh, task, reporter, fresh_container=True)
 
 
 def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
@@ -171,9 +169,11 @@ def _copy_out(environment: DockerEnvironment, source: str, target: Path) -> None
         path.write_bytes(data)
 
 
-def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: bool) -> VerifierOutput:
+def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *,
+               fresh_container: bool) -> VerifierOutput:
     """Run test.sh: in the agent's container (the tests uploaded only now), or in a fresh one
-    that already holds them."""
+    that already holds them (and the reporter's staged files). The suite's own pytest reporter
+    is installed by the same command, right before test.sh (swe_residual/verifier/channel.py)."""
     # Whatever the agent put at /tests or in the log directory (a reward file of its own
     # making) is deleted first; a fresh container gets an empty log directory.
     clear = f"rm -rf {VERIFIER_LOGS_DIR} && mkdir -p {VERIFIER_LOGS_DIR}"
@@ -184,29 +184,29 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
         if done.exit_code != 0:
             raise InfraError(f"could not clear the verifier's directories: {done.stderr.decode(errors='replace')[-500:]}",
                              stage="verifier")
-        environment.copy_in(rooted_archive([(TESTS_DIR, task.tests_dir)]), "/")
+        environment.copy_in(rooted_archive([(TESTS_DIR, task.tests_dir)], reporter.files()), "/")
         # What the agent's container holds now must be what was copied in (a process left on the
         # machine track may rewrite it): hashed on the host, through the engine, now and after.
         expected = test_digests(task.tests_dir)
         changed = changed_tests(expected, _digests_in(environment, TESTS_DIR))
     paths = {"TESTS_DIR": TESTS_DIR, "VERIFIER_LOGS_DIR": VERIFIER_LOGS_DIR, "APP_DIR": environment.workdir,
              "ARTIFACTS_DIR": ARTIFACTS_DIR}
+    install = reporter.install_command()
     if fresh_container:  # nothing of the agent's is in it: the task's environment as it is
         env = {**task.config.verifier_env, **paths}
-        command = f"{clear} && exec bash {TESTS_DIR}/test.sh 2>&1"
+        command = f"{install}; {clear} && exec bash {TESTS_DIR}/test.sh 2>&1"
     else:
         # Repo track: a fresh, empty HOME, nothing the agent left in its own reaches the tests.
         # Machine track: the home is part of the machine graded (swe_residual/verifier/inputs.py).
         home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == Track.REPO else None
         env = verifier_env(task, home, paths)
-        command = f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home else f"exec bash {TESTS_DIR}/test.sh 2>&1"
-    channel_path = _install_reporter(environment)
-    if channel_path is not None:
-        env = {**env, CHANNEL_VARIABLE: channel_path}
+        command = f"{install}; " + (f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home
+                                    else f"exec bash {TESTS_DIR}/test.sh 2>&1")
+    env = {**env, CHANNEL_VARIABLE: f"{VERIFIER_LOGS_DIR}/{reporter.channel_name}"}
     result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
                                        cwd=environment.workdir))
     files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
-    channel = _read_channel(environment, channel_path) if channel_path is not None else None
+    channel = reporter.take_channel(files)
     if not fresh_container:
         changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
     return VerifierOutput(
@@ -218,24 +218,6 @@ def _run_tests(environment: DockerEnvironment, task: Task, *, fresh_container: b
         tampered=tuple(changed),
         channel=channel,
     )
-
-
-def _install_reporter(environment: DockerEnvironment) -> str | None:
-    """Stage the suite's pytest reporter and install it next to every pytest of the environment
-    (swe_residual/verifier/channel.py); the channel's path, or None when it could not be staged
-    (then nothing is cross-checked against it)."""
-    stage = f"{REPORTER_STAGE}-{secrets.token_hex(8)}"
-    environment.copy_in(plugin_files(), stage)
-    done = environment.run(["sh", "-c", INSTALL_SCRIPT, "sh", stage], timeout_sec=120)
-    if done.exit_code != 0:
-        return None
-    return f"{stage}/channel-{secrets.token_hex(8)}.jsonl"
-
-
-def _read_channel(environment: DockerEnvironment, path: str) -> bytes:
-    """What the reporter wrote; b"" when no pytest loaded it."""
-    _, files = environment.copy_out_entry(path, MAX_LOG_FILE_BYTES)
-    return next(iter(files.values()), b"")
 
 
 def _digests_in(environment: DockerEnvironment, directory: str) -> dict[str, str]:
