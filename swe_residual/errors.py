@@ -36,3 +36,14 @@ class InfraError(SuiteError):
 
 class ConfigError(SuiteError):
     """A bad setting, named with where it came from (command line, ini, marker)."""
+
+
+class EnvironmentLostByAgent(InfraError):
+    """The agent's container stopped and the engine recorded no cause from outside it: no kill
+    request, no out-of-memory kill, no error of its own (environments/docker/lost.py).
+
+    Nothing but what ran inside could have stopped it, so when this is raised by the agent's own
+    environment (while the agent runs, and the harness's steps on it right after) the runner
+    ends the attempt as the agent's failure, never retried. Raised anywhere else (a start, a
+    canary) nothing of the agent ran there: it stays an InfraError, as its base class says.
+    """
