@@ -308,7 +308,7 @@ def _lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSess
                    durations: dict[str, float], started: float, agent_started: float, environment: Any) -> _Attempt:
     """The attempt whose container stopped with no cause from outside it (`EnvironmentLostByAgent`):
     the agent's failure, never retried; nothing is left to verify, so no verdict."""
-    reason = f"{lost}: the agent's failure (nothing could be verified)"
+    reason = f"{str(lost).removeprefix(f'{lost.stage}: ')}: the agent's failure, nothing could be verified"
     trajectory.final_message = reason
     durations.setdefault("agent_sec", time.monotonic() - agent_started)
     durations["total_sec"] = time.monotonic() - started

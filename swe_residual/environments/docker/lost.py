@@ -100,8 +100,9 @@ def lost_container_error(client: docker.DockerClient, container_id: str, what: s
         return InfraError(f"{prefix}: {evidence.describe_end()}; the engine's events {unread}, "
                           f"so no cause can be told{suffix}")
     return EnvironmentLostByAgent(
-        f"container {container_id[:12]} stopped ({evidence.describe_end()}) and the engine recorded no cause "
-        "from outside it (no kill request, no out-of-memory kill, no engine error): what ran inside stopped it"
+        "the container stopped with no cause from outside it (no kill request, no out-of-memory kill, no engine "
+        f"error in the engine's record): what ran inside stopped it; container {container_id[:12]}, "
+        f"{evidence.describe_end()}"
     )
 
 
