@@ -3,7 +3,8 @@
 A `DatasetError` is a malformed task or state: it names the file and the field, and it only
 affects the items of that task or state. An `InfraError` is a failure of the machinery around
 the agent (environment, engine, verifier): the run is retried from a fresh instance and never
-counted as a task failure.
+counted as a task failure. An `EnvironmentLostByAgent` is an InfraError that the runner
+turns into the agent's failure when it comes from the agent's own environment.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ The failure policy of DESIGN §7: an infrastructure failure (environment, engine
 that is itself broken) is retried from a fresh instance of the same starting state, up to
 `infra_retries` times, every attempt recorded. A model-service failure is such a failure too:
 the agent raises `InfraError` (stage "model"). A task failure (valid verdict 0, budget
-exhausted, the agent's own error) is never retried.
+exhausted, the agent's own error) is never retried. So is a container stopped with no cause
+from outside it (no kill request, no out-of-memory kill, no engine error: the backend raises
+`EnvironmentLostByAgent`) while the agent or the harness's steps on its container up to the
+first verdict use it: the agent's failure, with no verdict (environments/docker/lost.py).
 
 Attribution: when the verifier gives no valid verdict on the agent's final state, the saved
 final state is verified again in a fresh instance (a commit of the container on docker; the
