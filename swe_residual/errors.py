@@ -44,7 +44,11 @@ class EnvironmentLostByAgent(InfraError):
     request, no out-of-memory kill, no error of its own (environments/docker/lost.py).
 
     Nothing but what ran inside could have stopped it, so when this is raised by the agent's own
-    environment (while the agent runs, and the harness's steps on it right after) the runner
-    ends the attempt as the agent's failure, never retried. Raised anywhere else (a start, a
-    canary) nothing of the agent ran there: it stays an InfraError, as its base class says.
+    environment (`environment_id`: while the agent runs, and the harness's steps on it right
+    after) the runner ends the attempt as the agent's failure, never retried. Raised by any other
+    (a start, a separate verifier, a canary) it stays an InfraError, as its base class says.
     """
+
+    def __init__(self, message: str, *, environment_id: str = "") -> None:
+        self.environment_id = environment_id
+        super().__init__(message)

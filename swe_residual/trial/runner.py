@@ -355,8 +355,8 @@ def _one_attempt(
         )
         fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()
-        # Until the first verdict everything runs on the agent's own container: one that stopped
-        # with no cause from outside it is the agent's doing (environments/docker/lost.py).
+        # Until the first verdict the agent's own container is in use: one that stopped with no
+        # cause from outside it is the agent's doing (environments/docker/lost.py).
         try:
             termination, message, result = _agent_run(agent, session, options.watchdog_exceptions)
             trajectory.final_message = message
@@ -374,6 +374,8 @@ def _one_attempt(
             verify_started = time.monotonic()
             verification = _verify(backend, environment, task, acceptance, artifacts_dir)
         except EnvironmentLostByAgent as lost:
+            if lost.environment_id != getattr(environment, "container_id", None):
+                raise  # another container (a separate verifier's): nothing says the agent stopped it
             return _lost_by_agent(number, lost, session, trajectory, durations, started, agent_started,
                                   environment)
         if not verification.verdict.valid:

@@ -102,7 +102,8 @@ def lost_container_error(client: docker.DockerClient, container_id: str, what: s
     return EnvironmentLostByAgent(
         "the container stopped with no cause from outside it (no kill request, no out-of-memory kill, no engine "
         f"error in the engine's record): what ran inside stopped it; container {container_id[:12]}, "
-        f"{evidence.describe_end()}"
+        f"{evidence.describe_end()}",
+        environment_id=container_id,
     )
 
 
