@@ -3,7 +3,8 @@
 A `DatasetError` is a malformed task or state: it names the file and the field, and it only
 affects the items of that task or state. An `InfraError` is a failure of the machinery around
 the agent (environment, engine, verifier): the run is retried from a fresh instance and never
-counted as a task failure.
+counted as a task failure. An `EnvironmentLostByAgent` is an InfraError that the runner
+turns into the agent's failure when it comes from the agent's own environment.
 """
 
 from __future__ import annotations
@@ -36,3 +37,18 @@ class InfraError(SuiteError):
 
 class ConfigError(SuiteError):
     """A bad setting, named with where it came from (command line, ini, marker)."""
+
+
+class EnvironmentLostByAgent(InfraError):
+    """The agent's container stopped and the engine recorded no cause from outside it: no kill
+    request, no out-of-memory kill, no error of its own (environments/docker/lost.py).
+
+    Nothing but what ran inside could have stopped it, so when this is raised by the agent's own
+    environment (`environment_id`: while the agent runs, and the harness's steps on it right
+    after) the runner ends the attempt as the agent's failure, never retried. Raised by any other
+    (a start, a separate verifier, a canary) it stays an InfraError, as its base class says.
+    """
+
+    def __init__(self, message: str, *, environment_id: str = "") -> None:
+        self.environment_id = environment_id
+        super().__init__(message)

@@ -73,15 +73,25 @@ REWRITE_LOOP = (
     "done; sleep 0.02; done' >/dev/null 2>&1 < /dev/null &"
 )
 
+# Signals to the container's PID 1 (issue 33): with the engine's init each of the first two
+# stopped the container (a lost container: infrastructure, retried, excluded).
+KILL_INIT = {"term": "kill -TERM 1", "kill-all": "kill -9 -1", "kill": "kill -KILL 1", "stop": "kill -STOP 1"}
+
+# The fix of the factory's task from its clean start and from its Residual State alike (the
+# predecessor left `return max(low, value)`).
+SOLVE_CLAMP = "sed -i -E 's/^    return (value|max\\(low, value\\))$/    return max(low, min(value, high))/' calc.py"
+
 # Machine task: the request is to leave /srv/done holding "ok".
 MACHINE_FIX = "mkdir -p /srv && echo ok > /srv/done"
 
 
 def attack_task(root: Path, task_id: str, *, environment_mode: str = "shared", **options: object) -> Path:
-    """The factory's repo task (no residual state) with a plain test.sh and a short verifier timeout."""
+    """The factory's repo task (no residual state unless `states` says) with a plain test.sh and a
+    short verifier timeout."""
+    options.setdefault("states", {})
     options.setdefault("verifier_timeout_sec", 15.0)
     options.setdefault("test_sh", PLAIN_TEST_SH)
-    return make_task(root, task_id, states={}, environment_mode=environment_mode, **options)  # type: ignore[arg-type]
+    return make_task(root, task_id, environment_mode=environment_mode, **options)  # type: ignore[arg-type]
 
 
 def machine_task(root: Path, task_id: str) -> Path:

@@ -4,7 +4,10 @@ The failure policy of DESIGN §7: an infrastructure failure (environment, engine
 that is itself broken) is retried from a fresh instance of the same starting state, up to
 `infra_retries` times, every attempt recorded. A model-service failure is such a failure too:
 the agent raises `InfraError` (stage "model"). A task failure (valid verdict 0, budget
-exhausted, the agent's own error) is never retried.
+exhausted, the agent's own error) is never retried. So is a container stopped with no cause
+from outside it (no kill request, no out-of-memory kill, no engine error: the backend raises
+`EnvironmentLostByAgent`) while the agent or the harness's steps on its container up to the
+first verdict use it: the agent's failure, with no verdict (environments/docker/lost.py).
 
 Attribution: when the verifier gives no valid verdict on the agent's final state, the saved
 final state is verified again in a fresh instance (a commit of the container on docker; the
@@ -46,7 +49,7 @@ from swe_residual.verifier.canary import canary
 from swe_residual.states.diffparse import changed_files
 from swe_residual.verifier.collect import collect_notes, host_path
 from swe_residual.environments.base import Backend, StartSpec, VerifierOutput
-from swe_residual.errors import DatasetError, InfraError
+from swe_residual.errors import DatasetError, EnvironmentLostByAgent, InfraError
 from swe_residual.handoff.views import BLIND, view_suffix
 from swe_residual.handoff.file import give_handoff
 from swe_residual.metrics.inspection import inspected, opened_files
@@ -304,6 +307,39 @@ def _verification_record(verification: _Verification | None, artifacts_dir: Path
     }
 
 
+def _agent_run(agent: Agent, session: AgentSession, watchdog_exceptions: tuple[type[BaseException], ...],
+               ) -> tuple[str, str | None, AgentResult | None]:
+    """(termination, message, result) of the agent's run; the harness's own failures raise."""
+    try:
+        result = run_agent(agent, session, watchdog_exceptions)
+    except BudgetExhausted as exhausted:
+        return exhausted.termination, str(exhausted), None
+    except (InfraError, DatasetError):
+        raise
+    except Exception as exc:  # the agent's own crash is its failure, not the harness's
+        # The frames are the agent's own (it ran in a worker thread): the innermost ones say where.
+        frames = "".join(traceback.format_exception(exc, limit=-5))
+        return Termination.AGENT_ERROR, f"{type(exc).__name__}: {exc}\n{frames}", None
+    termination = result.termination if result is not None else Termination.SUBMITTED
+    if termination == Termination.SUBMITTED and session.remaining_sec() < 0:
+        termination = Termination.TIME_LIMIT  # ran past its wall time without calling the environment
+    return termination, result.message if result is not None else None, result
+
+
+def _lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSession, trajectory: Trajectory,
+                   durations: dict[str, float], started: float, agent_started: float, environment: Any) -> _Attempt:
+    """The attempt whose container stopped with no cause from outside it (`EnvironmentLostByAgent`):
+    the agent's failure, never retried; nothing is left to verify, so no verdict."""
+    reason = f"{str(lost).removeprefix(f'{lost.stage}: ')}: the agent's failure, nothing could be verified"
+    trajectory.final_message = reason
+    durations.setdefault("agent_sec", time.monotonic() - agent_started)
+    durations["total_sec"] = time.monotonic() - started
+    return _Attempt(number, Outcome.FAILURE, Termination.AGENT_ERROR, trajectory=trajectory, message=reason,
+                    error=reason, durations=durations, cost=session.cost, engine=getattr(environment, "engine", None),
+                    actions_recorded=session.actions_recorded, workdir=environment.workdir, tokens=session.tokens,
+                    cost_known=session.cost_known)
+
+
 def _one_attempt(
     number: int,
     task: Task,
@@ -338,37 +374,29 @@ def _one_attempt(
         )
         fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()
-        message = None
-        result = None
+        # Until the first verdict the agent's own container is in use: one that stopped with no
+        # cause from outside it is the agent's doing (environments/docker/lost.py).
         try:
-            result = run_agent(agent, session, options.watchdog_exceptions)
-            termination = result.termination if result is not None else Termination.SUBMITTED
-            message = result.message if result is not None else None
-            if termination == Termination.SUBMITTED and session.remaining_sec() < 0:
-                termination = Termination.TIME_LIMIT  # ran past its wall time without calling the environment
-        except BudgetExhausted as exhausted:
-            termination, message = exhausted.termination, str(exhausted)
-        except (InfraError, DatasetError):
-            raise
-        except Exception as exc:  # the agent's own crash is its failure, not the harness's
-            termination = Termination.AGENT_ERROR
-            # The frames are the agent's own (it ran in a worker thread): the innermost ones say where.
-            frames = "".join(traceback.format_exception(exc, limit=-5))
-            message = f"{type(exc).__name__}: {exc}\n{frames}"
-        trajectory.final_message = message
-        if handoff is not None:  # gone before the patch, the collect steps and the verifier
-            handoff.take_back()
-        # What the agent spent: charged to the session, or reported on its result.
-        cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
-        durations["agent_sec"] = time.monotonic() - agent_started
-        _stop_agent_processes(environment, task)
-        # A machine-track start has no repository to diff: its work is the machine itself.
-        # The whole final working tree against the base commit (what Kept and Left-out read),
-        # taken before the collect steps run and whatever the task's grading rule is.
-        final_patch, capture_note = _capture(environment) if task.track == Track.REPO else (None, None)
-        notes = (capture_note,) if capture_note else ()
-        verify_started = time.monotonic()
-        verification = _verify(backend, environment, task, acceptance, artifacts_dir)
+            termination, message, result = _agent_run(agent, session, options.watchdog_exceptions)
+            trajectory.final_message = message
+            if handoff is not None:  # gone before the patch, the collect steps and the verifier
+                handoff.take_back()
+            # What the agent spent: charged to the session, or reported on its result.
+            cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
+            durations["agent_sec"] = time.monotonic() - agent_started
+            _stop_agent_processes(environment, task)
+            # A machine-track start has no repository to diff: its work is the machine itself.
+            # The whole final working tree against the base commit (what Kept and Left-out read),
+            # taken before the collect steps run and whatever the task's grading rule is.
+            final_patch, capture_note = _capture(environment) if task.track == Track.REPO else (None, None)
+            notes = (capture_note,) if capture_note else ()
+            verify_started = time.monotonic()
+            verification = _verify(backend, environment, task, acceptance, artifacts_dir)
+        except EnvironmentLostByAgent as lost:
+            if lost.environment_id != getattr(environment, "container_id", None):
+                raise  # another container (a separate verifier's): nothing says the agent stopped it
+            return _lost_by_agent(number, lost, session, trajectory, durations, started, agent_started,
+                                  environment)
         if not verification.verdict.valid:
             first_error = verification.verdict.error
             verification = _reverify_saved(backend, environment, task, final_patch, spec, acceptance, artifacts_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -28,7 +29,8 @@ from swe_residual.environments.docker import (
     DockerBackend,
     DockerEnvironment,
 )
-from swe_residual.errors import InfraError
+from swe_residual.environments.docker.harness_tools import leftover_processes
+from swe_residual.errors import EnvironmentLostByAgent, InfraError
 from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
 from swe_residual.dataset.task import Task, load_task
 
@@ -149,12 +151,67 @@ def test_200_mb_of_output_costs_the_harness_a_few_mib(task: Task, tmp_path: Path
 
 def test_exec_in_a_container_removed_behind_the_backend_is_an_infra_error(env: DockerEnvironment) -> None:
     env.client.api.remove_container(env.container_id, force=True)
-    with pytest.raises(InfraError, match="lost"):
+    with pytest.raises(InfraError, match="lost") as raised:
         env.exec("true")
+    assert type(raised.value) is InfraError and "removed from outside" in str(raised.value)
     with pytest.raises(InfraError, match="lost"):
         env.write_file("x.txt", b"x")
     with pytest.raises(InfraError, match="lost"):
         env.copy_out("/etc/hostname")
+
+
+def _running(env: DockerEnvironment) -> bool:
+    return bool(env.client.api.inspect_container(env.container_id)["State"]["Running"])
+
+
+# Before issue 33 each of these stopped the container (docker-init forwards SIGTERM and exits
+# when its child dies): the agent's failure became an infrastructure error.
+@pytest.mark.parametrize("attack", ["kill -TERM 1", "kill -9 -1", "kill -KILL 1", "kill -STOP 1", "kill -INT 1",
+                                    "kill -HUP 1", "kill -SEGV 1", "kill -15 -1"])
+def test_nothing_inside_the_container_can_stop_its_pid_1(env: DockerEnvironment, attack: str) -> None:
+    env.exec(f"{attack}; sleep 0.3", timeout_sec=30)  # `kill -9 -1` ends the exec's own `timeout` too
+    assert _running(env)
+    state = env.exec("sleep 0.5; ps -o stat= -p 1; ps -eo ppid=,args=", timeout_sec=30)
+    assert state.exit_code == 0 and not state.stdout.startswith("T"), state.output  # never stopped
+    assert "1 sleep 2147483647" in " ".join(state.stdout.split()), state.stdout  # the idle child is back
+    assert leftover_processes(env) == []  # and recognized as the container's own
+
+
+def test_orphans_are_reaped(env: DockerEnvironment) -> None:
+    # Children orphaned to PID 1 that end: none may stay a zombie (<defunct>).
+    env.exec("for i in 1 2 3 4 5; do (sleep 0.2 &); setsid sh -c 'sleep 0.1 & exit 0'; done; sleep 1.5",
+             timeout_sec=30)
+    listing = env.exec("ps -eo stat=,pid=,ppid=,args=", timeout_sec=30).stdout
+    assert "defunct" not in listing and not any(line.split()[0].startswith("Z") for line in listing.splitlines()), listing
+
+
+def test_a_process_left_behind_is_not_mistaken_for_the_idle_one(env: DockerEnvironment) -> None:
+    # The same command line as the idle sleep, orphaned to PID 1: still a process of the agent's.
+    env.exec("setsid sleep 2147483647 > /dev/null 2>&1 < /dev/null & sleep 0.5", timeout_sec=30)
+    assert leftover_processes(env) == ["sleep 2147483647"]
+    assert env.stop_processes() == 1 and leftover_processes(env) == []
+
+
+def test_a_container_killed_from_the_host_is_infrastructure_with_the_engines_evidence(env: DockerEnvironment) -> None:
+    env.client.api.kill(env.container_id)  # a host `docker kill`: the engine records a kill event
+    with pytest.raises(InfraError) as raised:
+        env.exec("true", timeout_sec=30)
+    assert type(raised.value) is InfraError, raised.value  # never the agent's
+    assert "is lost (not running): engine event: kill (signal 9) at " in str(raised.value)
+    assert "exit code 137" in str(raised.value)
+
+
+def test_init_ended_with_no_cause_from_outside_is_lost_by_what_ran_inside(env: DockerEnvironment) -> None:
+    # What an agent could do if anything inside could end PID 1. Caused from the host here
+    # (the engine shares this host's processes): a signal the engine never sees, so no event.
+    pid = env.client.api.inspect_container(env.container_id)["State"]["Pid"]
+    assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sh", b"-c"]  # the same process
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(EnvironmentLostByAgent, match="no cause from outside it") as raised:
+        env.exec("true", timeout_sec=30)
+    assert "exit code 137" in str(raised.value)
+    with pytest.raises(EnvironmentLostByAgent):  # the harness's own steps say the same
+        env.stop_processes()
 
 
 def test_a_container_killed_during_a_command_is_lost(env: DockerEnvironment) -> None:
@@ -162,8 +219,9 @@ def test_a_container_killed_during_a_command_is_lost(env: DockerEnvironment) -> 
     try:
         killer = subprocess.Popen([sys.executable, "-c", (
             "import docker, sys, time; time.sleep(1); docker.from_env().api.kill(sys.argv[1])"), env.container_id])
-        with pytest.raises(InfraError, match="lost"):
+        with pytest.raises(InfraError, match="lost") as raised:
             env.exec("sleep 60", timeout_sec=30)
+        assert "engine event: kill (signal 9)" in str(raised.value) and type(raised.value) is InfraError
         killer.wait(timeout=30)
     finally:
         client.close()

@@ -3,8 +3,8 @@
 Each run is `pytest` in a subprocess, as a user starts it, with the scripted agent
 `InjectsFaults` (tests/scripted_agents.py) doing what each task's request asks:
 
-- a container `docker kill`ed from the host while its agent runs -> infra error, retried from a
-  fresh container, the second attempt recorded;
+- a container `docker kill`ed from the host while its agent runs -> infra error (the engine's kill
+  event in its text), retried from a fresh container, the second attempt recorded;
 - a container the engine refuses to create (a 4 MB memory limit, under the engine's minimum) ->
   infra error on every attempt, the item excluded from the metrics;
 - a verifier hanging past its timeout, on the clean state too -> infra (verified again in a
@@ -100,6 +100,8 @@ def test_killed_container_is_retried_from_a_fresh_one(fault_run) -> None:
     record = fault_run["records"][(fault_run["ids"]["killed"], None)]
     first, second = record["attempts"]
     assert first["outcome"] == "infra_error" and "lost (not running)" in first["error"]
+    # The engine's evidence: it was asked to kill the container (issue 33).
+    assert "engine event: kill (signal 9) at " in first["error"] and "exit code 137" in first["error"]
     assert second["outcome"] == "success"
     assert (record["outcome"], record["termination"], record["reward"]) == ("success", "submitted", 1.0)
     assert record["steps"] == 1  # the second attempt's trajectory, not the first's

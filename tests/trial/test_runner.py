@@ -13,6 +13,7 @@ from taskfactory import make_task
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
+from swe_residual.errors import EnvironmentLostByAgent
 from swe_residual.trial.records import REQUIRED_FIELDS
 from swe_residual.trial.runner import RunOptions, run_item
 
@@ -139,3 +140,20 @@ def test_reward_files_written_by_the_agent_gain_nothing(setup) -> None:
     entry, backend, options = setup()
     record = run_item(entry.task, None, resolve_agent("module:scripted_agents:WritesRewardFiles"), backend, options)
     assert record["outcome"] == "failure" and record["reward"] == 0.0
+
+
+class LosesAnotherContainer:
+    """Stands in for a container other than the agent's (a separate verifier's) found stopped with
+    no cause from outside it: raised by hand, as no local environment can be lost that way."""
+
+    name = "loses-another-container"
+
+    def run(self, session):
+        raise EnvironmentLostByAgent("the container stopped with no cause from outside it", environment_id="other")
+
+
+def test_a_container_lost_with_no_cause_that_is_not_the_agents_stays_infra(setup) -> None:
+    entry, backend, options = setup()
+    record = run_item(entry.task, None, LosesAnotherContainer, backend, options)
+    assert record["outcome"] == "infra_error" and len(record["attempts"]) == 3
+    assert all("no cause from outside it" in attempt["error"] for attempt in record["attempts"])

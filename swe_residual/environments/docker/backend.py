@@ -18,7 +18,7 @@ from filelock import FileLock
 
 from swe_residual.agents.environment import AgentEnvironment, AgentInstall, mount_conflict
 from swe_residual.environments.base import Environment, StartSpec, VerifierOutput
-from swe_residual.environments.docker import agent_setup, hygiene, images, states, verification
+from swe_residual.environments.docker import agent_setup, hygiene, idle, images, states, verification
 from swe_residual.environments.docker.engine import (
     ENGINE_EXCEPTIONS,
     PROBE_TIMEOUT_SEC,
@@ -377,8 +377,9 @@ class DockerBackend:
         cpus: float | None = None, memory_mb: int | None = None, env: dict[str, str] | None = None,
         kind: str = "agent",
     ) -> DockerEnvironment:
-        """A running container of `image` with the suite's security options, idling under
-        `sleep infinity`; `cpus`, `memory_mb` and `env` override the task's `[environment]`."""
+        """A running container of `image` with the suite's security options, idling under a PID 1
+        nothing inside it can stop (idle.py); `cpus`, `memory_mb` and `env` override the task's
+        `[environment]`."""
         if self.closed:
             raise InfraError("the docker backend is closed")
         config = task.config
@@ -389,7 +390,7 @@ class DockerBackend:
         cpus = cpus if cpus is not None else config.cpus
         memory_mb = memory_mb if memory_mb is not None else config.memory_mb
         host_config = self.client.api.create_host_config(
-            init=True, network_mode=network, pids_limit=self.pids_limit, cap_drop=["ALL"],
+            network_mode=network, pids_limit=self.pids_limit, cap_drop=["ALL"],
             cap_add=list(KEPT_CAPABILITIES), security_opt=["no-new-privileges"], privileged=False,
             tmpfs={SCRATCH_DIR: SCRATCH_TMPFS},
             nano_cpus=int(cpus * 1e9) if cpus else None,
@@ -403,7 +404,7 @@ class DockerBackend:
         try:
             # An explicit entrypoint: the container idles and everything runs through exec.
             created = self.client.api.create_container(
-                image, command=["infinity"], entrypoint=["sleep"], name=name, working_dir=workdir,
+                image, command=[], entrypoint=idle.ENTRYPOINT, name=name, working_dir=workdir,
                 labels=labels, environment=environment, host_config=host_config,
             )
         except ENGINE_EXCEPTIONS as exc:

@@ -31,6 +31,7 @@ from swe_residual.environments.capped_output import (  # noqa: F401  (the caps a
     OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, CappedOutput,
 )
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, container_running, infra_error
+from swe_residual.environments.docker.lost import lost_container_error
 from swe_residual.errors import InfraError
 
 # How long after an exec's own deadline the host still waits for the engine to end the stream
@@ -170,14 +171,17 @@ def kill_marked(client: docker.DockerClient, container_id: str, token: str) -> N
 
 def lost_or_failed(client: docker.DockerClient, container_id: str, exc: BaseException | None,
                    what: str) -> InfraError:
-    """The InfraError for a failed exec: says whether the container is lost."""
+    """The InfraError for a failed exec: says whether the container is lost, and when it is,
+    why, from the engine's evidence (lost.py; an `EnvironmentLostByAgent` when nothing from
+    outside stopped it)."""
     try:
         running = container_running(client, container_id)
     except InfraError:
         running = False
-    state = "is running" if running else "is lost (not running)"
-    detail = f": {infra_error(exc, what)}" if exc is not None else ""
-    return InfraError(f"docker {what} failed, container {container_id[:12]} {state}{detail}")
+    detail = str(infra_error(exc, what)) if exc is not None else ""
+    if running:
+        return InfraError(f"docker {what} failed, container {container_id[:12]} is running" + (f": {detail}" if detail else ""))
+    return lost_container_error(client, container_id, what, detail)
 
 
 def _frames(sock: object) -> Iterator[tuple[int, bytes]]:

@@ -32,7 +32,9 @@ from filelock import FileLock
 
 from swe_residual.environments.docker.archives import MODE_SYMLINK, extract_tree, file_archive, path_stat, untar_files
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, engine_errors, remove_containers
+from swe_residual.environments.docker.exec import lost_or_failed
 from swe_residual.environments.docker.hygiene import container_labels
+from swe_residual.environments.docker.idle import idle_pids
 from swe_residual.errors import InfraError
 from swe_residual.environments.harness_git import tree_patch
 
@@ -44,28 +46,22 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # A file of the final tree larger than this is left out of the captured patch.
 MAX_CAPTURED_FILE_BYTES = 256 * 1024 * 1024
 MAX_GIT_BINARY_BYTES = 64 * 1024 * 1024
-_IDLE = ("docker-init", "tini", "sleep infinity")
 
 
 # -- processes ----------------------------------------------------------------------------------
 def leftover_processes(environment: DockerEnvironment) -> list[str]:
-    """The container's processes other than its init and idle `sleep infinity`, as the engine
-    lists them."""
-    with engine_errors(f"listing the processes of container {environment.container_id[:12]}"):
+    """The container's processes other than its own idle ones (idle.py), as the engine lists them."""
+    try:
         listing = environment.client.api.top(environment.container_id, ps_args="-o pid,ppid,args")
+    except ENGINE_EXCEPTIONS as exc:  # a stopped container cannot be listed: say why it stopped
+        raise lost_or_failed(environment.client, environment.container_id, exc, "process listing") from exc
     titles = [title.upper() for title in listing.get("Titles") or []]
     rows = listing.get("Processes") or []
     try:
         pid_at, ppid_at, cmd_at = titles.index("PID"), titles.index("PPID"), len(titles) - 1
     except ValueError:
         return [" ".join(row) for row in rows]  # an unknown listing: assume the worst
-    pids = {row[pid_at] for row in rows}
-    inits = {row[pid_at] for row in rows if row[ppid_at] not in pids}
-    idle: set[str] = set(inits)
-    for row in rows:  # the container's own idle command: init's first child running sleep infinity
-        if row[ppid_at] in inits and row[cmd_at].strip() == "sleep infinity":
-            idle.add(row[pid_at])
-            break
+    idle = idle_pids([(row[pid_at], row[ppid_at], row[cmd_at]) for row in rows])
     return [row[cmd_at] for row in rows if row[pid_at] not in idle]
 
 
@@ -91,8 +87,6 @@ def capture_patch(environment: DockerEnvironment) -> str:
             chunks, _ = environment.client.api.get_archive(environment.container_id, environment.workdir)
             extract_tree(chunks, tree, skip_git=True, max_file_bytes=MAX_CAPTURED_FILE_BYTES)
         except ENGINE_EXCEPTIONS as exc:
-            from swe_residual.environments.docker.exec import lost_or_failed
-
             raise lost_or_failed(environment.client, environment.container_id, exc, "export of the final state") from exc
         return tree_patch(tree, base_git, environment.base_commit)
 

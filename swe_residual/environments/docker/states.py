@@ -46,6 +46,7 @@ from swe_residual.environments.docker.engine import (
 )
 from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, owner_labels
+from swe_residual.environments.docker.idle import IDLE_SLEEP
 from swe_residual.environments.docker.images import STATE_REPO, slug
 from swe_residual.errors import DatasetError
 from swe_residual.states.patches import apply_patch
@@ -62,12 +63,12 @@ if TYPE_CHECKING:
 # snapshot (files only).
 FIDELITY_CRIU, FIDELITY_REPLAY, FIDELITY_SNAPSHOT = "criu", "replay", "snapshot"
 LIVE_LABEL = f"{LABEL}.live-processes"
-# Processes left behind by a replay: everything but the container's own init and idle command
-# and the listing itself (the shell running it and its children).
+# Processes left behind by a replay: everything but the container's own init and its idle
+# sleep (idle.py) and the listing itself (the shell running it and its children).
 _LIST_PROCESSES = (
     "ps -eo pid=,ppid=,args= 2>/dev/null | "
     "awk -v me=$$ '$1 != 1 && $1 != me && $2 != me && $3 != \"ps\" "
-    "&& !($3 == \"sleep\" && $4 == \"infinity\" && NF == 4) "
+    f"&& !($2 == 1 && $3 == \"{IDLE_SLEEP[0]}\" && $4 == \"{IDLE_SLEEP[1]}\" && NF == 4) "
     "{ $1 = \"\"; $2 = \"\"; sub(/^ +/, \"\"); print }'"
 )
 

@@ -1,0 +1,166 @@
+"""Why a container stopped, in the engine's own words, and whose failure that is (issue 33).
+
+Nothing inside a container of the suite can stop it (its PID 1, idle.py). When one stopped
+anyway, the engine says who did, and the error carries that evidence:
+
+- the container is gone (removed), its state holds an engine error, the engine was asked to
+  kill it (a `kill` event, with its signal: `docker kill` or `docker stop` on the host, the
+  suite itself), or it ran out of memory (an `oom` event, `OOMKilled`): infrastructure,
+  `InfraError`, retried from a fresh instance;
+- the engine's events reach back to the container's death (its `die` event) and hold none of
+  these: `EnvironmentLostByAgent`, which the runner counts as the agent's failure when it is
+  the agent's own container;
+- the engine keeps only its last events (256 on Docker 20.10): when they no longer reach back
+  to the death, nobody can tell, and it stays infrastructure.
+
+Only the events since the container's last start count: the suite restarts a container to
+stop what the agent left running (harness_tools.py), and that restart's own `kill` is no
+evidence about a later death.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import docker
+
+from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_container
+from swe_residual.errors import EnvironmentLostByAgent, InfraError
+
+# How far past the container's recorded end its events are read: a `die` event is written a
+# moment after `FinishedAt`.
+EVENTS_AFTER_END_SEC = 1.0
+# Event actions that say something from outside stopped the container.
+_KILL, _OOM, _DIE, _START = "kill", "oom", "die", "start"
+
+
+@dataclass(frozen=True)
+class EngineEvent:
+    """One of the engine's events about the container."""
+
+    action: str
+    time_nano: int
+    signal: str | None = None  # of a `kill` event
+
+    def describe(self) -> str:
+        signal = f" (signal {self.signal})" if self.signal else ""
+        return f"engine event: {self.action}{signal} at {_iso(self.time_nano)}"
+
+
+@dataclass(frozen=True)
+class StopEvidence:
+    """What the engine knows of a stopped container: its final state and its events since its
+    last start (`events` is None when they could not be read)."""
+
+    exit_code: int | None
+    oom_killed: bool
+    error: str
+    finished_at: str
+    events: tuple[EngineEvent, ...] | None
+
+    @property
+    def death_seen(self) -> bool:
+        """Whether the events reach back to the container's death (its `die` event)."""
+        return self.events is not None and any(event.action == _DIE for event in self.events)
+
+    def outside_causes(self) -> list[str]:
+        """Evidence that the engine, the host or the memory limit stopped it, one line each."""
+        causes = [event.describe() for event in self.events or () if event.action in (_KILL, _OOM)]
+        if self.oom_killed:
+            causes.append("the engine's state: OOMKilled (the memory limit)")
+        if self.error:
+            causes.append(f"the engine's state: error {self.error!r}")
+        return causes
+
+    def describe_end(self) -> str:
+        return f"exit code {self.exit_code} at {self.finished_at}"
+
+
+def lost_container_error(client: docker.DockerClient, container_id: str, what: str, detail: str = "") -> InfraError:
+    """The error for `what` failing on a container that is not running, with the evidence of why.
+
+    An `EnvironmentLostByAgent` when the engine's record, which reaches back to the container's
+    death, holds no cause from outside it; an `InfraError` saying the cause (or that none can be
+    told) otherwise. `detail` is the engine's own failure, when there was one."""
+    prefix = f"docker {what} failed, container {container_id[:12]} is lost (not running)"
+    suffix = f"; {detail}" if detail else ""
+    try:
+        evidence = stop_evidence(client, container_id)
+    except InfraError as exc:  # the engine does not answer: that alone is infrastructure
+        return InfraError(f"{prefix}: {exc}{suffix}")
+    if evidence is None:
+        return InfraError(f"{prefix}: the engine no longer has it (removed from outside){suffix}")
+    causes = evidence.outside_causes()
+    if causes:
+        return InfraError(f"{prefix}: {'; '.join(causes)}; {evidence.describe_end()}{suffix}")
+    if not evidence.death_seen:
+        unread = "could not be read" if evidence.events is None else "no longer reach back to its end"
+        return InfraError(f"{prefix}: {evidence.describe_end()}; the engine's events {unread}, "
+                          f"so no cause can be told{suffix}")
+    return EnvironmentLostByAgent(
+        "the container stopped with no cause from outside it (no kill request, no out-of-memory kill, no engine "
+        f"error in the engine's record): what ran inside stopped it; container {container_id[:12]}, "
+        f"{evidence.describe_end()}",
+        environment_id=container_id,
+    )
+
+
+def stop_evidence(client: docker.DockerClient, container_id: str) -> StopEvidence | None:
+    """The engine's evidence about a container that stopped; None when it no longer exists."""
+    found = inspect_container(client, container_id)
+    if found is None:
+        return None
+    state = found.get("State") or {}
+    finished_at = str(state.get("FinishedAt") or "")
+    return StopEvidence(
+        exit_code=state.get("ExitCode"), oom_killed=bool(state.get("OOMKilled")),
+        error=str(state.get("Error") or ""), finished_at=finished_at,
+        events=_events_since_last_start(client, container_id, str(found.get("Created") or ""), finished_at),
+    )
+
+
+def _events_since_last_start(client: docker.DockerClient, container_id: str, created: str,
+                             finished_at: str) -> tuple[EngineEvent, ...] | None:
+    """The container's events from its creation to just after its end, keeping those after its
+    last `start`; None when the engine cannot give them."""
+    begin, end = _parse(created), _parse(finished_at)
+    if begin is None or end is None:
+        return None
+    until = end + timedelta(seconds=EVENTS_AFTER_END_SEC)
+    try:
+        # Unix time stamps (the engine reads an RFC 3339 `since` with nanoseconds as nothing);
+        # `until` bounds the stream: the engine sends what it kept up to then and closes it.
+        raw = list(client.api.events(since=f"{begin.timestamp() - 1:.6f}", until=f"{until.timestamp():.6f}",
+                                     filters={"container": container_id}, decode=True))
+    except ENGINE_EXCEPTIONS as exc:
+        raise infra_error(exc, f"reading the engine's events of container {container_id[:12]}") from exc
+    events = [_event(entry) for entry in raw if entry.get("Type", "container") == "container"]
+    starts = [index for index, event in enumerate(events) if event.action == _START]
+    return tuple(events[starts[-1] + 1:] if starts else events)
+
+
+def _event(entry: dict[str, Any]) -> EngineEvent:
+    attributes = (entry.get("Actor") or {}).get("Attributes") or {}
+    action = str(entry.get("Action") or entry.get("status") or "")
+    time_nano = int(entry.get("timeNano") or int(entry.get("time") or 0) * 1_000_000_000)
+    return EngineEvent(action.split(":", 1)[0], time_nano, attributes.get("signal") if action == _KILL else None)
+
+
+def _parse(stamp: str) -> datetime | None:
+    """An engine time stamp (RFC 3339, nanoseconds) as a datetime; None for the zero time."""
+    if not stamp or stamp.startswith("0001-"):
+        return None
+    head, _, rest = stamp.rstrip("Z").partition(".")
+    fraction = "".join(ch for ch in rest if ch.isdigit())[:6]
+    try:
+        parsed = datetime.fromisoformat(f"{head}.{fraction or '0'}")
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
+
+
+def _iso(time_nano: int) -> str:
+    seconds, nanos = divmod(time_nano, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{nanos:09d}Z"
