@@ -20,7 +20,8 @@ from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Outcome, Start, Termination
 
 # Budget terminations share one column; the detail names them by these words.
-BUDGET_KINDS = {Termination.TIME_LIMIT: "time", Termination.STEP_LIMIT: "steps", Termination.COST_LIMIT: "cost"}
+BUDGET_KINDS = {Termination.TIME_LIMIT: "time", Termination.STEP_LIMIT: "steps", Termination.COST_LIMIT: "cost",
+                Termination.DISK_LIMIT: "disk"}
 # The table's columns are declared in swe_residual.summary.tables (TERMINATIONS); column_of
 # names the column a record counts in.
 AGENT_WIDTH = 32
