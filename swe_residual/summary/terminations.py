@@ -106,7 +106,7 @@ def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) 
         return []
     rows = termination_rows(records, order)  # converts the records once
     columns = {c.title for c in TERMINATIONS.shown(rows)}
-    legend = "budget: time/step/cost limit; infra: failed after retries"
+    legend = "budget: time/step/cost/disk limit; infra: failed after retries"
     if "verifier failed" in columns:
         legend += "; verifier failed: no verdict on the agent's final state, one on the clean state"
     return [f"SWE-Residual items by termination ({legend})",
