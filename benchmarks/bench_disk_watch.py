@@ -4,6 +4,8 @@ overshoots it (docs/faults.md, "Disk").
   reading   one reading of a container's writes, by the file count of its writable layer:
             the upper directory walked on the engine's host (what the watcher uses when it
             can) and the engine's SizeRw (the fallback for an engine whose host is out of sight).
+  fixed     what the watcher adds to every item whatever the agent does: the meter made (one
+            inspect of the container), the thread started, stopped, and the last reading.
   item      the same `cmd:` item (a CPU-bound command that also writes a few hundred files),
             with and without `storage_mb`, alternated: wall and agent seconds, median.
             Target: no difference beyond the noise (the watcher must cost no speed).
@@ -30,6 +32,7 @@ from taskfactory import make_task  # tests/ on the path: the project's own small
 from swe_residual.agents.builtin import CommandAgent
 from swe_residual.dataset.task import Task, load_task
 from swe_residual.environments.base import StartSpec
+from swe_residual.environments.disk_usage import DiskWatcher
 from swe_residual.environments.docker import DockerBackend, disk, remove_cached_images
 from swe_residual.trial.runner import RunOptions, run_item
 
@@ -78,6 +81,21 @@ def _readings(backend: DockerBackend, task: Task) -> list[dict]:
     return rows
 
 
+def _fixed(backend: DockerBackend, task: Task) -> dict:
+    environment = backend.start(task, None, StartSpec("bench", "bench-fixed", 1))
+    try:
+        times = []
+        for _ in range(20):
+            started = time.perf_counter()
+            meter = environment.disk_meter()
+            assert not isinstance(meter, str)
+            DiskWatcher(meter, 4096, lambda _: None).start().stop()
+            times.append(time.perf_counter() - started)
+    finally:
+        environment.close()
+    return {"per_item_ms": round(statistics.median(times) * 1000, 2), "max_ms": round(max(times) * 1000, 2)}
+
+
 def _items(backend: DockerBackend, watched: Task, unwatched: Task, count: int, run_dir: Path) -> dict:
     options = RunOptions(run_id="bench", run_dir=run_dir, infra_retries=0)
     figures: dict[str, dict[str, list[float]]] = {"watched": {"wall": [], "agent": []},
@@ -123,7 +141,7 @@ def main() -> None:
     watched, unwatched, limited = _task(root, 4096, ids[0]), _task(root, None, ids[1]), _task(root, 64, ids[2])
     try:
         with DockerBackend(run_id="bench", cache_dir=root / "cache", progress=lambda _: None) as backend:
-            result = {"reading": _readings(backend, watched),
+            result = {"fixed": _fixed(backend, watched), "reading": _readings(backend, watched),
                       "item": _items(backend, watched, unwatched, args.items, root / "run"),
                       "overshoot": _overshoot(backend, limited, root / "run")}
     finally:
