@@ -27,6 +27,8 @@ from swe_residual.trial.values import Termination
 SUBMITTED = Termination.SUBMITTED
 TIME_LIMIT, STEP_LIMIT, COST_LIMIT = Termination.TIME_LIMIT, Termination.STEP_LIMIT, Termination.COST_LIMIT
 AGENT_ERROR, INFRA_ERROR = Termination.AGENT_ERROR, Termination.INFRA_ERROR
+# The environment wrote past the task's `[environment] storage_mb` (the harness stopped the agent).
+DISK_LIMIT = Termination.DISK_LIMIT
 # The verifier gave no valid verdict on the agent's final state (verified again in a fresh
 # instance of it) while it gives one on the task's clean state (the canary): the agent's
 # failure (broken tools, processes at the limit, code that hangs the tests), never an exclusion.
@@ -80,6 +82,20 @@ class AgentSession:
     # no price (a self-hosted model), so the record's cost is null rather than a made-up 0.
     tokens: dict[str, int] | None = None
     cost_known: bool = True
+    # Set by the harness from another thread when it ends the run (the disk limit): every
+    # later call raises it, and the call under way raises it when it returns.
+    stopped: BudgetExhausted | None = None
+    stopped_at: float | None = None
+
+    def stop(self, termination: str, detail: str) -> None:
+        """End the run from outside the agent (the first reason stays)."""
+        if self.stopped is None:
+            self.stopped = BudgetExhausted(termination, detail)
+            self.stopped_at = time.monotonic()
+
+    def _raise_if_stopped(self) -> None:
+        if self.stopped is not None:
+            raise BudgetExhausted(self.stopped.termination, str(self.stopped))
 
     @property
     def workdir(self) -> str:
@@ -93,6 +109,7 @@ class AgentSession:
         return self.budget.timeout_sec - (time.monotonic() - self.started)
 
     def _before_step(self) -> float:
+        self._raise_if_stopped()
         if self.budget.max_steps is not None and self.steps >= self.budget.max_steps:
             raise BudgetExhausted(STEP_LIMIT, f"step limit of {self.budget.max_steps} reached")
         remaining = self.remaining_sec()
@@ -110,6 +127,7 @@ class AgentSession:
             "command", command=command, output=result.output, exit_code=result.exit_code,
             duration_sec=round(result.duration_sec, 3),
         )
+        self._raise_if_stopped()  # the harness killed this command (the disk limit)
         if result.timed_out and self.remaining_sec() <= 0:
             raise BudgetExhausted(TIME_LIMIT, f"time limit of {self.budget.timeout_sec:.0f}s reached during: {command[:80]}")
         return result
@@ -118,12 +136,14 @@ class AgentSession:
         self._before_step()
         data = self.environment.read_file(path)
         self.trajectory.add("view", path=path, output=data.decode("utf-8", errors="replace"))
+        self._raise_if_stopped()
         return data
 
     def write_file(self, path: str, data: bytes) -> None:
         self._before_step()
         self.environment.write_file(path, data)
         self.trajectory.add("edit", path=path, output=f"wrote {len(data)} bytes")
+        self._raise_if_stopped()
 
     def add_cost(self, amount: float) -> None:
         self.cost += amount

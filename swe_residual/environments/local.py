@@ -32,6 +32,7 @@ from swe_residual.verifier.collect import ARTIFACTS_DIR, collected_sources, host
 from swe_residual.environments.base import BASE_COMMIT_ENV, MAX_LOG_FILE_BYTES, ExecResult, StartSpec, VerifierOutput
 from swe_residual.environments.cache import default_cache_dir, tree_digest
 from swe_residual.environments.capped_output import communicate_capped
+from swe_residual.environments.disk_usage import WATCHED, DiskMeter, tree_bytes
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.environments.harness_git import harness_git, tree_patch
 from swe_residual.states.patches import apply_patch
@@ -145,6 +146,19 @@ class LocalEnvironment:
     def stop_processes(self) -> int:
         """What the runner calls once the agent stopped: nothing of it runs on."""
         return self.kill_processes()
+
+    def disk_meter(self) -> DiskMeter:
+        """The task's storage_mb on a host workspace: the workspace (repository, scratch, HOME)
+        walked while the agent runs; its processes killed when it passes the limit. What the
+        agent writes elsewhere on the host is beyond any bound here (docs/faults.md)."""
+        root = str(self.root)
+
+        def stop_agent() -> None:
+            self.kill_processes()
+
+        return DiskMeter(lambda: tree_bytes([root]), stop_agent,
+                         "the workspace (repository, scratch, HOME) walked on the host; writes the agent's "
+                         "commands make elsewhere on the host are not bounded (local backend)", WATCHED)
 
     def capture_patch(self) -> str:
         """The final working tree against the base commit, by the harness's git with the cached

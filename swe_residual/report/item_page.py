@@ -17,7 +17,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from swe_residual.trial.record_model import RunRecord
+from swe_residual.environments.disk_usage import NOT_ENFORCED, format_size
+from swe_residual.trial.record_model import DiskLimit, RunRecord
 from swe_residual.trial.records import item_id
 from swe_residual.trial.values import Track
 from swe_residual.report.matrix import CELLS, failing_tests
@@ -74,6 +75,8 @@ def _facts(r: RunRecord) -> str:
                                  for a in r.attempts) or "-"),
         ("Run", e(r.run_id)),
     ]
+    if r.disk_limit is not None:
+        rows.append(("Disk", e(_disk(r.disk_limit))))
     if r.error:
         rows.append(("Error", f'<pre class="wrap">{e(r.error)}</pre>'))
     notes = r.verifier_notes
@@ -81,6 +84,15 @@ def _facts(r: RunRecord) -> str:
         rows.append(("Verifier notes", "<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>"))
     body = "".join(f'<tr><th class="l">{name}</th><td class="l">{value}</td></tr>' for name, value in rows)
     return f'<div class="scroll"><table class="facts"><tbody>{body}</tbody></table></div>'
+
+
+def _disk(account: DiskLimit) -> str:
+    """The task's storage_mb and what became of it, in one line."""
+    if account.enforcement == NOT_ENFORCED:
+        return f"limit {account.storage_mb} MiB, not enforced: {account.how}"
+    peak = format_size(account.peak_bytes) if isinstance(account.peak_bytes, int) else "unknown"
+    verdict = "passed: the agent was stopped (disk_limit)" if account.exceeded else "kept"
+    return f"limit {account.storage_mb} MiB ({account.enforcement}), {verdict}; most written {peak}"
 
 
 def _tests(r: RunRecord) -> str:

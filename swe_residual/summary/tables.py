@@ -571,7 +571,7 @@ TERMINATIONS = Table(
     "terminations", "Items by termination",
     (AGENT, Column("items", lambda r: r.items, Format.COUNT, terminal="items"),
      _termination("submitted"),
-     Column("budget", lambda r: r.budget, terminal="budget", note="time, step or cost limit, the kinds named"),
+     Column("budget", lambda r: r.budget, terminal="budget", note="time, step, cost or disk limit, the kinds named"),
      _termination("agent error"), _termination("verifier failed", optional=True),
      _termination("infra", note="failed after retries"), _termination("other", optional=True)),
 )  # fmt: skip

@@ -20,7 +20,8 @@ from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Outcome, Start, Termination
 
 # Budget terminations share one column; the detail names them by these words.
-BUDGET_KINDS = {Termination.TIME_LIMIT: "time", Termination.STEP_LIMIT: "steps", Termination.COST_LIMIT: "cost"}
+BUDGET_KINDS = {Termination.TIME_LIMIT: "time", Termination.STEP_LIMIT: "steps", Termination.COST_LIMIT: "cost",
+                Termination.DISK_LIMIT: "disk"}
 # The table's columns are declared in swe_residual.summary.tables (TERMINATIONS); column_of
 # names the column a record counts in.
 AGENT_WIDTH = 32
@@ -105,7 +106,7 @@ def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) 
         return []
     rows = termination_rows(records, order)  # converts the records once
     columns = {c.title for c in TERMINATIONS.shown(rows)}
-    legend = "budget: time/step/cost limit; infra: failed after retries"
+    legend = "budget: time/step/cost/disk limit; infra: failed after retries"
     if "verifier failed" in columns:
         legend += "; verifier failed: no verdict on the agent's final state, one on the clean state"
     return [f"SWE-Residual items by termination ({legend})",

@@ -27,7 +27,7 @@ from typing import Any, TypeVar, Union
 from swe_residual.trial.values import Outcome, Start, Termination, Track
 
 __all__ = [
-    "AgentConfig", "Attempt", "Canary", "DURATION_FIELDS", "Durations", "HARNESS_FIELDS", "RECORD_SCHEMA",
+    "AgentConfig", "Attempt", "Canary", "DiskLimit", "DURATION_FIELDS", "Durations", "HARNESS_FIELDS", "RECORD_SCHEMA",
     "RecordBudget", "RecordLike", "RunRecord", "Tokens", "as_member", "as_record", "as_records",
 ]  # fmt: skip
 
@@ -186,6 +186,35 @@ class Tokens:
 
 
 @dataclass(frozen=True)
+class DiskLimit:
+    """How the task's `[environment] storage_mb` was enforced on the final attempt (`disk_limit`,
+    written only when the task sets one): `enforcement` is "watched", "storage_opt" (the engine
+    bounds the writable layer, and it is watched too) or "not_enforced" (`how` says why)."""
+
+    storage_mb: int
+    enforcement: str
+    how: str
+    peak_bytes: int | None = None  # the most the agent's environment held at a reading
+    readings: int = 0
+    interval_sec: float | None = None  # the longest pause between two readings
+    exceeded: bool = False
+    error: str | None = None  # why the readings stopped early, if they did
+
+    def to_json(self) -> dict[str, Any]:
+        return {"storage_mb": self.storage_mb, "enforcement": self.enforcement, "how": self.how,
+                "peak_bytes": self.peak_bytes, "readings": self.readings, "interval_sec": self.interval_sec,
+                "exceeded": self.exceeded, "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: Any) -> DiskLimit | None:
+        if not isinstance(data, Mapping):
+            return None
+        return cls(data.get("storage_mb"), data.get("enforcement"), data.get("how"),  # type: ignore[arg-type]
+                   data.get("peak_bytes"), data.get("readings") or 0, data.get("interval_sec"),
+                   bool(data.get("exceeded")), data.get("error"))
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """What configured the agent, and its digest (`agent_config`).
 
@@ -270,6 +299,7 @@ class RunRecord:
     # Why a passing reward file was overruled by the per-test reports (swe_residual/verifier/claims.py):
     # `reward` is then 0 and `rewards` keeps the file's figures; written only when set.
     contradicted: str | None = None
+    disk_limit: DiskLimit | None = None  # the task's storage_mb and how it was enforced; written only when set
     # Not fields of the record itself: keys this model does not know, and the fields left out.
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = frozenset()
@@ -323,6 +353,7 @@ class RunRecord:
             artifacts=_strings(get("artifacts")) or (), verifier_environment=get("verifier_environment"),
             collect=tuple(get("collect") or ()), verifier_log=get("verifier_log"), harbor_trial=get("harbor_trial"),
             contradicted=get("contradicted"),
+            disk_limit=DiskLimit.from_json(get("disk_limit")),
             extra={key: value for key, value in data.items() if key not in _FIELD_NAMES},
             absent=frozenset(name for name in _JSON_FIELDS if name not in data and name not in _WRITTEN_WHEN_SET),
         )
@@ -343,7 +374,7 @@ def _rollout(value: Any) -> int:
 
 
 _JSON_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("extra", "absent"))
-_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted"})
+_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit"})
 
 #: What only the suite's own runner records: the budget, the machine state's restoration, the
 #: engine, and the account of the verification (notes, artifacts, collect steps, its log).

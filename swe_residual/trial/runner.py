@@ -49,13 +49,16 @@ from swe_residual.verifier.canary import canary
 from swe_residual.states.diffparse import changed_files
 from swe_residual.verifier.collect import collect_notes, host_path
 from swe_residual.environments.base import Backend, StartSpec, VerifierOutput
+from swe_residual.environments.disk_usage import DiskReport, DiskWatcher, not_enforced
 from swe_residual.errors import DatasetError, EnvironmentLostByAgent, InfraError
 from swe_residual.handoff.views import BLIND, view_suffix
 from swe_residual.handoff.file import give_handoff
 from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.environments.harness_git import CaptureFailed
 from swe_residual.states.patches import apply_patch, capture_patch
-from swe_residual.trial.record_model import AgentConfig, Attempt, Canary, Durations, RecordBudget, RunRecord, Tokens
+from swe_residual.trial.record_model import (
+    AgentConfig, Attempt, Canary, DiskLimit, Durations, RecordBudget, RunRecord, Tokens,
+)
 from swe_residual.trial.records import agent_slug, item_id, rollout_file_suffix
 from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY, redact, secret_values
 from swe_residual.states.state import ResidualState
@@ -131,6 +134,8 @@ class RunOptions:
 # How long an agent may run past its wall time before it is abandoned: enough for a command
 # cut at the deadline to come back and for the session to raise the time limit itself.
 AGENT_GRACE_SEC = 5.0
+# How often the waiting thread looks whether the harness stopped the agent (the disk limit).
+STOP_POLL_SEC = 0.2
 
 
 def run_agent(
@@ -156,11 +161,20 @@ def run_agent(
 
     worker = threading.Thread(target=target, name=f"swe-residual agent {agent.name}", daemon=True)
     worker.start()
+    deadline = time.monotonic() + max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC
     try:
-        worker.join(max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC)
+        while worker.is_alive() and time.monotonic() < deadline:
+            if session.stopped is not None and session.stopped_at is not None:
+                # The harness ended the run (the disk limit) and killed its commands: the agent
+                # gets the grace to return, not the rest of its time.
+                deadline = min(deadline, session.stopped_at + AGENT_GRACE_SEC)
+            worker.join(min(STOP_POLL_SEC, max(deadline - time.monotonic(), 0.0)))
     except watchdog_exceptions as exc:
         _abandon(session)
         raise BudgetExhausted(Termination.TIME_LIMIT, f"stopped by the watchdog before it returned ({exc})") from None
+    if worker.is_alive() and session.stopped is not None:
+        _abandon(session)
+        raise BudgetExhausted(session.stopped.termination, f"{session.stopped} (it had not returned and was abandoned)")
     if worker.is_alive():
         _abandon(session)
         raise BudgetExhausted(
@@ -209,6 +223,7 @@ class _Attempt:
     submitted: bool = False  # the agent declared the task done (whatever the verifier made of it)
     notes: tuple[str, ...] = ()  # the harness's own notes on this attempt, for verifier_notes
     canary: Canary | None = None  # the clean state's verdict, when it was asked
+    disk: DiskReport | None = None  # how `[environment] storage_mb` was enforced (None: the task sets none)
 
     def summary(self) -> Attempt:
         return Attempt(self.number, self.outcome, self.termination, self.error, reverified=self.reverified,
@@ -283,6 +298,27 @@ def _stop_agent_processes(environment: Any, task: Task) -> None:
         stop()
 
 
+def _watch_disk(environment: Any, task: Task, session: AgentSession) -> DiskWatcher | DiskReport | None:
+    """The task's `storage_mb` watched while the agent runs (environments/disk_usage.py): a
+    started watcher, the account of why it cannot be, or None when the task sets no limit."""
+    storage_mb = task.config.storage_mb
+    if storage_mb is None or storage_mb <= 0:
+        return None
+    meter_of = getattr(environment, "disk_meter", None)
+    meter = meter_of() if callable(meter_of) else "this environment cannot measure what it wrote"
+    if isinstance(meter, str):
+        return not_enforced(storage_mb, meter)
+    watcher = DiskWatcher(meter, storage_mb, lambda message: session.stop(Termination.DISK_LIMIT, message))
+    return watcher.start()
+
+
+def _stop_everything(environment: Any) -> None:
+    """Every process of the environment killed, on any track (the disk limit ended the run)."""
+    stop = getattr(environment, "stop_processes", None)
+    if callable(stop):
+        stop()
+
+
 def _capture(environment: Any) -> tuple[str | None, str | None]:
     """(the final patch, or None with why it could not be made)."""
     own = getattr(environment, "capture_patch", None)
@@ -326,6 +362,30 @@ def _agent_run(agent: Agent, session: AgentSession, watchdog_exceptions: tuple[t
     return termination, result.message if result is not None else None, result
 
 
+def _agent_run_watched(agent: Agent, session: AgentSession, watchdog_exceptions: tuple[type[BaseException], ...],
+                       watch: DiskWatcher | DiskReport | None, environment: Any,
+                       ) -> tuple[str, str | None, AgentResult | None, DiskReport | None]:
+    """`_agent_run` under the task's disk limit: a run the watcher stopped ends as `disk_limit`,
+    whatever the agent made of the kill (an error, a submission, a time limit), and nothing it
+    started writes on (any track)."""
+    try:
+        try:
+            termination, message, result = _agent_run(agent, session, watchdog_exceptions)
+        except (InfraError, DatasetError):
+            if not (isinstance(watch, DiskWatcher) and watch.exceeded):
+                raise
+            termination, message, result = Termination.DISK_LIMIT, None, None  # the kill, not the engine
+    finally:
+        if isinstance(watch, DiskWatcher):
+            watch.stop()  # and one last reading: a writer that ended within the last interval
+    if not isinstance(watch, DiskWatcher):
+        return termination, message, result, watch
+    if watch.exceeded:
+        termination, message = Termination.DISK_LIMIT, watch.message
+        _stop_everything(environment)
+    return termination, message, result, watch.report()
+
+
 def _lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSession, trajectory: Trajectory,
                    durations: dict[str, float], started: float, agent_started: float, environment: Any) -> _Attempt:
     """The attempt whose container stopped with no cause from outside it (`EnvironmentLostByAgent`):
@@ -358,6 +418,7 @@ def _one_attempt(
     # Kept beside the record; a backend falls back to a private directory if it cannot be written.
     artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
     environment = backend.start(task, state, spec)  # InfraError -> retried by the caller
+    watch: DiskWatcher | DiskReport | None = None
     try:
         durations["setup_sec"] = time.monotonic() - started
         trajectory = Trajectory(agent=agent.name)
@@ -376,8 +437,10 @@ def _one_attempt(
         agent_started = time.monotonic()
         # Until the first verdict the agent's own container is in use: one that stopped with no
         # cause from outside it is the agent's doing (environments/docker/lost.py).
+        watch = _watch_disk(environment, task, session)
         try:
-            termination, message, result = _agent_run(agent, session, options.watchdog_exceptions)
+            termination, message, result, disk = _agent_run_watched(agent, session, options.watchdog_exceptions,
+                                                                    watch, environment)
             trajectory.final_message = message
             if handoff is not None:  # gone before the patch, the collect steps and the verifier
                 handoff.take_back()
@@ -428,8 +491,11 @@ def _one_attempt(
                         engine=getattr(environment, "engine", None),
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
-                        submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record)
+                        submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record,
+                        disk=disk)
     finally:
+        if isinstance(watch, DiskWatcher):
+            watch.halt()  # already stopped, unless the attempt ended early (an engine failure)
         environment.close()
 
 
@@ -536,6 +602,7 @@ def run_item(
         verifier_notes=tuple(verifier_notes),
         verifier_log=verifier_log,
         contradicted=_contradiction(final.verdict),
+        disk_limit=_disk_record(final.disk),
         **verification,
     )
     return redact(record.to_json(), secrets)
@@ -546,6 +613,15 @@ def _contradiction(verdict: Verdict | None) -> str | None:
     if verdict is None or verdict.claimed_reward is None:
         return None
     return next((note for note in verdict.notes if note.startswith("contradicted reward")), "contradicted reward")
+
+
+def _disk_record(report: DiskReport | None) -> DiskLimit | None:
+    if report is None:
+        return None
+    return DiskLimit(storage_mb=report.storage_mb, enforcement=report.enforcement, how=report.how,
+                     peak_bytes=report.peak_bytes, readings=report.readings,
+                     interval_sec=round(report.interval_sec, 3) if report.interval_sec is not None else None,
+                     exceeded=report.exceeded, error=report.error)
 
 
 def score(verdict: Verdict, termination: str) -> str:

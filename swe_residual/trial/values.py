@@ -32,6 +32,9 @@ class Termination(StrEnum):
     TIME_LIMIT = "time_limit"
     STEP_LIMIT = "step_limit"
     COST_LIMIT = "cost_limit"
+    # What the agent's environment wrote passed the task's `[environment] storage_mb`: the agent
+    # was stopped at once (swe_residual/environments/disk_usage.py).
+    DISK_LIMIT = "disk_limit"
     AGENT_ERROR = "agent_error"
     # No valid verdict on the agent's final state (verified again in a fresh instance of it)
     # while the verifier gives one on the task's clean state: the agent's failure.

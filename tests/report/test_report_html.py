@@ -454,3 +454,20 @@ def test_chart_labels_hold_whole_agent_names(tmp_path: Path) -> None:
             assert " ".join(lines).replace(" ", "") == agent.replace(" ", ""), (lines, agent)
             assert len(lines) >= 2 and all(len(line) <= 24 for line in lines)  # wrapped to the label column
     assert "(right)" not in page and "the paper's Figure 1, right panel" in page
+
+
+@pytest.mark.unit
+def test_an_item_stopped_at_its_disk_limit_says_so_with_its_figures(tmp_path: Path) -> None:
+    account = {"storage_mb": 64, "enforcement": "watched", "how": "walked", "peak_bytes": 70 * 1024 * 1024,
+               "readings": 9, "interval_sec": 0.25, "exceeded": True, "error": None}
+    stopped = make_record("t1", None, "failure", agent="zeta", termination="disk_limit", submitted=False,
+                          disk_limit=account, message="disk limit: wrote 70.0 MiB, limit 64 MiB")
+    unbounded = make_record("t2", None, "success", agent="zeta",
+                            disk_limit={**account, "enforcement": "not_enforced", "how": "no meter here",
+                                        "peak_bytes": None, "exceeded": False})
+    out = tmp_path / "report"
+    write_report(out, build_summary([stopped, unbounded]), [stopped, unbounded], record_dirs=[tmp_path] * 2)
+    page = (out / item_href(stopped)).read_text()
+    assert "disk_limit" in page
+    assert "limit 64 MiB (watched), passed: the agent was stopped (disk_limit); most written 70.0 MiB" in page
+    assert "limit 64 MiB, not enforced: no meter here" in (out / item_href(unbounded)).read_text()

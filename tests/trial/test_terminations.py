@@ -46,7 +46,7 @@ def run_records() -> list[dict]:
 def test_counts_per_agent_in_the_given_order_then_by_name() -> None:
     report = termination_report(run_records(), order=["noop", "absent-agent"])
     assert report.table == [
-        "SWE-Residual items by termination (budget: time/step/cost limit; infra: failed after retries)",
+        "SWE-Residual items by termination (budget: time/step/cost/disk limit; infra: failed after retries)",
         "agent               items    submitted               budget    agent error    infra",
         "noop                    6            1  3 (time 2, steps 1)              0        2",
         "cmd:./missing.sh        5            0                    0              5        0",
@@ -103,3 +103,12 @@ def test_infra_outcome_wins_over_the_agents_termination() -> None:
     assert column_of({"outcome": "infra_error", "termination": "agent_error"}) == "infra"
     assert column_of({"outcome": "failure", "termination": "agent_error"}) == "agent error"
     assert column_of({"outcome": "failure", "termination": "time_limit"}) == "budget"
+
+
+def test_a_disk_limit_counts_in_the_budget_column_named_disk() -> None:
+    records = [failed("alpha", agent="noop", termination="disk_limit",
+                      message="disk limit: the agent's environment wrote 2.3 GiB, limit 2048 MiB"),
+               failed("beta", agent="noop", termination="time_limit")]
+    assert column_of(records[0]) == "budget"
+    assert termination_report(records).table[-1].split()[-4:] == ["disk", "1)", "0", "0"]
+    assert "(time 1, disk 1)" in termination_report(records).table[-1]

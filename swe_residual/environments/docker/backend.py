@@ -18,7 +18,7 @@ from filelock import FileLock
 
 from swe_residual.agents.environment import AgentEnvironment, AgentInstall, mount_conflict
 from swe_residual.environments.base import Environment, StartSpec, VerifierOutput
-from swe_residual.environments.docker import agent_setup, hygiene, idle, images, states, verification
+from swe_residual.environments.docker import agent_setup, disk, hygiene, idle, images, states, verification
 from swe_residual.environments.docker.engine import (
     ENGINE_EXCEPTIONS,
     PROBE_TIMEOUT_SEC,
@@ -116,6 +116,7 @@ class DockerBackend:
         self._install_failures: dict[str, InfraError] = {}  # an install without network: once per agent
         self._state_failures = StateFailures(self.cache_dir / "failed-states", run_id)
         self._lock = threading.Lock()
+        self._storage_opt: tuple[bool, str] | None = None  # (supported, the engine's answer): disk.py
         hygiene.register(self)
         if sweep_at_start:
             self.sweep()
@@ -389,10 +390,16 @@ class DockerBackend:
                   f"{LABEL}.attempt": str(spec.attempt)}
         cpus = cpus if cpus is not None else config.cpus
         memory_mb = memory_mb if memory_mb is not None else config.memory_mb
+        # `[environment] storage_mb` bounds the agent's container: its scratch tmpfs is sized to
+        # it, the engine's quota holds the writable layer where it has one, the runner watches
+        # both (disk.py).
+        storage_mb = config.storage_mb if kind == "agent" and config.storage_mb and config.storage_mb > 0 else None
+        quota = storage_mb is not None and self.storage_quota(image)
         host_config = self.client.api.create_host_config(
             network_mode=network, pids_limit=self.pids_limit, cap_drop=["ALL"],
             cap_add=list(KEPT_CAPABILITIES), security_opt=["no-new-privileges"], privileged=False,
-            tmpfs={SCRATCH_DIR: SCRATCH_TMPFS},
+            tmpfs={SCRATCH_DIR: SCRATCH_TMPFS + (f",size={storage_mb}m" if storage_mb else "")},
+            storage_opt={"size": f"{storage_mb}m"} if quota else None,
             nano_cpus=int(cpus * 1e9) if cpus else None,
             # Swap equal to memory: no swap, so the limit is a limit.
             mem_limit=f"{memory_mb}m" if memory_mb else None, memswap_limit=f"{memory_mb}m" if memory_mb else None,
@@ -421,7 +428,18 @@ class DockerBackend:
         environment = DockerEnvironment(self, container_id, name=name, image=image, workdir=workdir,
                                         base_commit=head, spec=spec)
         environment.task = task
+        environment.storage_quota = quota
         return environment
+
+    def storage_quota(self, image: str) -> bool:
+        """Whether this engine bounds a writable layer with `storage_opt size` (asked once)."""
+        if self._storage_opt is None:
+            labels = hygiene.container_labels("storage-probe", "storage-probe", self.run_id, self.token)
+            try:
+                self._storage_opt = disk.storage_opt_support(self.client, image, labels)
+            except ENGINE_EXCEPTIONS as exc:
+                raise infra_error(exc, "asking the engine whether it supports storage_opt") from exc
+        return self._storage_opt[0]
 
     def forget(self, container_id: str) -> None:
         """Remove a container of this backend."""

@@ -24,6 +24,7 @@ from swe_residual.environments.docker.exec import RawExec, lost_or_failed, run_e
 from swe_residual.errors import InfraError
 
 if TYPE_CHECKING:
+    from swe_residual.environments.disk_usage import DiskMeter
     from swe_residual.environments.docker.backend import DockerBackend
     from swe_residual.dataset.task import Task
 
@@ -309,6 +310,18 @@ class DockerEnvironment:
         fresh.fidelity = self.fidelity
         fresh.temp_image = tag
         return fresh
+
+    # -- the task's storage_mb (disk.py) -------------------------------------------------------
+    storage_quota = False  # the engine bounds this container's writable layer (storage_opt size)
+
+    def disk_meter(self) -> DiskMeter | str:
+        """How the runner reads what this container wrote, or why it cannot."""
+        from swe_residual.environments.docker import disk
+
+        storage_mb = self.task.config.storage_mb if self.task is not None else None
+        if not storage_mb:
+            return "no storage_mb"
+        return disk.container_meter(self, storage_mb)
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
