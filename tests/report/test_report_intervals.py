@@ -105,3 +105,18 @@ def test_report_html_draws_error_bars_and_the_pairs(tmp_path: Path) -> None:
     low, high = summary["agents"]["alpha"]["overall"]["intervals"]["gap"]
     assert f'<span class="ci">[{low:.1f}, {high:.1f}]</span>' in page
     assert "Agents compared on their common tasks" in page and ">Agent a</th>" in page
+
+
+def test_report_html_names_the_method_and_lists_what_was_left_out(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    # a task with a Residual run and no Clean run: in no figure, and said so
+    with results.open("a") as out:
+        out.write(json.dumps(make_record("lonely", "s1", S, agent="alpha")) + "\n")
+    assert cli_main(["report", str(results)]) == 0
+    page = (results.parent / "report.html").read_text()
+    summary = json.loads((results.parent / "summary.json").read_text())
+    assert summary["agents"]["alpha"]["overall"]["dropped"] == [
+        {"task": "lonely", "track": "repo", "reasons": ["no Clean Start run with a verdict"]}]
+    assert "95% t interval over tasks (t-over-tasks" in page
+    assert 'id="left-out"' in page and "no Clean Start run with a verdict: in no figure" in page
+    assert "After Holm" in page
