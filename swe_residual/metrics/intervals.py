@@ -13,10 +13,10 @@ value per figure, its states (and rollouts) averaged first, so the task is the u
 Every interval is clamped to the figure's range (0-100, the Gap -100-100); where a figure's
 per-task values are all equal the all-equal rule gives a bound of non-zero width (its name is in
 ``all_equal``), and a rate near 0% or 100% is widened to contain its Wilson score interval (its
-name is in ``near_bound``). Fewer than two tasks: no interval, and the reason. Why this method: it held
-94-96% coverage from 10 tasks up in the project's coverage study
-(``benchmarks/bench_interval_coverage.py``), where the percentile bootstrap used before held
-82-93%.
+name is in ``near_bound``). Fewer than two tasks: no interval, and the reason. Why this method: in
+the project's coverage study (``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md)
+it held 93-97% from 10 tasks up for the Gap and the pair differences, and for the rates away
+from 0%/100%, where the percentile bootstrap used before held 72-94% at 5-20 tasks.
 
 A paired comparison of two agents (:func:`paired_difference`) is the same t interval over the
 per-task differences on their common tasks (what a task's difficulty adds to both cancels);
