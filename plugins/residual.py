@@ -476,7 +476,8 @@ class ResidualReporter:
         except Exception as exc:
             self.problems.append(f"report.html not written: {type(exc).__name__}: {exc}")
         self.gate_results = evaluate_gates(self.summary, list(settings_of(self.config).gates),
-                                           on=settings_of(self.config).gate_on)
+                                           on=settings_of(self.config).gate_on,
+                                           min_tasks=settings_of(self.config).gate_min_tasks)
         if any(not result.passed for result in self.gate_results) and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.terminations.broken and session.exitstatus == 0:  # an agent that never worked measured nothing

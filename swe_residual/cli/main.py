@@ -70,6 +70,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
     gates += [parse_gate("gap_fail_over", v) for v in args.gap_fail_over]
     gate_on = resolve_setting(BY_FLAG["--gate-on"], args.gate_on, None)
+    gate_min_tasks = resolve_setting(BY_FLAG["--gate-min-tasks"], args.gate_min_tasks, None)
     for flag, dest, _ in UNCERTAINTY_OPTIONS:
         if getattr(args, dest) is not None:
             resolve_setting(BY_FLAG[flag], getattr(args, dest), None)
@@ -94,7 +95,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in render_terminal(summary):
         print(line)
     print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
-    results = evaluate_gates(summary, gates, on=gate_on)
+    results = evaluate_gates(summary, gates, on=gate_on, min_tasks=gate_min_tasks)
     for result in results:
         print(result.describe())
     return 1 if any(not result.passed for result in results) else 0
@@ -204,9 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="exit 1 when an agent's Residual success is below PCT")
     report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
                         help="exit 1 when an agent's Gap is above POINTS")
-    for flag in ("--gate-on", *(flag for flag, _, _ in UNCERTAINTY_OPTIONS)):
+    for flag in ("--gate-on", "--gate-min-tasks", *(flag for flag, _, _ in UNCERTAINTY_OPTIONS)):
         setting = BY_FLAG[flag]  # the run's setting: one help, one parser, one default
-        default = "" if flag == "--gate-on" else " (given none: the value in a summary.json beside the inputs)"
+        default = "" if flag.startswith("--gate-") else " (given none: the value in a summary.json beside the inputs)"
         report.add_argument(flag, metavar=setting.metavar, help=setting.help + default)
     report.set_defaults(func=cmd_report)
     validate = sub.add_parser("validate", help="check a dataset's tasks and states before it runs")

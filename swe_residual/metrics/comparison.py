@@ -3,8 +3,14 @@
 Pure functions over the summary dict (``build_summary``) and, for the states no agent solved,
 over the run records. The paper's point is that the order of agents can flip once they start
 from inherited work (GLM 68.9 clean / 15.4 residual vs. Qwen 51.1 / 30.6): a reversal is a
-pair whose order under Clean is the opposite of its order under Residual, and both margins
-are reported so a reader can judge whether it is more than noise.
+pair whose order under Clean is the opposite of its order under Residual on the tasks both
+agents ran (their common tasks: a margin measured on each agent's own tasks would compare
+different tasks), and both margins are reported with their intervals on those tasks.
+
+Many pairs at once: the pairs of one scope are one family per figure (Residual, Clean, Gap),
+and Holm's step-down adjustment keeps the chance of any false "significant" in a family at
+most ``1 - confidence``. Each pair carries both verdicts: raw (its interval excludes 0) and
+adjusted (``*_significant_adjusted``, from Holm's adjusted p-value).
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from swe_residual.trial.values import Outcome, Start
 
 __all__ = [
     "EPSILON",
+    "FAMILY",
+    "holm_adjusted",
     "RATES",
     "comparison",
     "headline_line",
@@ -38,6 +46,24 @@ RATES = ("clean", "residual")
 #: two rates closer than this (in points) are a tie: summaries are unrounded floats, and
 #: the same success share computed along two paths can differ in the last bits
 EPSILON = 1e-9
+#: the family Holm's adjustment runs over (summary.json's ``comparison.multiplicity.family``)
+FAMILY = "all pairs of agents in one scope (a track, or overall), one figure at a time"
+#: the differences a pair carries
+PAIR_FIGURES = ("residual", "clean", "gap")
+
+
+def holm_adjusted(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest (from 0) of
+    m is ``max over j <= i of min(1, (m - j) p_(j))``. A hypothesis is rejected at level alpha
+    exactly when its adjusted p-value is below alpha."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
 
 
 def scopes_of(summary: Mapping[str, Any]) -> list[str]:
@@ -78,33 +104,25 @@ def rankings(summary: Mapping[str, Any]) -> dict[str, dict[str, list[dict[str, A
     return {scope: {rate: rank(_values(summary, scope, rate)) for rate in RATES} for scope in scopes_of(summary)}
 
 
-def reversals(summary: Mapping[str, Any], scope: str) -> list[dict[str, Any]]:
-    """Every pair whose order flips: ``clean_leader`` is strictly ahead on Clean, and
-    ``residual_leader`` strictly ahead on Residual; margins are in points (unrounded).
-
-    A tie on either side is not a reversal. Sorted by the sum of the margins, largest first.
-    """
-    clean = _values(summary, scope, "clean")
-    residual = _values(summary, scope, "residual")
-    agents = sorted(set(clean) & set(residual))
+def reversals(pairs: Sequence[Mapping[str, Any]], scope: str) -> list[dict[str, Any]]:
+    """Every pair whose order flips on its common tasks: ``clean_leader`` strictly ahead on
+    Clean and ``residual_leader`` strictly ahead on Residual there (``pairs``: one scope's, as
+    :func:`paired_comparisons` makes them); margins in points (unrounded), ``n_tasks`` the
+    common tasks. A tie on either side is not a reversal. Sorted by the sum of the margins,
+    largest first."""
     found: list[dict[str, Any]] = []
-    for a, b in combinations(agents, 2):
-        clean_margin = clean[a] - clean[b]
-        residual_margin = residual[a] - residual[b]
+    for pair in pairs:
+        clean_margin, residual_margin = pair.get("clean"), pair.get("residual")
+        if clean_margin is None or residual_margin is None:
+            continue
         if abs(clean_margin) <= EPSILON or abs(residual_margin) <= EPSILON:
             continue
         if (clean_margin > 0) == (residual_margin > 0):
             continue
-        leader, follower = (a, b) if clean_margin > 0 else (b, a)
-        found.append(
-            {
-                "scope": scope,
-                "clean_leader": leader,
-                "residual_leader": follower,
-                "clean_margin": abs(clean_margin),
-                "residual_margin": abs(residual_margin),
-            }
-        )
+        leader, follower = (pair["a"], pair["b"]) if clean_margin > 0 else (pair["b"], pair["a"])
+        found.append({"scope": scope, "clean_leader": leader, "residual_leader": follower,
+                      "clean_margin": abs(clean_margin), "residual_margin": abs(residual_margin),
+                      "n_tasks": pair["n_tasks"]})
     found.sort(key=lambda r: (-(r["clean_margin"] + r["residual_margin"]), r["clean_leader"], r["residual_leader"]))
     return found
 
@@ -148,10 +166,12 @@ def _task_tables(records: Iterable[RecordLike], scopes: Sequence[str]) -> dict[s
 def paired_comparisons(records: Iterable[RecordLike], scopes: Sequence[str],
                        uncertainty: Uncertainty = Uncertainty()) -> dict[str, list[dict[str, Any]]]:
     """Per scope, every pair of agents (by name, ``a`` < ``b``): ``a`` minus ``b`` in Residual,
-    Clean and Gap on their common tasks with paired-bootstrap intervals
-    (:func:`swe_residual.metrics.intervals.paired_difference`), and whether each difference's
-    interval excludes 0 (``*_significant``; None without an interval)."""
+    Clean and Gap on their common tasks with t intervals over the per-task differences
+    (:func:`swe_residual.metrics.intervals.paired_difference`); ``*_significant``: the
+    interval excludes 0 (None without one); ``*_p``: the two-sided p-value; ``*_p_adjusted`` and
+    ``*_significant_adjusted``: after Holm's adjustment across the scope's pairs (:data:`FAMILY`)."""
     tables = _task_tables(records, scopes)
+    alpha = 1.0 - uncertainty.confidence
     out: dict[str, list[dict[str, Any]]] = {}
     for scope in scopes:
         found = []
@@ -164,7 +184,17 @@ def paired_comparisons(records: Iterable[RecordLike], scopes: Sequence[str],
                 row[f"{figure}_interval"] = list(bound) if bound is not None else None
                 row[f"{figure}_significant"] = None if bound is None else not bound[0] <= 0.0 <= bound[1]
             row["reason"] = d.reason
+            for figure in PAIR_FIGURES:
+                row[f"{figure}_p"] = d.p_values.get(figure)
             found.append(row)
+        for figure in PAIR_FIGURES:  # one family per figure: the scope's pairs that have a p-value
+            tested = [row for row in found if row[f"{figure}_p"] is not None]
+            for row, adjusted in zip(tested, holm_adjusted([row[f"{figure}_p"] for row in tested])):
+                row[f"{figure}_p_adjusted"] = adjusted
+                row[f"{figure}_significant_adjusted"] = adjusted < alpha
+            for row in found:
+                row.setdefault(f"{figure}_p_adjusted", None)
+                row.setdefault(f"{figure}_significant_adjusted", None)
         out[scope] = found
     return out
 
@@ -177,11 +207,12 @@ def _leader_minus_follower(pair: Mapping[str, Any], figure: str, leader: str) ->
 
 
 def label_reversals(found: Sequence[dict[str, Any]], pairs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each reversal with the paired intervals of its two margins on the common tasks
-    (``clean_interval``: clean leader minus residual leader on Clean; ``residual_interval``:
-    residual leader minus clean leader on Residual) and ``significant``: both intervals above 0.
-    A reversal whose either interval includes 0 is not significant (False); None when the
-    agents share fewer than two tasks (no interval)."""
+    """Each reversal with the intervals of its two margins on the same common tasks it was
+    found on (``clean_interval``: clean leader minus residual leader on Clean;
+    ``residual_interval``: residual leader minus clean leader on Residual), ``significant``:
+    both intervals above 0 (False when either includes 0; None when the agents share fewer
+    than two tasks), and ``significant_adjusted``: both differences significant after Holm's
+    adjustment."""
     by_pair = {frozenset((p["a"], p["b"])): p for p in pairs}
     out = []
     for r in found:
@@ -189,24 +220,30 @@ def label_reversals(found: Sequence[dict[str, Any]], pairs: Sequence[Mapping[str
         clean = _leader_minus_follower(pair, "clean", r["clean_leader"]) if pair else None
         residual = _leader_minus_follower(pair, "residual", r["residual_leader"]) if pair else None
         significant = None if clean is None or residual is None else clean[0] > 0.0 and residual[0] > 0.0
-        out.append({**r, "clean_interval": clean, "residual_interval": residual, "significant": significant})
+        adjusted = None
+        if pair and significant is not None:
+            flags = (pair.get("clean_significant_adjusted"), pair.get("residual_significant_adjusted"))
+            adjusted = None if None in flags else all(flags)
+        out.append({**r, "clean_interval": clean, "residual_interval": residual, "significant": significant,
+                    "significant_adjusted": adjusted})
     return out
 
 
 def comparison(summary: Mapping[str, Any], records: Iterable[RecordLike],
                uncertainty: Uncertainty = Uncertainty()) -> dict[str, Any]:
     """The ``summary["comparison"]`` block: ``{n_agents, rankings, reversals: {scope: [...]},
-    states: {n_states, unsolved}, pairs: {scope: [...]}}``; each reversal labelled significant
-    or not from the paired intervals (:func:`label_reversals`)."""
+    states: {n_states, unsolved}, pairs: {scope: [...]}, multiplicity}``; each reversal found
+    and labelled on the common tasks of its pair (:func:`reversals`, :func:`label_reversals`)."""
     scopes = scopes_of(summary)
     records = list(records)
     pairs = paired_comparisons(records, scopes, uncertainty)
     return {
         "n_agents": len(summary.get("agents", {})),
         "rankings": rankings(summary),
-        "reversals": {scope: label_reversals(reversals(summary, scope), pairs[scope]) for scope in scopes},
+        "reversals": {scope: label_reversals(reversals(pairs[scope], scope), pairs[scope]) for scope in scopes},
         "states": unsolved_states(records),
         "pairs": pairs,
+        "multiplicity": {"method": "holm", "family": FAMILY, "alpha": 1.0 - uncertainty.confidence},
     }
 
 

@@ -46,14 +46,22 @@ __all__ = [
     "pass_at_k",
     "rollout_count",
     "pass_at_k_rates",
+    "pass_at_k_per_task",
     "disagreement",
+    "dropped_tasks",
+    "short_starts",
     "UNKNOWN_PREDECESSOR",
+    "NO_CLEAN",
+    "NO_RESIDUAL",
 ]
 
 Record = RunRecord
 
 #: predecessor label used for a residual record that names none
 UNKNOWN_PREDECESSOR = "unknown"
+#: why a task the agent ran is not in T (the reasons :func:`dropped_tasks` gives)
+NO_CLEAN = "no Clean Start run with a verdict"
+NO_RESIDUAL = "no Residual Start run with a verdict"
 
 
 def is_excluded(record: RecordLike) -> bool:
@@ -142,6 +150,47 @@ def task_table(
                 ),
             )
     return table
+
+
+def dropped_tasks(records: Iterable[RecordLike], *, key_by_track: bool = False) -> list[dict[str, Any]]:
+    """The tasks of one agent's records that are not in T, each once with why: a task with no
+    non-excluded Clean Start run, or none of a Residual State (an infrastructure error left
+    after retries, or a run that never happened). Every figure leaves them out; this says so.
+    ``[{"task", "track", "reasons": [...]}]`` in task order."""
+    records = as_records(records)
+    seen: dict[Hashable, Any] = {}
+    clean: set[Hashable] = set()
+    residual: set[Hashable] = set()
+    for rec in records:
+        key: Hashable = (rec.track, rec.task) if key_by_track else rec.task
+        seen.setdefault(key, rec)
+        if is_excluded(rec):
+            continue
+        if rec.start == Start.CLEAN:
+            clean.add(key)
+        elif rec.start == Start.RESIDUAL:
+            residual.add(key)
+    out = []
+    for key in sorted(seen, key=str):
+        reasons = [why for why, present in ((NO_CLEAN, key in clean), (NO_RESIDUAL, key in residual)) if not present]
+        if reasons:
+            rec = seen[key]
+            out.append({"task": str(rec.task), "track": str(rec.track), "reasons": reasons})
+    return out
+
+
+def short_starts(tasks: Sequence[TaskRuns], k: int) -> list[dict[str, Any]]:
+    """The starts of T with fewer than ``k`` valid rollouts (an infrastructure error left after
+    retries took the others): ``[{"task", "state" (None: the Clean Start), "valid", "k"}]``.
+    pass@k leaves them out (:func:`pass_at_k_rates`); their outcome is the mean of what ran."""
+    out: list[dict[str, Any]] = []
+    for t in sorted(tasks, key=lambda t: str(t.task)):
+        task = t.task[1] if isinstance(t.task, tuple) else t.task
+        if len(t.clean_outcomes) < k:
+            out.append({"task": str(task), "state": None, "valid": len(t.clean_outcomes), "k": k})
+        out += [{"task": str(task), "state": s.state, "valid": len(s.outcomes), "k": k}
+                for s in t.states if len(s.outcomes) < k]
+    return out
 
 
 def _mean(values: list[float]) -> float | None:
@@ -238,16 +287,30 @@ def _pass(outcomes: Sequence[int], k: int) -> float:
     return pass_at_k(len(outcomes), sum(outcomes), k)
 
 
+def pass_at_k_per_task(tasks: Sequence[TaskRuns], k: int) -> list[tuple[float, float]]:
+    """Per task, (clean, residual) pass@k as fractions, over the starts with at least ``k``
+    valid rollouts (the unbiased estimator needs ``n >= k``): a task enters only when its Clean
+    Start and at least one of its states have them, so Clean and Residual stay matched."""
+    out = []
+    for t in tasks:
+        states = [s for s in t.states if len(s.outcomes) >= k]
+        if len(t.clean_outcomes) >= k and states:
+            out.append((_pass(t.clean_outcomes, k), sum(_pass(s.outcomes, k) for s in states) / len(states)))
+    return out
+
+
 def pass_at_k_rates(tasks: Sequence[TaskRuns], k: int) -> dict[str, Any]:
-    """``{k, residual, clean, gap}``: pass@k of each start (over its valid rollouts; k above a
-    start's count is read as that count), averaged as outcomes are (within a task over its
-    states, then across tasks), in percent."""
-    per_task = [sum(_pass(s.outcomes, k) for s in t.states) / len(t.states) for t in tasks if t.states]
-    res = _mean(per_task)
-    cln = _mean([_pass(t.clean_outcomes, k) for t in tasks])
+    """``{k, residual, clean, gap, n_tasks}``: the unbiased pass@k of each start with at least
+    ``k`` valid rollouts, averaged as outcomes are (within a task over its states, then across
+    tasks: :func:`pass_at_k_per_task`), in percent; ``n_tasks`` the tasks behind it. A start
+    with fewer valid rollouts is left out (:func:`short_starts` lists them), never read as
+    pass@n, which would bias the figure low."""
+    per_task = pass_at_k_per_task(tasks, k)
+    res = _mean([r for _, r in per_task])
+    cln = _mean([c for c, _ in per_task])
     res = None if res is None else 100.0 * res
     cln = None if cln is None else 100.0 * cln
-    return {"k": k, "residual": res, "clean": cln, "gap": _gap(cln, res)}
+    return {"k": k, "residual": res, "clean": cln, "gap": _gap(cln, res), "n_tasks": len(per_task)}
 
 
 def _disagrees(outcomes: Sequence[int]) -> bool:

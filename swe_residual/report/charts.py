@@ -122,7 +122,7 @@ def _value_label(ax: Any, value: float, y: float, beyond: float | None = None) -
 
 def _xerr(value: float, bound: tuple[float, float] | None) -> list[list[float]] | None:
     """matplotlib's ``xerr`` of one bar from its interval: distances below and above the value
-    (never negative: a percentile interval may, rarely, not straddle the point)."""
+    (never negative: an interval from an older summary, a percentile bootstrap, may not straddle the point)."""
     if bound is None:
         return None
     return [[max(0.0, value - bound[0])], [max(0.0, bound[1] - value)]]
@@ -169,7 +169,7 @@ def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequen
                     if value is None:  # no qualifying run: say so rather than draw a zero bar
                         ax.text(1.5, y + offset, "no run", va="center", color=MUTED_COLOUR, fontsize=VALUE_SIZE)
                         continue
-                    # the bootstrap interval (summary.json's intervals) as an error bar
+                    # the interval (summary.json's intervals) as an error bar
                     bound = m.interval(rate)
                     bars = ax.barh(y + offset, value, height=BAR_HEIGHT, color=colour, xerr=_xerr(value, bound),
                                    error_kw={"ecolor": TEXT_COLOUR, "elinewidth": 1.0, "capsize": 2.5})

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.metrics.comparison import headline_line
+from swe_residual.summary.aggregate import uncertainty_line
 from swe_residual.summary.model import Summary, as_summary
 from swe_residual.summary.oracle import oracle_lines
 from swe_residual.trial.record_model import RecordLike, as_records
@@ -44,6 +45,7 @@ from swe_residual.report.tables import (
     heading,
     headline_table,
     infra_section,
+    left_out_section,
     predecessor_table,
     table,
     wrap,
@@ -189,8 +191,10 @@ def render_html(
         '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '
         "Residual Starts failed on the tasks the agent solves from Clean Start.</p>",
         headline_table(s),
+        f'<p class="note">{_e(uncertainty_line(s))}.</p>' if uncertainty_line(s) else "",
         heading(3, "counts", "Tasks and states behind each figure"),
         counts_table(s),
+        *left_out_section(s),
         *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),
         matrix_section(matrix_rows(items, raw.get("skipped") or []), every_agent),

@@ -16,7 +16,8 @@ from typing import Any
 
 from swe_residual.summary.model import Comparison, Summary, as_summary
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, PAIRS, PREDECESSOR, RANKS, TRACK, UNSOLVED, Align, Column, Format,
+    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, PAIRS, PREDECESSOR, RANKS,
+    TRACK, UNSOLVED, Align, Column, Format,
     Scopes, Table, pct, rank_rows,
 )  # fmt: skip
 
@@ -30,6 +31,7 @@ __all__ = [
     "html_across",
     "html_table",
     "infra_section",
+    "left_out_section",
     "pct",
     "predecessor_table",
     "scopes",
@@ -155,7 +157,21 @@ def predecessor_table(summary: Summary | Mapping[str, Any]) -> str:
 def _significance(r: Any) -> str:
     if r.significant is None:
         return ""
-    return "; significant" if r.significant else "; <i>not significant</i>: an interval includes 0"
+    raw = "; significant" if r.significant else "; <i>not significant</i>: an interval includes 0"
+    if r.significant_adjusted is None:
+        return raw
+    return raw + ("; significant after Holm" if r.significant_adjusted else "; <i>not significant after Holm</i>")
+
+
+def left_out_section(summary: Summary | Mapping[str, Any]) -> list[str]:
+    """What the figures leave out, and why (nothing when they leave nothing out)."""
+    s = as_summary(summary)
+    rows = LEFT_OUT.rows_of(s)
+    if not rows:
+        return []
+    return [heading(3, "left-out", LEFT_OUT.title),
+            '<p class="note">Tasks no figure counts, starts left out of pass@K and figures without an interval, '
+            "with why.</p>", html_table(LEFT_OUT, rows)]
 
 
 def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:
@@ -180,7 +196,7 @@ def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequen
             out.append('<p class="note">No pair of agents reverses its order.</p>')
         pairs = [row for row in PAIRS.rows_of(Summary(comparison=comparison)) if row.scope == scope]
         if pairs and comparison.n_agents > 1:
-            out.append(f"<p>{e(PAIRS.title)} (a - b in points, paired bootstrap interval):</p>")
+            out.append(f"<p>{e(PAIRS.title)} (a - b in points, t interval over the common tasks; After Holm: adjusted across the pairs of the scope):</p>")
             out.append(html_table(PAIRS, pairs))
     unsolved = comparison.states.unsolved
     n_states = comparison.states.n_states

@@ -5,11 +5,14 @@
 to `overall`; `TRACK:VALUE` applies to one track. Every agent in the summary must pass.
 
 `--gate-on=point` (the default) compares the point estimate; `--gate-on=bound` compares the
-pessimistic end of its bootstrap interval (summary.json's `intervals`): the Residual's lower
-bound, the Gap's upper bound, so a gate passes only when the figure clears the threshold beyond
-its noise. A bound that cannot be estimated (one task, or a summary without intervals) fails
-the gate, closed, as a figure that was not measured does: falling back to the point would let a
-one-task run pass a gate meant for the bound. The gate line names what it compared.
+pessimistic end of its interval (summary.json's `intervals`, the t interval over tasks): the
+Residual's lower bound, the Gap's upper bound, so a gate passes only when the figure clears the
+threshold beyond its noise. A bound a release cannot trust fails the gate, closed, as a figure
+that was not measured does, and the line says why: fewer tasks than `--gate-min-tasks`
+(default 10: below it the interval's coverage was not measured to hold), no interval (one task,
+or a summary without intervals), or a degenerate interval of zero width (an older summary's
+bootstrap on outcomes that were all equal). Falling back to the point would let a two-task run
+pass a gate meant for the bound. The gate line names what it compared.
 
 A gate's value is checked when it is parsed, before anything runs: a success rate outside
 0-100, a Gap outside -100..100 (it is Clean minus Residual, so it can be negative) or a scope
@@ -34,6 +37,10 @@ SCOPES = ("overall", *TRACKS)
 GATE_ON = ("point", "bound")
 #: the end of the interval `--gate-on=bound` compares (index into [low, high]) and its name
 PESSIMISTIC = {"residual_fail_under": (0, "lower"), "gap_fail_over": (1, "upper")}
+#: the fewest tasks a gate on the bound accepts (`--gate-min-tasks`)
+DEFAULT_GATE_MIN_TASKS = 10
+#: an interval narrower than this (points) is degenerate: no spread was measured
+ZERO_WIDTH = 1e-9
 
 
 def parse_gate_on(text: str) -> str:
@@ -77,7 +84,7 @@ class GateResult:
                 if self.point is None:
                     return f"{head} has no {metric} figure (no scored tasks)"
                 why = self.reason or "no interval in the summary"
-                return f"{head} {metric} {end} bound cannot be estimated ({why}); point {self.point:.1f} not used"
+                return f"{head} {metric} {end} bound cannot be trusted ({why}); point {self.point:.1f} not used"
             margin = abs(self.value - self.gate.threshold)
             point = f" (point {self.point:.1f})" if self.point is not None else ""
             return (f"{head} {metric} {end} {self.value:.1f}{point} is {margin:.1f} points "
@@ -105,18 +112,28 @@ def parse_gate(kind: str, text: str) -> Gate:
     return Gate(kind, scope, threshold)
 
 
-def _bound(figures: dict[str, Any], kind: str, metric: str) -> tuple[float | None, str | None]:
+def _bound(figures: dict[str, Any], kind: str, metric: str, min_tasks: int) -> tuple[float | None, str | None]:
+    """The pessimistic end of the figure's interval, or None and why a gate cannot use it."""
+    n_tasks = int(figures.get("n_tasks") or 0)
+    if n_tasks < min_tasks:
+        return None, f"{n_tasks} task(s), fewer than the {min_tasks} a gate on the bound needs (--gate-min-tasks)"
     intervals = figures.get("intervals")
     if not isinstance(intervals, dict):
         return None, None
     interval = intervals.get(metric)
     if interval is None:
-        return None, intervals.get("reason")
-    return float(interval[PESSIMISTIC[kind][0]]), None
+        reasons = intervals.get("reasons")
+        return None, (reasons.get(metric) if isinstance(reasons, dict) else None) or intervals.get("reason")
+    low, high = float(interval[0]), float(interval[1])
+    if high - low <= ZERO_WIDTH:
+        return None, f"degenerate interval [{low:.1f}, {high:.1f}] of zero width"
+    return (low, high)[PESSIMISTIC[kind][0]], None
 
 
-def evaluate_gates(summary: dict[str, Any], gates: list[Gate], on: str = "point") -> list[GateResult]:
-    """Every gate for every agent; `on` is "point" or "bound" (module docstring)."""
+def evaluate_gates(summary: dict[str, Any], gates: list[Gate], on: str = "point",
+                   min_tasks: int = DEFAULT_GATE_MIN_TASKS) -> list[GateResult]:
+    """Every gate for every agent; `on` is "point" or "bound"; a gate on the bound needs
+    `min_tasks` tasks and an interval of non-zero width (module docstring)."""
     parse_gate_on(on)
     results = []
     for gate in gates:
@@ -126,7 +143,7 @@ def evaluate_gates(summary: dict[str, Any], gates: list[Gate], on: str = "point"
             point = figures.get(metric) if figures else None
             reason = None
             if on == "bound":
-                value, reason = _bound(figures, gate.kind, metric) if figures else (None, None)
+                value, reason = _bound(figures, gate.kind, metric, min_tasks) if figures else (None, None)
             else:
                 value = point
             if value is None:

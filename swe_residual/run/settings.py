@@ -27,7 +27,7 @@ from swe_residual.agents.registry import (
 )
 from swe_residual.errors import ConfigError
 from swe_residual.metrics.intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Uncertainty
-from swe_residual.run.gates import GATE_ON, Gate, parse_gate, parse_gate_on
+from swe_residual.run.gates import DEFAULT_GATE_MIN_TASKS, GATE_ON, Gate, parse_gate, parse_gate_on
 from swe_residual.run.sharding import parse_shard
 from swe_residual.handoff.views import VIEWS, parse_view
 
@@ -73,6 +73,8 @@ class RunSettings:
     bootstrap_seed: int = DEFAULT_SEED
     # What the gates compare: the point estimate, or the pessimistic end of its interval.
     gate_on: str = "point"
+    # The fewest tasks a gate on the bound accepts (`--gate-min-tasks`).
+    gate_min_tasks: int = DEFAULT_GATE_MIN_TASKS
 
     @property
     def uncertainty(self) -> Uncertainty:
@@ -298,16 +300,23 @@ SETTINGS: tuple[Setting, ...] = (
             "Residual's lower bound; default point)", metavar="|".join(GATE_ON),
             ini="residual_gate_on", ini_help="what the gates compare: point or bound", default="point",
             parse=parse_gate_on),
+    Setting("--gate-min-tasks", "gate_min_tasks",
+            f"the fewest tasks a gate on the bound accepts: with fewer, or a zero-width interval, it fails "
+            f"(default {DEFAULT_GATE_MIN_TASKS})", metavar="N",
+            ini="residual_gate_min_tasks", ini_help="the fewest tasks a gate on the bound accepts",
+            default=DEFAULT_GATE_MIN_TASKS, parse=parse_positive_int),
     Setting("--confidence", "confidence",
-            f"confidence level of the bootstrap intervals (default {DEFAULT_CONFIDENCE:g})", metavar="C",
+            f"confidence level of the intervals (default {DEFAULT_CONFIDENCE:g})", metavar="C",
             ini="residual_confidence", ini_help="confidence level of the intervals (0 < C < 1)",
             default=DEFAULT_CONFIDENCE, parse=parse_confidence),
     Setting("--bootstrap-resamples", "bootstrap_resamples",
-            f"resamples of the paired bootstrap over tasks (default {DEFAULT_RESAMPLES})", metavar="N",
+            f"resamples of a bootstrap (default {DEFAULT_RESAMPLES}; recorded, unused by the t interval over tasks)",
+            metavar="N",
             ini="residual_bootstrap_resamples", ini_help="resamples of the bootstrap over tasks",
             default=DEFAULT_RESAMPLES, parse=parse_positive_int),
     Setting("--bootstrap-seed", "bootstrap_seed",
-            f"seed of the bootstrap's random generator (default {DEFAULT_SEED})", metavar="SEED",
+            f"seed of a bootstrap's random generator (default {DEFAULT_SEED}; recorded, unused by the t interval "
+            "over tasks)", metavar="SEED",
             ini="residual_bootstrap_seed", ini_help="seed of the bootstrap's random generator",
             default=DEFAULT_SEED, parse=int),
 )

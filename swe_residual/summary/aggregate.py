@@ -18,8 +18,11 @@ from swe_residual.agents.identity import check_agent_configs
 from swe_residual.metrics.comparison import clip_left, comparison, headline_line
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.handoff.metrics import primary_records
-from swe_residual.metrics.headline import Record, RecordLike, headline, is_excluded, task_table
-from swe_residual.metrics.intervals import Uncertainty, bootstrap_intervals
+from swe_residual.metrics.headline import (
+    Record, RecordLike, dropped_tasks, headline, is_excluded, pass_at_k_per_task, short_starts, task_table,
+)  # fmt: skip
+from swe_residual.metrics.intervals import METHOD, Uncertainty, task_intervals
+from swe_residual.metrics.over_tasks import mean_interval
 from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_summary
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
@@ -32,7 +35,8 @@ from swe_residual.summary.model import (
 )  # fmt: skip
 from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CLEAN, CONTRADICTED, EXCLUDED, HEADLINE, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, FAILED_ITEMS,
+    ACCEPTANCE, AGENT, CLEAN, CONTRADICTED, EXCLUDED, HEADLINE, LEFT_OUT, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL,
+    FAILED_ITEMS,
     PredecessorRow, Scopes, excluded_groups, state_label,
 )  # fmt: skip
 
@@ -150,7 +154,19 @@ def _block(records: Sequence[Record], *, pooled: bool, uncertainty: Uncertainty)
         block["acceptance_bias"] = acceptance_bias(repo) if repo else None
     else:
         block["acceptance_bias"] = acceptance_bias(records)
-    block["intervals"] = bootstrap_intervals(tasks, uncertainty).to_json()
+    block["intervals"] = task_intervals(tasks, uncertainty).to_json()
+    block["dropped"] = dropped_tasks(records, key_by_track=pooled)
+    passes = block.get("pass_at_k")
+    if passes is not None:  # with rollouts: pass@K's intervals, and the starts it leaves out
+        k = passes["k"]
+        per_task = pass_at_k_per_task(list(tasks.values()), k)
+        conf = uncertainty.confidence
+        estimates = {"residual": mean_interval([r for _, r in per_task], conf),
+                     "clean": mean_interval([c for c, _ in per_task], conf),
+                     "gap": mean_interval([c - r for c, r in per_task], conf, -1.0, 1.0)}
+        passes["intervals"] = {f: list(e.scaled(100.0).bound) if e is not None else None
+                               for f, e in estimates.items()}
+        block["short_starts"] = short_starts(list(tasks.values()), k)
     return block
 
 
@@ -269,13 +285,15 @@ TERMINAL_LEGEND = (
 
 
 def uncertainty_line(summary: Summary) -> str | None:
-    """What the brackets are, e.g. ``[low, high]: 95% paired bootstrap interval over tasks
-    (2000 resamples, seed 0)``; None for a summary without intervals."""
+    """What the brackets are, e.g. ``[low, high]: 95% t interval over tasks (t-over-tasks)``;
+    None for a summary without intervals."""
     u = summary.uncertainty
     if u is None:
         return None
-    return (f"[low, high]: {100 * u.confidence:g}% paired bootstrap interval over tasks "
-            f"({u.resamples} resamples, seed {u.seed})")
+    if u.method != METHOD:  # an older summary, read back: say what made its bounds
+        return (f"[low, high]: {100 * u.confidence:g}% paired bootstrap interval over tasks "
+                f"({u.resamples} resamples, seed {u.seed})")
+    return f"[low, high]: {100 * u.confidence:g}% t interval over tasks ({u.method}, docs/uncertainty.md)"
 
 
 def _compared(summary: Summary) -> bool:
@@ -316,12 +334,18 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     if k is not None:  # only with rollouts: a one-rollout summary.md is what it always was
         out += [rollouts_note(k), ""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
+    left_out = LEFT_OUT.rows_of(s)
+    if left_out:
+        out += [f"### {LEFT_OUT.title}", ""]
+        out += ["What the figures leave out, and why.", ""]
+        out += markdown_table(LEFT_OUT, left_out) + [""]
 
     if _compared(s):
         out += ["## Agents compared", ""]
-        out += ["Each pair on the tasks both ran: a - b in points, with the paired bootstrap interval (both"]
-        out += ["agents' runs of a task resampled together); a difference whose interval includes 0 is not"]
-        out += ["significant at this level.", ""]
+        out += ["Each pair on the tasks both ran: a - b in points, with the t interval over the per-task"]
+        out += ["differences (a task's difficulty cancels); a difference whose interval includes 0 is not"]
+        out += ["significant at this level. After Holm: the verdicts adjusted for testing every pair of the"]
+        out += ["track at once (the family: all pairs of one scope, one figure at a time).", ""]
         out += markdown_table(PAIRS, PAIRS.rows_of(s)) + [""]
 
     out += ["## By predecessor agent", ""]
@@ -395,6 +419,10 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
                                  keys=[row.agent for row in found], key=AGENT, across=PREDECESSOR_NAME, cell=_pair,
                                  corner="by predecessor: residual/clean", first=_agent_cell,
                                  head=lambda name: _clip(name, 17))
+    left_out = LEFT_OUT.rows_of(s)
+    if left_out:
+        lines.append("left out of the figures:")
+        lines += terminal_table(LEFT_OUT, left_out, first=_agent_cell)
     lines += handoff_terminal(s, _clip)
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
@@ -413,7 +441,7 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
         pairs = [replace(row, pair=replace(row.pair, a=clip_left(row.pair.a, 20), b=clip_left(row.pair.b, 20)))
                  for row in PAIRS.rows_of(s) if row.scope == widest]
         if pairs:
-            lines.append(f"agents compared [{widest}] (a - b on common tasks, points)")
+            lines.append(f"agents compared [{widest}] (a - b on common tasks, points; holm: after Holm's adjustment)")
             lines += terminal_table(PAIRS, pairs)
     lines += oracle_lines(s)
     lines += fidelity_terminal(s, _clip)

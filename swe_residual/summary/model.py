@@ -20,9 +20,9 @@ from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 from swe_residual.metrics.intervals import Intervals, Uncertainty
 
 __all__ = [
-    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "Disagreement", "ExcludedItem", "FailedItem", "Fidelity",
+    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "Disagreement", "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity",
     "FidelityState", "HandoffView", "Infra", "Intervals", "OracleMiss", "OracleSummary", "Pair", "PassAtK", "PredecessorGroup", "Rank",
-    "Reversal", "ScopeMetrics", "Skipped", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
+    "Reversal", "ScopeMetrics", "Skipped", "ShortStart", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
     "Uncertainty", "UnsolvedState", "as_summary",
 ]  # fmt: skip
 
@@ -114,14 +114,58 @@ class PassAtK:
     residual: float | None = None
     clean: float | None = None
     gap: float | None = None
+    #: the tasks whose Clean Start and >= 1 state have K valid rollouts (None: an older summary)
+    n_tasks: int | None = None
+    #: t intervals over those tasks: {residual, clean, gap: [low, high] or None}
+    intervals: Mapping[str, tuple[float, float] | None] | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> PassAtK:
         raw = _map(raw)
-        return cls(raw.get("k", 1), raw.get("residual"), raw.get("clean"), raw.get("gap"))
+        intervals = raw.get("intervals")
+        return cls(raw.get("k", 1), raw.get("residual"), raw.get("clean"), raw.get("gap"), raw.get("n_tasks"),
+                   {f: _bound(b) for f, b in intervals.items()} if isinstance(intervals, Mapping) else None)
 
     def to_json(self) -> Json:
-        return {"k": self.k, "residual": self.residual, "clean": self.clean, "gap": self.gap}
+        out: Json = {"k": self.k, "residual": self.residual, "clean": self.clean, "gap": self.gap}
+        if self.n_tasks is not None:
+            out["n_tasks"] = self.n_tasks
+        if self.intervals is not None:
+            out["intervals"] = {f: _list(b) for f, b in self.intervals.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class DroppedTask:
+    """A task the agent ran that no figure counts, and why (no Clean or no Residual run with a verdict)."""
+
+    task: str
+    track: str
+    reasons: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> DroppedTask:
+        return cls(str(raw.get("task")), str(raw.get("track")), tuple(raw.get("reasons") or ()))
+
+    def to_json(self) -> Json:
+        return {"task": self.task, "track": self.track, "reasons": list(self.reasons)}
+
+
+@dataclass(frozen=True)
+class ShortStart:
+    """A start with fewer than K valid rollouts: its outcome is the mean of those, pass@K leaves it out."""
+
+    task: str
+    state: str | None
+    valid: int
+    k: int
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ShortStart:
+        return cls(str(raw.get("task")), raw.get("state"), int(raw.get("valid", 0)), int(raw.get("k", 0)))
+
+    def to_json(self) -> Json:
+        return {"task": self.task, "state": self.state, "valid": self.valid, "k": self.k}
 
 
 @dataclass(frozen=True)
@@ -162,8 +206,12 @@ class ScopeMetrics:
     #: only with more than one rollout per start (`--rollouts`): a one-rollout summary has neither key
     pass_at_k: PassAtK | None = None
     disagreement: Disagreement | None = None
-    #: the bootstrap intervals of residual, clean, gap and cond_fail (None in an older summary)
+    #: the intervals of residual, clean, gap and cond_fail (None in an older summary)
     intervals: Intervals | None = None
+    #: the tasks the agent ran that no figure counts, and why (the key only when there are some)
+    dropped: tuple[DroppedTask, ...] = ()
+    #: with rollouts, the starts with fewer than K valid rollouts (the key only when there are some)
+    short_starts: tuple[ShortStart, ...] = ()
 
     @classmethod
     def from_json(cls, raw: Any) -> ScopeMetrics:
@@ -179,6 +227,8 @@ class ScopeMetrics:
             pass_at_k=PassAtK.from_json(passes) if passes is not None else None,
             disagreement=Disagreement.from_json(disagree) if disagree is not None else None,
             intervals=Intervals.from_json(raw.get("intervals")),
+            dropped=tuple(DroppedTask.from_json(d) for d in raw.get("dropped") or ()),
+            short_starts=tuple(ShortStart.from_json(d) for d in raw.get("short_starts") or ()),
         )  # fmt: skip
 
     def to_json(self) -> Json:
@@ -195,6 +245,10 @@ class ScopeMetrics:
             out["disagreement"] = self.disagreement.to_json()
         if self.intervals is not None:  # a summary read from an older file gives back what it had
             out["intervals"] = self.intervals.to_json()
+        if self.dropped:
+            out["dropped"] = [d.to_json() for d in self.dropped]
+        if self.short_starts:
+            out["short_starts"] = [d.to_json() for d in self.short_starts]
         return out
 
     def interval(self, figure: str) -> tuple[float, float] | None:
@@ -396,18 +450,26 @@ class Reversal:
     residual_interval: tuple[float, float] | None = None
     #: both intervals above 0; False when one includes 0; None without intervals
     significant: bool | None = None
+    #: the same verdict after Holm's adjustment across the pairs of the scope (None: an older summary)
+    significant_adjusted: bool | None = None
+    #: the common tasks the margins are measured on (0: an older summary, margins on each agent's own tasks)
+    n_tasks: int = 0
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Reversal:
         return cls(raw["scope"], raw["clean_leader"], raw["residual_leader"], raw["clean_margin"],
                    raw["residual_margin"], _bound(raw.get("clean_interval")), _bound(raw.get("residual_interval")),
-                   raw.get("significant"))
+                   raw.get("significant"), raw.get("significant_adjusted"), raw.get("n_tasks") or 0)
 
     def to_json(self) -> Json:
-        return {"scope": self.scope, "clean_leader": self.clean_leader, "residual_leader": self.residual_leader,
-                "clean_margin": self.clean_margin, "residual_margin": self.residual_margin,
-                "clean_interval": _list(self.clean_interval), "residual_interval": _list(self.residual_interval),
-                "significant": self.significant}
+        out: Json = {"scope": self.scope, "clean_leader": self.clean_leader, "residual_leader": self.residual_leader,
+                     "clean_margin": self.clean_margin, "residual_margin": self.residual_margin,
+                     "clean_interval": _list(self.clean_interval), "residual_interval": _list(self.residual_interval),
+                     "significant": self.significant}
+        if self.n_tasks:
+            out["significant_adjusted"] = self.significant_adjusted
+            out["n_tasks"] = self.n_tasks
+        return out
 
 
 def _bound(raw: Any) -> tuple[float, float] | None:
@@ -420,7 +482,9 @@ def _list(bound: tuple[float, float] | None) -> list[float] | None:
 
 @dataclass(frozen=True)
 class Pair:
-    """Agent ``a`` minus agent ``b`` on their common tasks, with paired-bootstrap intervals."""
+    """Agent ``a`` minus agent ``b`` on their common tasks: t intervals over the per-task
+    differences, raw p-values and significance, and both after Holm's adjustment across the
+    pairs of the scope (``*_adjusted``; None in an older summary or without an interval)."""
 
     a: str
     b: str
@@ -435,6 +499,15 @@ class Pair:
     gap_interval: tuple[float, float] | None = None
     gap_significant: bool | None = None
     reason: str | None = None
+    residual_p: float | None = None
+    clean_p: float | None = None
+    gap_p: float | None = None
+    residual_p_adjusted: float | None = None
+    clean_p_adjusted: float | None = None
+    gap_p_adjusted: float | None = None
+    residual_significant_adjusted: bool | None = None
+    clean_significant_adjusted: bool | None = None
+    gap_significant_adjusted: bool | None = None
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Pair:
@@ -473,6 +546,8 @@ class Comparison:
     states: StatesSolved = field(default_factory=StatesSolved)
     #: per scope, every pair of agents' paired differences (None in an older summary)
     pairs: Mapping[str, tuple[Pair, ...]] | None = None
+    #: how the pairs' verdicts are adjusted for being many: {method, family, alpha}
+    multiplicity: Mapping[str, Any] | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> Comparison:
@@ -488,6 +563,7 @@ class Comparison:
                                 tuple(UnsolvedState(**u) for u in states.get("unsolved") or [])),
             pairs={scope: tuple(Pair.from_json(p) for p in found or []) for scope, found in raw["pairs"].items()}
             if isinstance(raw.get("pairs"), Mapping) else None,
+            multiplicity=dict(raw["multiplicity"]) if isinstance(raw.get("multiplicity"), Mapping) else None,
         )  # fmt: skip
 
     def to_json(self) -> Json:
@@ -502,6 +578,8 @@ class Comparison:
         }  # fmt: skip
         if self.pairs is not None:
             out["pairs"] = {scope: [p.to_json() for p in found] for scope, found in self.pairs.items()}
+        if self.multiplicity is not None:
+            out["multiplicity"] = dict(self.multiplicity)
         return out
 
 

@@ -28,8 +28,9 @@ from swe_residual.summary.model import (
 )  # fmt: skip
 
 __all__ = [
-    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "CONTRADICTED", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "Format",
-    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "PAIRS", "PREDECESSOR", "RANKS", "Scopes", "TAKEOVER", "TERMINATIONS",
+    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "CONTRADICTED", "DURATIONS", "EXCLUDED", "FAILED_ITEMS",
+    "Format", "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "LEFT_OUT", "PAIRS", "PREDECESSOR", "RANKS", "Scopes",
+    "TAKEOVER", "TERMINATIONS",
     "Table", "UNSOLVED", "pct", "rank_rows", "state_label",
 ]  # fmt: skip
 
@@ -248,6 +249,50 @@ def _significance(row: PairRow) -> str:
     return ", ".join(named) if named else "neither (intervals include 0)"
 
 
+def _adjusted(row: PairRow) -> str | None:
+    p = row.pair
+    if p.residual_significant_adjusted is None and p.gap_significant_adjusted is None:
+        return None  # no interval, or an older summary: the column shows only when some pair has one
+    named = [name for name, flag in (("residual", p.residual_significant_adjusted),
+                                     ("gap", p.gap_significant_adjusted)) if flag]
+    return ", ".join(named) if named else "neither"
+
+
+@dataclass(frozen=True)
+class LeftOutRow:
+    """Something one agent's figures on one scope leave out, and why."""
+
+    agent: str
+    scope: str
+    item: str
+    why: str
+
+
+def left_out_rows(summary: Summary, scopes: Scopes) -> list[LeftOutRow]:
+    """Per agent and scope: the tasks no figure counts (no Clean or no Residual run with a
+    verdict), the starts with fewer than K valid rollouts (left out of pass@K), and the figures
+    without an interval because they rest on too little (CondFail on one solved task)."""
+    rows = []
+    for agent, block in summary.agents.items():
+        pooled = len(block.tracks) > 1  # overall repeats its tracks' tasks: listed once, under the track
+        for scope, figures in block.own_scopes():
+            if figures is None:
+                continue
+            if not (pooled and scope == "overall"):
+                rows += [LeftOutRow(agent, scope, d.task, "; ".join(d.reasons) + ": in no figure")
+                         for d in figures.dropped]
+                rows += [LeftOutRow(agent, scope, f"{s.task} [{s.state or 'clean'}]",
+                                    f"{s.valid} of {s.k} valid rollouts: left out of pass@{s.k}")
+                         for s in figures.short_starts]
+            intervals = figures.intervals
+            if intervals is not None:
+                for figure in ("cond_fail",):
+                    why = intervals.reasons.get(figure)
+                    if why and figures.cond_fail is not None:
+                        rows.append(LeftOutRow(agent, scope, "CondFail", f"no interval: {why}"))
+    return rows
+
+
 @dataclass(frozen=True)
 class TerminationRow:
     """One agent's items by how they ended (``counts`` per termination column; ``budget`` the
@@ -372,7 +417,7 @@ VIEW = _key("View", "view", terminal="view")
 PREDECESSOR_NAME = _key("Predecessor", "predecessor", note="the agent that left the Residual State")
 
 def _interval(figure: str) -> Callable[[Any], tuple[float, float] | None]:
-    # Only an agent's figures on a scope have bootstrap intervals (not a predecessor group's).
+    # Only an agent's figures on a scope have intervals (not a predecessor group's).
     def read(row: Any) -> tuple[float, float] | None:
         figures = getattr(row, "figures", None)
         return figures.interval(figure) if isinstance(figures, ScopeMetrics) else None
@@ -535,7 +580,7 @@ RANKS = Table(
             note="ranks climbed from Clean to Residual (negative: fell)")),
 )  # fmt: skip
 
-#: Per scope, each pair of agents: a minus b on their common tasks, paired-bootstrap intervals.
+#: Per scope, each pair of agents: a minus b on their common tasks, t intervals over tasks, raw and Holm verdicts.
 PAIRS = Table(
     "pairs", "Agents compared on their common tasks",
     (Column("Agent a", lambda r: r.pair.a, align=Align.LEFT, terminal="a"),
@@ -547,8 +592,18 @@ PAIRS = Table(
      Column("Gap a - b", lambda r: r.pair.gap, Format.POINTS, terminal="gap a-b",
             interval=lambda r: r.pair.gap_interval, terminal_interval=True),
      Column("Interval excludes 0", _significance, align=Align.LEFT,
-            note="the differences whose paired-bootstrap interval excludes 0")),
+            note="the differences whose interval excludes 0 (raw, each pair alone)"),
+     Column("After Holm", _adjusted, align=Align.LEFT, terminal="holm", given_only=True,
+            note="the differences still significant after Holm's adjustment across the scope's pairs")),
     pair_rows, empty="(one agent: nothing to compare)",
+)  # fmt: skip
+
+#: What each agent's figures leave out, and why: tasks in no figure, short starts, thin figures.
+LEFT_OUT = Table(
+    "left_out", "Left out of the figures",
+    (AGENT, _key("Track", "scope", terminal="track"), _key("Item", "item", terminal="item"),
+     _key("Why", "why", terminal="why")),
+    left_out_rows,
 )  # fmt: skip
 
 UNSOLVED = Table(

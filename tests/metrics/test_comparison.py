@@ -1,19 +1,26 @@
-"""Goldens for agent comparison: rankings (ties), reversals with their margins, unsolved states,
-the comparison block in the summary and its one terminal line."""
+"""Goldens for agent comparison: rankings (ties), reversals with their margins on the common
+tasks of each pair, unsolved states, Holm's adjustment of a five-agent run, the comparison block
+in the summary and its one terminal line."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from swe_residual.metrics.tdist import t_two_sided_p
+
 import pytest
 
 from swe_residual.metrics.comparison import (
+    FAMILY,
     comparison,
     headline_line,
+    holm_adjusted,
+    label_reversals,
     rank,
     ranking_table,
     rankings,
     reversals,
+    scopes_of,
     unsolved_states,
 )
 from swe_residual.summary.aggregate import build_summary, render_terminal
@@ -32,18 +39,46 @@ def summary_of(rates: dict[str, dict[str, tuple[float | None, float | None]]]) -
     return {"schema": 1, "agents": agents, "infra": {}}
 
 
+def pairs_of(summary: dict[str, Any], scope: str) -> list[dict[str, Any]]:
+    """The pairs of a hand-built summary as if every agent ran the same tasks: a minus b in
+    Clean and Residual on them (what paired_comparisons gives from records, without intervals)."""
+    agents = summary["agents"]
+    out = []
+    for a in sorted(agents):
+        for b in sorted(agents):
+            if a >= b:
+                continue
+            fa, fb = (agents[x]["overall"] if scope == "overall" else agents[x]["tracks"].get(scope) for x in (a, b))
+            if not fa or not fb or None in (fa["clean"], fa["residual"], fb["clean"], fb["residual"]):
+                continue
+            out.append({"a": a, "b": b, "n_tasks": 10, "clean": fa["clean"] - fb["clean"],
+                        "residual": fa["residual"] - fb["residual"]})
+    return out
+
+
+def block_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """The comparison block of a hand-built summary, its reversals from :func:`pairs_of`."""
+    return {"n_agents": len(summary["agents"]), "rankings": rankings(summary),
+            "reversals": {s: label_reversals(reversals(pairs_of(summary, s), s), pairs_of(summary, s))
+                          for s in scopes_of(summary)},
+            "states": {"n_states": 0, "unsolved": []}}
+
+
 # The paper's DeepSWE example (Section 5): GLM leads from the Clean Start, Qwen from Residual.
 DEEPSWE = summary_of({"GLM-4.6": {"repo": (68.9, 15.4)}, "Qwen3-Coder": {"repo": (51.1, 30.6)}})
 
 
 def test_deepswe_example_is_a_reversal_with_both_margins() -> None:
-    (found,) = reversals(DEEPSWE, "repo")
+    (found,) = reversals(pairs_of(DEEPSWE, "repo"), "repo")
     assert found["clean_leader"] == "GLM-4.6" and found["residual_leader"] == "Qwen3-Coder"
     assert found["clean_margin"] == pytest.approx(17.8)  # 68.9 - 51.1
     assert found["residual_margin"] == pytest.approx(15.2)  # 30.6 - 15.4
-    block = comparison(DEEPSWE, [])
+    assert found["n_tasks"] == 10
+    block = block_of(DEEPSWE)
     assert block["reversals"]["overall"] == [dict(found, scope="overall", clean_interval=None, residual_interval=None,
-                                                    significant=None)]  # no records: no paired interval
+                                                    significant=None, significant_adjusted=None)]  # no interval
+    # without records there are no common tasks: no reversal is claimed
+    assert comparison(DEEPSWE, [])["reversals"] == {"repo": [], "overall": []}
     assert headline_line(block, single_scope=True) == (
         "ranking reversed: GLM-4.6 over Qwen3-Coder on clean (+17.8), "
         "Qwen3-Coder over GLM-4.6 on residual (+15.2)"
@@ -72,18 +107,17 @@ def test_rankings_per_track_and_overall() -> None:
     assert [(r["agent"], r["rank"]) for r in ranks["overall"]["residual"]] == [("x", 1), ("y", 1)]
     # repo reverses (x +20 clean, y +10 residual); machine: y ahead on clean (+10), x on
     # residual (+10); overall: residual tie -> no reversal
-    assert [(r["clean_leader"], r["clean_margin"], r["residual_margin"]) for r in reversals(summary, "repo")] == [
-        ("x", pytest.approx(20.0), pytest.approx(10.0))
-    ]
-    assert [r["clean_leader"] for r in reversals(summary, "machine")] == ["y"]
-    assert reversals(summary, "overall") == []
+    assert [(r["clean_leader"], r["clean_margin"], r["residual_margin"])
+            for r in reversals(pairs_of(summary, "repo"), "repo")] == [("x", pytest.approx(20.0), pytest.approx(10.0))]
+    assert [r["clean_leader"] for r in reversals(pairs_of(summary, "machine"), "machine")] == ["y"]
+    assert reversals(pairs_of(summary, "overall"), "overall") == []
     table = ranking_table(comparison(summary, []), "repo")
     assert [(r["agent"], r["clean_rank"], r["residual_rank"], r["moved"]) for r in table] == [
         ("y", 2, 1, 1),
         ("x", 1, 2, -1),
     ]
     # the terminal names the track when the reversal is not overall; it says how many more
-    line = headline_line(comparison(summary, []))
+    line = headline_line(block_of(summary))
     # (x/y reverse in both tracks: one pair, the larger summed margin, repo's, is stated)
     assert line == "ranking reversed [repo]: x over y on clean (+20.0), y over x on residual (+10.0)"
 
@@ -91,8 +125,8 @@ def test_rankings_per_track_and_overall() -> None:
 def test_no_reversal_when_order_agrees_or_ties() -> None:
     agree = summary_of({"a": {"repo": (90.0, 50.0)}, "b": {"repo": (60.0, 40.0)}, "c": {"repo": (60.0, 45.0)}})
     # b and c tie on clean: a tie on either side is not a reversal
-    assert reversals(agree, "repo") == []
-    block = comparison(agree, [])
+    assert reversals(pairs_of(agree, "repo"), "repo") == []
+    block = block_of(agree)
     assert headline_line(block) == "no ranking reversal; 0 of 0 states solved by no agent"
     assert headline_line(comparison(summary_of({"solo": {"repo": (50.0, 20.0)}}), [])).startswith(
         "one agent, no ranking"
@@ -103,11 +137,11 @@ def test_every_reversed_pair_is_listed_largest_first() -> None:
     summary = summary_of(
         {"a": {"repo": (90.0, 10.0)}, "b": {"repo": (70.0, 30.0)}, "c": {"repo": (50.0, 60.0)}}
     )
-    found = reversals(summary, "repo")
+    found = reversals(pairs_of(summary, "repo"), "repo")
     pairs = [(r["clean_leader"], r["residual_leader"], round(r["clean_margin"] + r["residual_margin"], 6)) for r in found]
     # a/c: 40 + 50 = 90; b/c: 20 + 30 = 50; a/b: 20 + 20 = 40
     assert pairs == [("a", "c", 90.0), ("b", "c", 50.0), ("a", "b", 40.0)]
-    line = headline_line(comparison(summary, []), single_scope=True)
+    line = headline_line(block_of(summary), single_scope=True)
     assert line == "ranking reversed: a over c on clean (+40.0), c over a on residual (+50.0); 2 more pair(s) reversed"
 
 
@@ -155,7 +189,8 @@ def test_summary_comparison_block_and_terminal_line() -> None:
     summary = build_summary(records, compare=True)
     assert {k: v for k, v in summary.items() if k != "comparison"} == plain
     block = summary["comparison"]
-    assert set(block) == {"n_agents", "rankings", "reversals", "states", "pairs"}
+    assert set(block) == {"n_agents", "rankings", "reversals", "states", "pairs", "multiplicity"}
+    assert block["multiplicity"] == {"method": "holm", "family": FAMILY, "alpha": pytest.approx(0.05)}
     (found,) = block["reversals"]["repo"]
     assert (found["clean_margin"], found["residual_margin"]) == (pytest.approx(100.0), pytest.approx(50.0))
     assert [u["state"] for u in block["states"]["unsolved"]] == ["s2"]
@@ -173,7 +208,7 @@ def test_summary_comparison_block_and_terminal_line() -> None:
 
 def test_long_names_fit_the_terminal_line() -> None:
     long_a, long_b = "module:agents.harness:" + "A" * 40 + "Clean", "cmd:run-agent --model " + "B" * 40
-    block = comparison(summary_of({long_a: {"repo": (68.9, 15.4)}, long_b: {"repo": (51.1, 30.6)}}), [])
+    block = block_of(summary_of({long_a: {"repo": (68.9, 15.4)}, long_b: {"repo": (51.1, 30.6)}}))
     assert len(headline_line(block)) > 100  # the full form, as the HTML report shows it
     line = headline_line(block, width=100)
     # each name once, clipped from the left (specs differ at the end), margins as A minus B
@@ -181,3 +216,89 @@ def test_long_names_fit_the_terminal_line() -> None:
         "ranking reversed: ..." + "A" * 16 + "Clean vs ..." + "B" * 21 + ": clean +17.8, residual -15.2"
     )
     assert line.startswith("ranking reversed: ...")
+
+
+def test_a_reversal_is_found_and_labelled_on_the_common_tasks() -> None:
+    """The issue's case: on their own tasks alpha leads on Clean (100 vs 50) and beta on
+    Residual (50 vs 0), but beta's lead on Clean comes from four tasks alpha never ran. On the
+    four common tasks both solve every clean start: no reversal. Then a reversal that is one
+    on the common tasks carries the intervals of those same tasks."""
+    records = []
+    for i in range(4):
+        records += [rec("alpha", f"t{i}", None, "success"), rec("alpha", f"t{i}", "s", "failure"),
+                    rec("beta", f"t{i}", None, "success"), rec("beta", f"t{i}", "s", "success")]
+        records += [rec("beta", f"x{i}", None, "failure"), rec("beta", f"x{i}", "s", "failure")]
+    summary = build_summary(records, compare=True)
+    own = {a: (summary["agents"][a]["overall"]["clean"], summary["agents"][a]["overall"]["residual"])
+           for a in ("alpha", "beta")}
+    assert own == {"alpha": (100.0, 0.0), "beta": (50.0, 50.0)}  # reversed on each agent's own tasks
+    (pair,) = summary["comparison"]["pairs"]["repo"]
+    assert (pair["n_tasks"], pair["clean"], pair["residual"]) == (4, 0.0, -100.0)
+    assert summary["comparison"]["reversals"] == {"repo": [], "overall": []}
+    # beta now fails two common clean starts: alpha +50 on Clean, beta +100 on Residual, on 4 tasks
+    flipped = [r for r in records if not (r["agent"] == "beta" and r["task"] in ("t0", "t1") and r["state"] is None)]
+    flipped += [rec("beta", "t0", None, "failure"), rec("beta", "t1", None, "failure")]
+    summary = build_summary(flipped, compare=True)
+    (found,) = summary["comparison"]["reversals"]["repo"]
+    (pair,) = summary["comparison"]["pairs"]["repo"]
+    assert (found["clean_leader"], found["residual_leader"], found["n_tasks"]) == ("alpha", "beta", 4)
+    assert (found["clean_margin"], found["residual_margin"]) == (pytest.approx(50.0), pytest.approx(100.0))
+    # the labels are the intervals of the pair on the same four tasks (alpha - beta, beta - alpha)
+    assert found["clean_interval"] == pair["clean_interval"]
+    assert found["residual_interval"] == [-pair["residual_interval"][1], -pair["residual_interval"][0]]
+    assert found["clean_interval"][0] < 0 < found["clean_interval"][1] and found["significant"] is False
+    assert found["significant_adjusted"] is False
+
+
+def test_holm_adjusted_p_values_by_hand() -> None:
+    # m = 4: sorted 0.01, 0.02, 0.03, 0.5 -> 4 * 0.01, max(.04, 3 * .02), max(.06, 2 * .03), max(.06, .5)
+    assert holm_adjusted([0.03, 0.5, 0.01, 0.02]) == pytest.approx([0.06, 0.5, 0.04, 0.06])
+    assert holm_adjusted([0.9, 0.8]) == pytest.approx([1.0, 1.0])  # 2 * 0.8 capped at 1, never decreasing
+    assert holm_adjusted([]) == []
+
+
+SOLVED = (12, 11, 10, 8, 2)
+
+
+def _five_agents() -> list[dict[str, Any]]:
+    """Five agents on 12 tasks, one state each. a solves every state; b 11; c 10; d 8; e 2.
+    Residual differences per task are 0 or 1, so each pair's t statistic is by hand."""
+    solved = dict(zip("abcde", SOLVED))
+    records = []
+    for agent, k in solved.items():
+        for i in range(12):
+            records += [rec(agent, f"t{i:02d}", None, "success"),
+                        rec(agent, f"t{i:02d}", "s", "success" if i < k else "failure")]
+    return records
+
+
+def test_holm_labels_of_a_five_agent_run() -> None:
+    summary = build_summary(_five_agents(), compare=True)
+    pairs = {(p["a"], p["b"]): p for p in summary["comparison"]["pairs"]["repo"]}
+    assert len(pairs) == 10  # the family: every pair of the five agents on this scope
+
+    def p_of(m: int) -> float:  # m of 12 per-task differences are 1, the rest 0 (0 < m < 12)
+        mean = m / 12
+        sd = (m * (1 - mean) ** 2 + (12 - m) * mean ** 2) / 11
+        return t_two_sided_p(mean / (sd ** 0.5 / 12 ** 0.5), 11)
+
+    gaps = {(x, y): k - j for x, k in zip("abcde", SOLVED) for y, j in zip("abcde", SOLVED) if x < y}
+    raw = {pair: p_of(m) for pair, m in gaps.items()}
+    for pair, p in raw.items():
+        assert pairs[pair]["residual_p"] == pytest.approx(p, rel=1e-9), pair
+    # Holm by hand: sort, multiply by (m - rank), running maximum
+    ordered = sorted(raw, key=raw.get)
+    adjusted, running = {}, 0.0
+    for rank, pair in enumerate(ordered):
+        running = max(running, min(1.0, (10 - rank) * raw[pair]))
+        adjusted[pair] = running
+    for pair in pairs:
+        assert pairs[pair]["residual_p_adjusted"] == pytest.approx(adjusted[pair], rel=1e-9)
+    labels = {pair: (pairs[pair]["residual_significant"], pairs[pair]["residual_significant_adjusted"])
+              for pair in pairs}
+    assert labels == {pair: (raw[pair] < 0.05, adjusted[pair] < 0.05) for pair in pairs}
+    # the golden, in words: e differs from everyone (10 to 6 tasks of 12) under both verdicts;
+    # a vs d (4 of 12, p 0.039) is significant raw, not after adjustment (6 * p = 0.23); neighbours are neither
+    assert labels[("a", "e")] == labels[("d", "e")] == (True, True)
+    assert labels[("a", "d")] == (True, False)
+    assert labels[("a", "b")] == labels[("b", "c")] == (False, False)

@@ -1,25 +1,30 @@
-"""Bootstrap intervals: the documented algorithm against an implementation written here, the
-degenerate cases, the intervals in summary.json, the paired comparison of agents and the gates
-on the bound (hand-made record sets)."""
+"""Intervals over tasks: the t interval against its formula written here (with published t
+quantiles), the all-equal rule, CondFail's ratio, the intervals in summary.json, the paired
+comparison of agents, Holm's adjustment and the gates on the bound (hand-made record sets)."""
 
 from __future__ import annotations
 
 import math
-import random
+from statistics import NormalDist
 
 import pytest
 from recordfactory import make_record
 
 from swe_residual.metrics.headline import StateRun, TaskRuns
 from swe_residual.metrics.intervals import (
-    ONE_TASK, Uncertainty, bootstrap_intervals, paired_difference, percentile,
+    FEW_SOLVED, METHOD, ONE_TASK, Uncertainty, paired_difference, task_intervals,
 )  # fmt: skip
+from swe_residual.metrics.tdist import t_quantile, t_two_sided_p
 from swe_residual.run.gates import evaluate_gates, parse_gate
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
 pytestmark = pytest.mark.unit
 
 S, F = "success", "failure"
+
+#: two-sided critical values of Student's t from printed tables: {(confidence, df): t}
+T_TABLE = {(0.95, 7): 2.364624, (0.90, 7): 1.894579, (0.50, 7): 0.711142, (0.95, 1): 12.706205,
+           (0.95, 9): 2.262157, (0.95, 11): 2.200985, (0.99, 19): 2.860935, (0.95, 99): 1.984217}
 
 
 def _tasks(spec: dict[str, tuple[float, list[float]]]) -> dict[str, TaskRuns]:
@@ -28,38 +33,62 @@ def _tasks(spec: dict[str, tuple[float, list[float]]]) -> dict[str, TaskRuns]:
             for task, (clean, states) in spec.items()}
 
 
-# ----------------------------------------------------------------- an independent implementation
+@pytest.mark.parametrize("confidence,df", sorted(T_TABLE))
+def test_t_quantile_matches_the_printed_table(confidence: float, df: int) -> None:
+    assert t_quantile(confidence, df) == pytest.approx(T_TABLE[(confidence, df)], abs=2e-6)
+    # and the p-value at the critical value is 1 - confidence
+    assert t_two_sided_p(T_TABLE[(confidence, df)], df) == pytest.approx(1 - confidence, abs=1e-6)
 
 
-def _quantile(values: list[float], q: float) -> float:
-    # numpy's "linear" method written from its definition: position (m - 1) q between order statistics
-    v = sorted(values)
-    pos = (len(v) - 1) * q
-    below, above = int(math.floor(pos)), int(math.ceil(pos))
-    return v[below] * (1 - (pos - below)) + v[above] * (pos - below) if below != above else v[below]
+# ----------------------------------------------------------------- the formula, written here
 
 
-def _independent(spec: dict[str, tuple[float, list[float]]], seed: int, resamples: int, confidence: float
-                 ) -> dict[str, tuple[float, float] | None]:
-    """docs/uncertainty.md's algorithm: tasks in key order, Random(seed), n randrange(n) draws
-    per resample; Residual = mean over tasks of the state mean, Clean = mean clean outcome,
-    Gap = Clean - Residual, CondFail = over tasks solved from clean, mean of (1 - y)."""
-    keys = sorted(spec)
-    n = len(keys)
-    rng = random.Random(seed)
-    out: dict[str, list[float]] = {"residual": [], "clean": [], "gap": [], "cond_fail": []}
-    for _ in range(resamples):
-        picked = [spec[keys[rng.randrange(n)]] for _ in range(n)]
-        res = 100 * sum(sum(states) / len(states) for _, states in picked) / n
-        cln = 100 * sum(clean for clean, _ in picked) / n
-        solved = [states for clean, states in picked if clean == 1]
-        out["residual"].append(res)
-        out["clean"].append(cln)
-        out["gap"].append(cln - res)
-        if solved:
-            out["cond_fail"].append(100 * sum(sum(1 - y for y in s) / len(s) for s in solved) / len(solved))
-    lo, hi = (1 - confidence) / 2, (1 + confidence) / 2
-    return {k: (_quantile(v, lo), _quantile(v, hi)) if v else None for k, v in out.items()}
+def _wilson(p: float, n: int) -> tuple[float, float]:
+    z = NormalDist().inv_cdf(0.975)
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def _near_bound_rule(low: float, high: float, values: list[float], mean: float, confidence: float
+                     ) -> tuple[float, float]:
+    # a rate with fewer than 5 tasks above 0 (or below 1): widened to contain Wilson's interval
+    if sum(v > 0 for v in values) < 5 or sum(v < 1 for v in values) < 5:
+        assert confidence == 0.95, "the tests' Wilson is at 95%"
+        w_low, w_high = _wilson(mean, len(values))
+        return min(low, w_low), max(high, w_high)
+    return low, high
+
+
+def _t_interval(values: list[float], t: float, lo: float, hi: float, confidence: float = 0.95
+                ) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t * sd / math.sqrt(n)
+    low, high = max(lo, mean - half), min(hi, mean + half)
+    if (lo, hi) == (0, 1):
+        low, high = _near_bound_rule(low, high, values, mean, confidence)
+    return 100 * low, 100 * high
+
+
+def _by_formula(spec: dict[str, tuple[float, list[float]]], t: float, confidence: float = 0.95
+               ) -> dict[str, tuple[float, float]]:
+    """docs/uncertainty.md: per task r = mean of its states, c its clean outcome; Residual,
+    Clean and Gap = mean -/+ t sd / sqrt(n) over tasks, clamped; CondFail the ratio
+    sum(c (1 - r)) / sum(c) over the tasks with c > 0, its deviations z = c (1 - r - R) / mean(c)."""
+    r = [sum(states) / len(states) for _, states in spec.values()]
+    c = [clean for clean, _ in spec.values()]
+    solved = [(ci, 1 - ri) for ci, ri in zip(c, r) if ci > 0]
+    ratio = sum(w * f for w, f in solved) / sum(w for w, _ in solved)
+    mean_w = sum(w for w, _ in solved) / len(solved)
+    z = [w * (f - ratio) / mean_w for w, f in solved]
+    sd = math.sqrt(sum(d * d for d in z) / (len(z) - 1))
+    cond = (max(0, ratio - t * sd / math.sqrt(len(z))), min(1, ratio + t * sd / math.sqrt(len(z))))
+    cond = _near_bound_rule(*cond, [f for _, f in solved], ratio, confidence)
+    return {"residual": _t_interval(r, t, 0, 1, confidence), "clean": _t_interval(c, t, 0, 1, confidence),
+            "gap": _t_interval([ci - ri for ci, ri in zip(c, r)], t, -1, 1),
+            "cond_fail": (100 * cond[0], 100 * cond[1])}
 
 
 SPEC = {
@@ -68,50 +97,81 @@ SPEC = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("seed,resamples,confidence", [(0, 2000, 0.95), (7, 500, 0.9), (123, 999, 0.5)])
-def test_bootstrap_equals_an_independent_implementation(seed: int, resamples: int, confidence: float) -> None:
-    got = bootstrap_intervals(_tasks(SPEC), Uncertainty(confidence, resamples, seed))
-    want = _independent(SPEC, seed, resamples, confidence)
-    for figure, bound in want.items():
-        assert bound is not None and got.get(figure) == pytest.approx(bound, rel=1e-12, abs=1e-12), figure
-    assert got.reason is None
-    # the table's order does not matter: tasks are taken in key order
+@pytest.mark.parametrize("confidence", [0.95, 0.90, 0.50])
+def test_t_interval_equals_its_formula(confidence: float) -> None:
+    got = task_intervals(_tasks(SPEC), Uncertainty(confidence))
+    # Residual (5 tasks above 0, 6 below 1) and the Gap are plain t intervals at every level
+    want = _by_formula(SPEC, T_TABLE[(confidence, 7)], confidence=0.95)
+    for figure in ("residual", "gap"):
+        assert got.get(figure) == pytest.approx(want[figure], abs=2e-4), figure
+    if confidence == 0.95:  # Clean (3 tasks below 1) and CondFail (5 solved tasks) meet the near-bound rule
+        assert got.clean == pytest.approx(want["clean"], abs=2e-4)
+        cond = _by_formula(SPEC, t_quantile(confidence, 4))["cond_fail"]
+        assert got.cond_fail == pytest.approx(cond, rel=1e-12)
+        assert got.near_bound == ("clean", "cond_fail")
+    assert got.reason is None and got.all_equal == ()
+    # the table's order does not matter, and nothing is random: the same bounds every time
     shuffled = dict(reversed(list(_tasks(SPEC).items())))
-    assert bootstrap_intervals(shuffled, Uncertainty(confidence, resamples, seed)) == got
+    assert task_intervals(shuffled, Uncertainty(confidence, 10, 99)) == got
+
+
+def test_a_hand_computed_golden() -> None:
+    # Residual per task 1, 1, 0.5, 0.5, 1, 0.5: mean 0.75, sd sqrt(0.075), se sqrt(0.075 / 6);
+    # t(0.95, 5) = 2.570582: 75 -/+ 28.74 = [46.26, 103.74], the upper end clamped to 100.
+    # Only 3 tasks are below 1: near 100%, widened to Wilson's [36.48, 94.00] for 0.75 of 6
+    spec = {"a": (1, [1]), "b": (1, [1, 1]), "c": (0, [1, 0]), "d": (1, [0, 1]), "e": (1, [1]), "f": (0, [0, 1])}
+    got = task_intervals(_tasks(spec))
+    half = 2.570582 * math.sqrt(0.075 / 6)
+    assert 100 * (0.75 - half) == pytest.approx(46.2599, abs=1e-3)
+    assert got.residual == pytest.approx((36.4823, 100.0), abs=1e-3)
+    assert got.near_bound == ("residual", "clean", "cond_fail")  # 4 tasks, 4 solved: all near a bound
+    # the Gap, a difference, never gets the score rule: per task 0, 0, -0.5, 0.5, 0, -0.5 (mean -1/12)
+    gaps = [0, 0, -0.5, 0.5, 0, -0.5]
+    sd = math.sqrt(sum((g + 1 / 12) ** 2 for g in gaps) / 5)
+    assert got.gap == pytest.approx((100 * (-1 / 12 - 2.570582 * sd / math.sqrt(6)),
+                                     100 * (-1 / 12 + 2.570582 * sd / math.sqrt(6))), abs=1e-3)
 
 
 def test_fractional_outcomes_as_rollouts_give_them() -> None:
-    # a start's outcome as a mean over its rollouts: nothing assumes 0/1
+    # a start's outcome as a mean over its rollouts: nothing assumes 0/1; CondFail weights by clean
     spec = {"a": (1, [0.5, 0.25]), "b": (0.75, [1.0]), "c": (1, [0.0, 0.5, 1.0])}
-    got = bootstrap_intervals(_tasks(spec), Uncertainty(0.95, 400, 3))
-    want = _independent(spec, 3, 400, 0.95)
-    for figure in ("residual", "clean", "gap"):
-        assert got.get(figure) == pytest.approx(want[figure], rel=1e-12, abs=1e-12)
-
-
-def test_percentile_is_linear_between_order_statistics() -> None:
-    v = [10.0, 20.0, 30.0, 40.0]
-    assert percentile(v, 0.0) == 10.0 and percentile(v, 1.0) == 40.0
-    assert percentile(v, 0.5) == 25.0  # h = 1.5
-    assert percentile(v, 0.025) == pytest.approx(10.75)  # h = 0.075
-    assert percentile([5.0], 0.3) == 5.0
+    got = task_intervals(_tasks(spec), Uncertainty(0.95))
+    want = _by_formula(spec, t_quantile(0.95, 2))
+    for figure in ("residual", "clean", "gap", "cond_fail"):
+        assert got.get(figure) == pytest.approx(want[figure], rel=1e-9, abs=1e-9), figure
 
 
 # ----------------------------------------------------------------- degenerate cases
 
 
 @pytest.mark.parametrize("y", [0, 1, 0.5])
-def test_all_equal_outcomes_give_a_zero_width_interval(y: float) -> None:
+def test_all_equal_outcomes_get_the_rule_never_a_zero_width_interval(y: float) -> None:
     spec = {f"t{i}": (y, [y] * (1 + i % 3)) for i in range(6)}
-    got = bootstrap_intervals(_tasks(spec))
-    assert got.residual == (100 * y, 100 * y) and got.clean == (100 * y, 100 * y) and got.gap == (0.0, 0.0)
-    # C_A: the tasks solved from a clean start, each weighted by its clean outcome (rollouts):
-    # empty when no clean start ever succeeds
-    assert got.cond_fail == ((100 * (1 - y), 100 * (1 - y)) if y > 0 else None)
+    got = task_intervals(_tasks(spec))
+    z = NormalDist().inv_cdf(0.975)
+    h = 100 * z * z / (6 + z * z)  # Wilson's upper end for 0 departures of 6 tasks
+    assert got.residual == pytest.approx((max(0, 100 * y - h), min(100, 100 * y + h)))
+    assert got.clean == got.residual
+    assert got.gap == pytest.approx((-h, h))
+    if y > 0:  # every solved task's fail share is 1 - y
+        assert got.cond_fail == pytest.approx((max(0, 100 * (1 - y) - h), min(100, 100 * (1 - y) + h)))
+    else:
+        assert got.cond_fail is None and got.why_none("cond_fail") is None  # no point estimate either
+    assert set(got.all_equal) == ({"residual", "clean", "gap", "cond_fail"} if y > 0 else {"residual", "clean", "gap"})
+    for figure in ("residual", "clean", "gap"):
+        low, high = got.get(figure)
+        assert high - low > 10.0, figure  # a real bound, whatever the outcomes
+
+
+def test_cond_fail_on_one_solved_task_has_no_interval_and_says_why() -> None:
+    got = task_intervals(_tasks({"a": (1, [0, 1]), "b": (0, [0]), "c": (0, [1]), "d": (0, [0]), "e": (0, [0])}))
+    assert got.cond_fail is None and got.residual is not None
+    assert got.why_none("cond_fail") == FEW_SOLVED == "rests on fewer than two tasks solved from a clean start"
+    assert got.to_json()["reasons"] == {"cond_fail": FEW_SOLVED}
 
 
 def test_one_task_cannot_be_estimated() -> None:
-    got = bootstrap_intervals(_tasks({"only": (1, [0, 1])}))
+    got = task_intervals(_tasks({"only": (1, [0, 1])}))
     assert (got.residual, got.clean, got.gap, got.cond_fail) == (None, None, None, None)
     assert got.reason == ONE_TASK == "cannot be estimated from one task"
     assert got.to_json() == {"residual": None, "clean": None, "gap": None, "cond_fail": None, "reason": ONE_TASK}
@@ -141,7 +201,9 @@ def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> Non
     records += _records("A", [S, F, S], [[F], [S], [S]], track="machine")
     summary = build_summary(records)
     assert list(summary)[:2] == ["schema", "uncertainty"]
-    assert summary["uncertainty"] == {"confidence": 0.95, "resamples": 2000, "seed": 0}
+    u = summary["uncertainty"]
+    assert (u["method"], u["confidence"], u["resamples"], u["seed"], u["unit"]) == (METHOD, 0.95, 2000, 0, "task")
+    assert METHOD == "t-over-tasks"
     block = summary["agents"]["A"]
     for figures in [*block["tracks"].values(), block["overall"]]:
         intervals = figures["intervals"]
@@ -150,11 +212,13 @@ def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> Non
             low, high = intervals[figure]
             assert low <= figures[figure] <= high, figure
             assert low < high, figure  # these outcomes differ: a real interval
-    # the same records give the same bounds; another seed other bounds
+    # the same records give the same bounds; the t method draws nothing at random (a seed is
+    # recorded, changes nothing); another confidence other bounds
     assert build_summary(records) == summary
     other = build_summary(records, uncertainty=Uncertainty(seed=1))
-    assert other["uncertainty"]["seed"] == 1 and other["agents"]["A"]["overall"]["intervals"] != \
-        block["overall"]["intervals"]
+    assert other["uncertainty"]["seed"] == 1 and other["agents"]["A"] == block
+    wider = build_summary(records, uncertainty=Uncertainty(0.99))["agents"]["A"]["overall"]["intervals"]["gap"]
+    assert wider[0] < block["overall"]["intervals"]["gap"][0]
     # shown after the figure in summary.md; on the terminal the Gap's
     low, high = block["overall"]["intervals"]["gap"]
     cell = f"{block['overall']['gap']:.1f} [{low:.1f}, {high:.1f}]"
@@ -165,21 +229,19 @@ def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> Non
 # ----------------------------------------------------------------- paired comparison
 
 
-def test_paired_difference_resamples_common_tasks_together() -> None:
+def test_paired_difference_is_the_t_interval_of_per_task_differences_on_common_tasks() -> None:
     a = _tasks({"t1": (1, [1]), "t2": (1, [0]), "t3": (0, [0]), "x": (1, [1])})
     b = _tasks({"t1": (1, [0]), "t2": (0, [0]), "t3": (0, [1]), "y": (0, [0])})
-    d = paired_difference("A", a, "B", b, Uncertainty(0.9, 300, 5))
+    d = paired_difference("A", a, "B", b, Uncertainty(0.9))
     assert d.n_tasks == 3  # x and y are not common
-    assert d.residual == pytest.approx(0.0)  # (1 + 0 + 0)/3 - (0 + 0 + 1)/3
-    keys = ["t1", "t2", "t3"]
-    rng = random.Random(5)
-    diffs = []
-    for _ in range(300):
-        idx = [rng.randrange(3) for _ in range(3)]
-        ra = sum(a[keys[i]].states[0].y for i in idx) / 3
-        rb = sum(b[keys[i]].states[0].y for i in idx) / 3
-        diffs.append(100 * (ra - rb))
-    assert d.residual_interval == pytest.approx((_quantile(diffs, 0.05), _quantile(diffs, 0.95)), abs=1e-9)
+    assert d.residual == pytest.approx(0.0)  # per task 1, 0, -1
+    # sd 1, se 1/sqrt(3), t(0.90, 2) = 2.919986
+    half = 100 * 2.919986 / math.sqrt(3)
+    assert d.residual_interval == pytest.approx((max(-100, -half), min(100, half)), abs=1e-3)
+    assert d.p_values["residual"] == pytest.approx(1.0)
+    # clean per task 0, 1, 0: mean 1/3, sd sqrt(1/3)
+    half = 2.919986 * math.sqrt(1 / 3) / math.sqrt(3)
+    assert d.clean_interval == pytest.approx((100 * (1 / 3 - half), 100.0), abs=1e-3)  # clamped to 100
     one = paired_difference("A", a, "B", _tasks({"t1": (1, [0])}))
     assert one.residual_interval is None and one.reason == ONE_TASK
 
@@ -213,11 +275,16 @@ def test_a_reversal_clear_of_zero_is_significant() -> None:
     assert rev["clean_interval"][0] > 0.0 and rev["residual_interval"][0] > 0.0
     assert rev["significant"] is True
     (pair,) = summary["comparison"]["pairs"]["repo"]
-    assert pair["residual"] == pytest.approx(-100.0) and pair["residual_interval"] == [-100.0, -100.0]
+    # alpha fails every state beta solves: all 12 differences are -1, the all-equal rule's bound
+    z = NormalDist().inv_cdf(0.975)
+    h = 100 * z * z / (12 + z * z)
+    assert pair["residual"] == pytest.approx(-100.0) and pair["residual_interval"] == pytest.approx([-100.0, -100 + h])
     assert pair["residual_significant"] is True and pair["gap_significant"] is True
+    assert pair["residual_p"] == 0.0 and pair["residual_significant_adjusted"] is True
     text = render_markdown(summary)
     assert "## Agents compared" in text
-    assert any("alpha" in line and "beta" in line and "-100.0 [-100.0, -100.0]" in line for line in text.splitlines())
+    cell = f"-100.0 [-100.0, {-100 + h:.1f}]"
+    assert any("alpha" in line and "beta" in line and cell in line for line in text.splitlines())
     assert "significant" in "\n".join(render_terminal(summary))
 
 
@@ -225,19 +292,21 @@ def test_a_reversal_clear_of_zero_is_significant() -> None:
 
 
 def test_gate_on_the_bound_fails_where_the_point_passes() -> None:
-    # Gap 50 over 4 tasks (two lost, two kept): the point is under 60, the upper bound is not
-    records = _records("A", [S, S, S, S], [[F], [F], [S], [S]])
+    # Gap 50 over 10 tasks (five lost, five kept): the point is under 60, the upper bound is not
+    records = _records("A", [S] * 10, [[F]] * 5 + [[S]] * 5)
     summary = build_summary(records)
     overall = summary["agents"]["A"]["overall"]
-    assert overall["gap"] == 50.0 and overall["intervals"]["gap"][1] == 100.0
+    # per-task gaps five 1s and five 0s: sd sqrt(5/18), t(0.95, 9) = 2.262157
+    half = 100 * 2.262157 * math.sqrt(5 / 18) / math.sqrt(10)
+    assert overall["gap"] == 50.0 and overall["intervals"]["gap"] == pytest.approx([50 - half, 50 + half], abs=1e-3)
     gates = [parse_gate("gap_fail_over", "60"), parse_gate("residual_fail_under", "40")]
     point = evaluate_gates(summary, gates)
     assert [r.passed for r in point] == [True, True]
     bound = evaluate_gates(summary, gates, on="bound")
     assert [r.passed for r in bound] == [False, False]
-    assert bound[0].describe() == ("--gap-fail-over=60 FAILED (gate on the bound): A [overall] gap upper 100.0 "
-                                   "(point 50.0) is 40.0 points above the threshold")
-    assert "residual lower 0.0 (point 50.0)" in bound[1].describe()
+    assert bound[0].describe() == (f"--gap-fail-over=60 FAILED (gate on the bound): A [overall] gap upper {50 + half:.1f} "
+                                   f"(point 50.0) is {50 + half - 60:.1f} points above the threshold")
+    assert f"residual lower {50 - half:.1f} (point 50.0)" in bound[1].describe()
     # a bound within the threshold passes
     (ok,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "100")], on="bound")
     assert ok.passed and "passed (gate on the bound)" in ok.describe()
@@ -247,8 +316,31 @@ def test_gate_on_a_bound_that_cannot_be_estimated_fails_closed() -> None:
     summary = build_summary(_records("A", [S], [[S]]))  # one task: Gap 0, no interval
     (point,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "10")])
     assert point.passed
-    (bound,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "10")], on="bound")
+    (bound,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "10")], on="bound", min_tasks=1)
     assert not bound.passed
-    assert "cannot be estimated (cannot be estimated from one task); point 0.0 not used" in bound.describe()
+    assert "cannot be trusted (cannot be estimated from one task); point 0.0 not used" in bound.describe()
     with pytest.raises(ValueError, match="point, bound"):
         evaluate_gates(summary, [], on="upper")
+
+
+def test_the_degenerate_gate_of_the_issue_fails_closed() -> None:
+    # Two tasks, both solved from every start: the old bootstrap gave Residual [100, 100] and
+    # --residual-fail-under=99 --gate-on=bound passed. Now: too few tasks for a bound gate.
+    summary = build_summary(_records("A", [S, S], [[S], [S]]))
+    (bound,) = evaluate_gates(summary, [parse_gate("residual_fail_under", "99")], on="bound")
+    assert not bound.passed
+    assert bound.describe() == ("--residual-fail-under=99 FAILED (gate on the bound): A [overall] residual lower "
+                                "bound cannot be trusted (2 task(s), fewer than the 10 a gate on the bound needs "
+                                "(--gate-min-tasks)); point 100.0 not used")
+    # allowed on two tasks, the all-equal rule's bound is wide and fails on its own
+    (two,) = evaluate_gates(summary, [parse_gate("residual_fail_under", "99")], on="bound", min_tasks=2)
+    assert not two.passed and two.value is not None and two.value < 40.0
+    # an older summary's zero-width bound never passes, whatever the tasks
+    old = build_summary(_records("A", [S] * 12, [[S]] * 12))
+    old["agents"]["A"]["overall"]["intervals"]["residual"] = [100.0, 100.0]
+    (zero,) = evaluate_gates(old, [parse_gate("residual_fail_under", "99")], on="bound")
+    assert not zero.passed and "degenerate interval [100.0, 100.0] of zero width" in zero.describe()
+    # twelve tasks all solved: the all-equal rule's lower bound (100 - 100 z^2 / (12 + z^2)) passes 70
+    summary = build_summary(_records("A", [S] * 12, [[S]] * 12))
+    (fine,) = evaluate_gates(summary, [parse_gate("residual_fail_under", "70")], on="bound")
+    assert fine.passed and fine.value == pytest.approx(100 - 100 * 1.959964 ** 2 / (12 + 1.959964 ** 2), abs=1e-3)

@@ -61,8 +61,39 @@ def test_an_excluded_rollout_leaves_its_starts_mean() -> None:
     records = [*rolled("a", None, "SSSS"), *rolled("a", "a1", "SXFF")]
     h = headline(records)
     assert h["residual"] == pytest.approx(100 / 3) and h["clean"] == 100.0
-    # pass@4 of a1 from n = 3 valid rollouts reads k as 3: all drawn, one success -> 1
-    assert h["pass_at_k"]["residual"] == 100.0
+    # pass@4 needs 4 valid rollouts (the unbiased estimator is defined for n >= k): a1 has 3,
+    # so it is left out (never read as pass@3, which is biased low) and task a has no state for it
+    assert h["pass_at_k"] == {"k": 4, "residual": None, "clean": None, "gap": None, "n_tasks": 0}
+
+
+def test_pass_at_k_with_short_starts_golden() -> None:
+    """K = 3. Task a: clean SSF, a1 SXF (2 valid: short), a2 FFS; task b: clean XFF (short),
+    b1 SSS; task c: clean FFF, c1 FSF. pass@3 of 3 rollouts is 1 when any succeeded."""
+    records = [*rolled("a", None, "SSF"), *rolled("a", "a1", "SXF"), *rolled("a", "a2", "FFS"),
+               *rolled("b", None, "XFF"), *rolled("b", "b1", "SSS"),
+               *rolled("c", None, "FFF"), *rolled("c", "c1", "FSF")]
+    block = build_summary(records)["agents"]["A"]["tracks"]["repo"]
+    # a enters with a2 alone (a1 is short): clean 1, residual 1; b's clean start is short: b
+    # is out of pass@K; c: clean 0, residual 1. Residual (1 + 1) / 2, Clean (1 + 0) / 2
+    passes = block["pass_at_k"]
+    assert (passes["k"], passes["n_tasks"], passes["residual"], passes["clean"], passes["gap"]) == (3, 2, 100.0, 50.0,
+                                                                                                   -50.0)
+    # every start with fewer than K valid rollouts is listed; the means still use what ran
+    assert block["short_starts"] == [{"task": "a", "state": "a1", "valid": 2, "k": 3},
+                                     {"task": "b", "state": None, "valid": 2, "k": 3}]
+    # pass@K's interval over its two tasks: Residual 1, 1 (all equal: the rule), Clean 1, 0 (t, df 1: [0, 100])
+    assert passes["intervals"]["clean"] == [0.0, 100.0]
+    low, high = passes["intervals"]["residual"]
+    assert high == 100.0 and 0.0 < low < 100.0
+    # the terminal and summary.md say so
+    lines = render_terminal(build_summary(records))
+    assert "left out of the figures:" in lines
+    assert any("a [a1]" in line and "2 of 3 valid rollouts: left out of pass@3" in line for line in lines)
+    assert any("b [clean]" in line and "2 of 3 valid rollouts" in line for line in lines)
+    markdown = render_markdown(build_summary(records)).splitlines()
+    assert "### Left out of the figures" in markdown
+    assert any(line.startswith("| A") and "a [a1]" in line and "2 of 3 valid rollouts: left out of pass@3" in line
+               for line in markdown)
 
 
 def test_pass_at_k_is_the_closed_form() -> None:
@@ -84,7 +115,9 @@ def test_pass_at_k_and_disagreement_in_the_summary() -> None:
     block = build_summary(two_tasks())["agents"]["A"]["tracks"]["repo"]
     # pass@4 of a start is 1 when any of its 4 rollouts succeeded (k = n).
     # Residual: a = mean(a1 1, a2 0) = 0.5, b = 1 -> 0.75; Clean: a 1, b 1 -> 1
-    assert block["pass_at_k"] == pytest.approx({"k": 4, "residual": 75.0, "clean": 100.0, "gap": 25.0})
+    passes = {k: v for k, v in block["pass_at_k"].items() if k != "intervals"}
+    assert passes == pytest.approx({"k": 4, "residual": 75.0, "clean": 100.0, "gap": 25.0, "n_tasks": 2})
+    assert "short_starts" not in block  # every start has its 4 rollouts
     # Disagree: a1 (SFSF) disagrees, a2 (FFFF) and b1 (SSSS) do not: 1 of 3 states;
     # clean a (SSSF) and b (SFFF) both disagree: 2 of 2
     assert block["disagreement"] == pytest.approx(

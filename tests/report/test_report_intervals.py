@@ -38,14 +38,16 @@ def test_report_twice_gives_the_same_bounds_and_keeps_the_recorded_options(tmp_p
     summary_json = results.parent / "summary.json"
     assert cli_main(["report", str(results)]) == 0
     first = json.loads(summary_json.read_text())
-    assert first["uncertainty"] == {"confidence": 0.95, "resamples": 2000, "seed": 0}
+    assert {k: first["uncertainty"][k] for k in ("method", "confidence", "resamples", "seed")} == \
+        {"method": "t-over-tasks", "confidence": 0.95, "resamples": 2000, "seed": 0}
     assert cli_main(["report", str(results)]) == 0
     assert json.loads(summary_json.read_text()) == first  # byte for byte the same figures and bounds
     # other options give other bounds, recorded; a rerun without options keeps them
     assert cli_main(["report", str(results), "--confidence", "0.5", "--bootstrap-seed", "9",
                      "--bootstrap-resamples", "300"]) == 0
     narrow = json.loads(summary_json.read_text())
-    assert narrow["uncertainty"] == {"confidence": 0.5, "resamples": 300, "seed": 9}
+    assert {k: narrow["uncertainty"][k] for k in ("confidence", "resamples", "seed")} == \
+        {"confidence": 0.5, "resamples": 300, "seed": 9}
     assert _intervals(narrow) != _intervals(first)
     for agent, block in narrow["agents"].items():
         (low, high), (wide_low, wide_high) = block["overall"]["intervals"]["gap"], _intervals(first)[agent]["gap"]
@@ -60,7 +62,8 @@ def test_report_twice_gives_the_same_bounds_and_keeps_the_recorded_options(tmp_p
 
 
 @pytest.mark.parametrize("option,value", [("--confidence", "1"), ("--confidence", "x"),
-                                          ("--bootstrap-resamples", "0"), ("--gate-on", "upper")])
+                                          ("--bootstrap-resamples", "0"), ("--gate-on", "upper"),
+                                          ("--gate-min-tasks", "0"), ("--gate-min-tasks", "ten")])
 def test_bad_interval_options_are_errors_before_anything_is_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str
 ) -> None:
@@ -76,9 +79,18 @@ def test_gate_on_the_bound_decides_the_exit_status(tmp_path: Path, capsys: pytes
     assert cli_main(["report", str(results), "--gap-fail-over", "60"]) == 0
     out = capsys.readouterr().out
     assert "--gap-fail-over=60 passed: alpha [overall] gap 40.0" in out
+    # five tasks: fewer than the 10 a gate on the bound needs, it fails closed and says why
     assert cli_main(["report", str(results), "--gap-fail-over", "60", "--gate-on", "bound"]) == 1
     out = capsys.readouterr().out
-    assert "--gap-fail-over=60 FAILED (gate on the bound): alpha [overall] gap upper" in out
+    assert ("--gap-fail-over=60 FAILED (gate on the bound): alpha [overall] gap upper bound cannot be trusted "
+            "(5 task(s), fewer than the 10 a gate on the bound needs (--gate-min-tasks)); point 40.0 not used") in out
+    # allowed on five tasks, the upper bound itself is above 60
+    assert cli_main(["report", str(results), "--gap-fail-over", "60", "--gate-on", "bound",
+                     "--gate-min-tasks", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "--gap-fail-over=60 FAILED (gate on the bound): alpha [overall] gap upper 100.0 (point 40.0)" in out
+    # the summary names the method on the terminal
+    assert "t interval over tasks (t-over-tasks" in out
 
 
 def test_report_html_draws_error_bars_and_the_pairs(tmp_path: Path) -> None:
@@ -93,3 +105,18 @@ def test_report_html_draws_error_bars_and_the_pairs(tmp_path: Path) -> None:
     low, high = summary["agents"]["alpha"]["overall"]["intervals"]["gap"]
     assert f'<span class="ci">[{low:.1f}, {high:.1f}]</span>' in page
     assert "Agents compared on their common tasks" in page and ">Agent a</th>" in page
+
+
+def test_report_html_names_the_method_and_lists_what_was_left_out(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    # a task with a Residual run and no Clean run: in no figure, and said so
+    with results.open("a") as out:
+        out.write(json.dumps(make_record("lonely", "s1", S, agent="alpha")) + "\n")
+    assert cli_main(["report", str(results)]) == 0
+    page = (results.parent / "report.html").read_text()
+    summary = json.loads((results.parent / "summary.json").read_text())
+    assert summary["agents"]["alpha"]["overall"]["dropped"] == [
+        {"task": "lonely", "track": "repo", "reasons": ["no Clean Start run with a verdict"]}]
+    assert "95% t interval over tasks (t-over-tasks" in page
+    assert 'id="left-out"' in page and "no Clean Start run with a verdict: in no figure" in page
+    assert "After Holm" in page

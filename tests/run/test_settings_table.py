@@ -28,7 +28,7 @@ BAD_VALUES = {
     "--cost-limit": "free", "--watchdog-margin": "0", "--model": "two words", "--agent-option": "novalue",
     "--agent-setup": "no-such-script.sh", "--agent-mount": "nocolon", "--handoff": "summary",
     "--gate-on": "upper", "--confidence": "1", "--bootstrap-resamples": "0", "--bootstrap-seed": "x",
-    "--rollouts": "0", "--agent-setup-network": "host",
+    "--rollouts": "0", "--agent-setup-network": "host", "--gate-min-tasks": "0",
 }
 ANY_TEXT = {"--dataset", "--results-dir", "--run-id", "--resume", "--agent", "--agent-name", "--docker-host"}
 

@@ -87,8 +87,19 @@ def test_layout_and_headline_goldens() -> None:
     assert set(alpha) == {"tracks", "overall"}
     assert set(alpha["tracks"]) == {"repo", "machine"}
     for block in [*alpha["tracks"].values(), alpha["overall"]]:
-        assert set(block) == TRACK_KEYS
+        assert set(block) - {"dropped"} == TRACK_KEYS  # dropped: only where a task is
         assert set(block["acceptance_bias"]) == ACCEPTANCE_KEYS
+    # the tasks no figure counts, each with why: d's clean run is an infra error, e has no state
+    dropped = [{"task": "d", "track": "repo", "reasons": ["no Clean Start run with a verdict"]},
+               {"task": "e", "track": "repo", "reasons": ["no Residual Start run with a verdict"]}]
+    assert alpha["tracks"]["repo"]["dropped"] == alpha["overall"]["dropped"] == dropped
+    assert "dropped" not in alpha["tracks"]["machine"] and "dropped" not in summary["agents"]["beta"]["overall"]
+    lines = render_terminal(summary)
+    assert "left out of the figures:" in lines
+    assert any(line.split()[:3] == ["alpha", "repo", "d"] and "no Clean Start run with a verdict: in no figure" in line
+               for line in lines)
+    assert sum("left out" not in line and " e " in f" {line} " and "no Residual Start run" in line
+               for line in lines) == 1  # listed once, under its track, not again under overall
 
     repo = alpha["tracks"]["repo"]
     # T = {a, b, c}: Res = (2/3 + 0 + 1)/3 = 5/9 = 55.555...%; Clean = (1+1+0)/3 = 66.666...%
@@ -206,7 +217,10 @@ def test_empty_records() -> None:
     summary = build_summary([])
     assert summary == {
         "schema": 1,
-        "uncertainty": {"confidence": 0.95, "resamples": 2000, "seed": 0},
+        "uncertainty": {"method": "t-over-tasks", "confidence": 0.95, "resamples": 2000, "seed": 0, "unit": "task",
+                        "all_equal_rule": "all per-task values equal v: [v - h, v + h] clamped, h = z^2 / (n + z^2)",
+                        "near_bound_rule": "a rate with fewer than 5 tasks above 0% (or below 100%): widened to "
+                                           "contain the Wilson score interval, tasks as trials"},
         "agents": {},
         "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "verifier_failed": [], "by_agent": {}},
     }
@@ -224,7 +238,10 @@ def test_render_markdown_tables() -> None:
     # every figure with an interval carries it: "11.1 [low, high]", as summary.json holds it
     low, high = summary["agents"]["alpha"]["tracks"]["repo"]["intervals"]["gap"]
     assert f"| 11.1 [{low:.1f}, {high:.1f}] |" in text.replace("  ", "")
-    assert "95% paired bootstrap interval over tasks (2000 resamples, seed 0)" in text
+    assert "95% t interval over tasks (t-over-tasks, docs/uncertainty.md)" in text
+    assert "| alpha   | repo    | d        | no Clean Start run with a verdict: in no figure" in text
+    # alpha's machine CondFail rests on n alone (m failed from clean): a figure, no interval, and why
+    assert "| alpha   | machine | CondFail | no interval: rests on fewer than two tasks solved from a clean start |" in text
     rows = _without_intervals(markdown_rows(text))
     assert ["Agent", "Track", "Residual (%)", "Ref. Clean (%)", "Gap", "CondFail (%)", "n_tasks", "n_states"] in rows
     # alpha repo: 55.6 / 66.7 / 11.1 / 66.7, 3 tasks, 6 states
