@@ -28,6 +28,20 @@ STAGE_PREFIX = "/var/tmp/.swe-residual-verdict-"
 CHANNEL_PREFIX = ".swe-residual-verdict-"
 
 
+# Where Python environments keep their packages: the system's (Debian's dist-packages, other
+# distributions' site-packages, pip's /usr/local), virtual environments in the usual places
+# (/opt/NAME, /venv, /app/.venv, a project's own), conda, pyenv, uv's tools and the user site.
+SITE_PACKAGES = (
+    "/usr/lib/python3*/*-packages", "/usr/lib64/python3*/*-packages", "/usr/local/lib/python3*/*-packages",
+    "/usr/local/lib64/python3*/*-packages", "/opt/*/lib/python3*/site-packages", "/opt/*/*/lib/python3*/site-packages",
+    "/opt/conda/envs/*/lib/python3*/site-packages", "/*/lib/python3*/site-packages",
+    "/*/.venv/lib/python3*/site-packages", "/*/venv/lib/python3*/site-packages", "/app/*/lib/python3*/site-packages",
+    "/home/*/*/lib/python3*/site-packages", "/root/*/lib/python3*/site-packages",
+    "/root/.pyenv/versions/*/lib/python3*/site-packages", "/root/.local/share/uv/tools/*/lib/python3*/site-packages",
+    "/root/.local/lib/python3*/site-packages",
+)
+
+
 @dataclass(frozen=True)
 class Reporter:
     """One verification's reporter: its staging directory and its channel, each with a nonce."""
@@ -48,14 +62,14 @@ class Reporter:
 
     def install_command(self) -> str:
         """Shell that copies the staged files into every site-packages (or dist-packages)
-        directory holding pytest, on the root file system only; silent, and never failing the
-        command it precedes (a verifier without pytest runs without the reporter)."""
+        directory holding pytest among the places Python environments live (`SITE_PACKAGES`);
+        silent, and never failing the command it precedes (a verifier without pytest there runs
+        without the reporter). A glob, not a walk of the file system: a `find /` costs most of a
+        second on an overlay file system, on every verification."""
         stage = shlex.quote(self.stage)
         return (
-            "find / -xdev \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type d -name _pytest -print "
-            "2>/dev/null | while IFS= read -r found; do packages=\"${found%/_pytest}\"; "
-            f"case \"$packages\" in *-packages) cp {stage}/{MODULE_FILE} {stage}/{PTH_FILE} \"$packages/\" "
-            "2>/dev/null ;; esac; done"
+            f"for packages in {' '.join(SITE_PACKAGES)}; do [ -d \"$packages/_pytest\" ] && "
+            f"cp {stage}/{MODULE_FILE} {stage}/{PTH_FILE} \"$packages/\" 2>/dev/null; done; true"
         )
 
     def take_channel(self, files: dict[str, bytes]) -> bytes:

@@ -19,7 +19,9 @@ phase, outcome, whether it was an expected failure) and `finish` (the exit statu
 that never writes `finish` ended from inside the tests (an `os._exit` in the code under test).
 
 Kept compatible with every Python 3 and pytest a task image may hold: no syntax newer than 3.6,
-hooks by their oldest signatures.
+hooks by their oldest signatures. It is imported before pytest starts, so pytest cannot rewrite its
+asserts (it has none) and would warn about it, an error under a task's `filterwarnings = error`:
+the marker below tells pytest to leave it alone. PYTEST_DONT_REWRITE
 """
 
 import os

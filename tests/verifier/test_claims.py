@@ -148,7 +148,8 @@ def test_the_reporter_loads_before_the_tests_even_under_isolated_mode(tmp_path: 
     for path, data in reporter.files().items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_bytes(data)
-    install = reporter.install_command().replace("find / -xdev", f"find {venv}")
+    install = reporter.install_command().replace("for packages in /usr/lib/python3*/*-packages",
+                                                 f"for packages in {venv}/lib/python3*/site-packages")
     subprocess.run(["sh", "-c", install], check=True)
     assert sorted(p.name for p in Path(purelib).glob("swe_residual_verdict*")) == ["swe_residual_verdict.pth",
                                                                                  "swe_residual_verdict.py"]
@@ -171,6 +172,17 @@ def test_the_reporter_loads_before_the_tests_even_under_isolated_mode(tmp_path: 
     (session,) = report.sessions
     assert not session.finished and report.unfinished == 1
     assert str(work / "test_calc.py") in report.files
+    # A task that makes every warning an error still passes when it passes: the reporter gives
+    # pytest nothing to warn about (it was imported before pytest could rewrite it).
+    (work / "strict").mkdir()
+    (work / "strict" / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
+    (work / "strict" / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    strict = subprocess.run([str(python), "-I", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "error"],
+                            cwd=work / "strict", env={**env, CHANNEL_VARIABLE: str(tmp_path / "strict.jsonl")},
+                            capture_output=True, text=True)
+    assert strict.returncode == 0 and "warning" not in strict.stdout, strict.stdout
+    (finished,) = read_channel((tmp_path / "strict.jsonl").read_bytes()).sessions
+    assert finished.finished and finished.tests == {"test_ok.py::test_ok": "passed"}
     # Any other Python process of the environment is untouched by the module (no variable set).
     quiet = subprocess.run([str(python), "-c", "import os; print(os.environ.get('PYTEST_PLUGINS'))"],
                            env={**env, CHANNEL_VARIABLE: str(tmp_path / "other.jsonl")}, capture_output=True, text=True)

@@ -109,6 +109,8 @@ class DockerBackend:
         self._prepared: dict[tuple[str, str], PreparedImage] = {}
         # Separate verifiers' images, resolved once per (task, source, content) by verification.py.
         self.verifier_images: dict[tuple[str, ...], tuple[str, str | None]] = {}
+        # The PATH each (image, task environment) configures, read once from the engine (collect steps).
+        self.configured_paths: dict[tuple[object, ...], str] = {}
         self._states: dict[str, tuple[str, str | None]] = {}
         self._image_workdirs: dict[str, str] = {}
         self._agent_images: dict[str, PreparedImage] = {}

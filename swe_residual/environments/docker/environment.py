@@ -185,14 +185,20 @@ class DockerEnvironment:
         return self._get_archive(full, max_file_bytes, strip_top=is_dir(stat))
 
     def copy_out_entry(self, container_path: str, max_file_bytes: int) -> tuple[bool, dict[str, bytes]]:
-        """(whether it is a directory, its files as `copy_out` gives them) in one stat and one
-        archive; nothing there: (False, {}). Not for paths behind a mount."""
+        """(whether it is a directory, its files as `copy_out` gives them) in one archive request
+        (the engine sends the path's stat with it); nothing there: (False, {}). Not for paths
+        behind a mount."""
         full = self._path(container_path)
-        stat = self._stat(full)
-        if stat is None:
+        try:
+            chunks, stat = self.client.api.get_archive(self.container_id, full)
+        except docker.errors.NotFound as exc:
+            if inspect_container(self.client, self.container_id) is None:
+                raise lost_or_failed(self.client, self.container_id, exc, "file access") from exc
             return False, {}
-        directory = is_dir(stat)
-        return directory, self._get_archive(full, max_file_bytes, strip_top=directory)
+        except ENGINE_EXCEPTIONS as exc:
+            raise lost_or_failed(self.client, self.container_id, exc, "file access") from exc
+        directory = is_dir(stat or {})
+        return directory, self._untar(chunks, max_file_bytes, full, strip_top=directory)
 
     def copy_out_directory(self, container_dir: str, max_file_bytes: int) -> dict[str, bytes]:
         """The files below a directory (paths relative to it) in one archive request; absent: {}.

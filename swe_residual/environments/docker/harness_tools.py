@@ -126,12 +126,18 @@ def install_git(environment: DockerEnvironment) -> str | None:
 
 
 def collect_path(environment: DockerEnvironment, git_dir: str | None) -> str:
-    """The PATH of the collect steps: the harness's git first, then the image's configured PATH
-    (read from the engine, never from the container)."""
-    with engine_errors(f"inspecting container {environment.container_id[:12]}"):
-        config = environment.client.api.inspect_container(environment.container_id).get("Config") or {}
-    configured = next((item.split("=", 1)[1] for item in config.get("Env") or [] if item.startswith("PATH=")),
-                      DEFAULT_PATH)
+    """The PATH of the collect steps: the harness's git first, then the container's configured
+    PATH (read from the engine, never from the container; the same for every container of one
+    image and environment, so asked once per backend)."""
+    key = (environment.image, tuple(sorted(environment.task.config.environment_env.items()))
+           if environment.task is not None else ())
+    configured = environment.backend.configured_paths.get(key)
+    if configured is None:
+        with engine_errors(f"inspecting container {environment.container_id[:12]}"):
+            config = environment.client.api.inspect_container(environment.container_id).get("Config") or {}
+        configured = next((item.split("=", 1)[1] for item in config.get("Env") or [] if item.startswith("PATH=")),
+                          DEFAULT_PATH)
+        environment.backend.configured_paths[key] = configured
     return f"{git_dir}:{configured}" if git_dir else configured
 
 

@@ -49,7 +49,7 @@ from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, owner_lab
 from swe_residual.environments.docker.idle import IDLE_SLEEP
 from swe_residual.environments.docker.images import STATE_REPO, slug
 from swe_residual.errors import DatasetError
-from swe_residual.states.patches import apply_patch
+from swe_residual.states.patch_safety import check_patch_text
 from swe_residual.environments.docker.terminal import TerminalSession
 from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, ResidualState, is_keystrokes
 from swe_residual.dataset.task import Task
@@ -155,8 +155,19 @@ def check_repo_state(backend: DockerBackend, task: Task, state: ResidualState, p
 
 
 def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> None:
-    """The state's patch onto a fresh instance's working tree (strict: no fuzz, no commit)."""
-    apply_patch(environment, state.read_patch(), source=str(state.patch_path), strict=True)
+    """The state's patch onto a fresh instance's working tree (strict: no fuzz, no commit), in
+    one command: `git apply` reads it from its standard input (every start of a Residual State
+    pays this, so no file is written into the container and removed again)."""
+    source = str(state.patch_path)
+    patch = state.read_patch()
+    check_patch_text(patch, source=source)
+    if not patch.strip():
+        return
+    done = environment.run(["git", "apply", "--whitespace=nowarn", "-"], timeout_sec=120, cwd=environment.workdir,
+                           stdin=patch.encode("utf-8", errors="surrogateescape"))
+    if done.exit_code != 0:
+        output = (done.stdout + done.stderr).decode(errors="replace").strip()[-500:]
+        raise DatasetError(source, f"patch does not apply to the base commit: git apply: {output}")
 
 
 def live_processes(environment: DockerEnvironment) -> list[str]:

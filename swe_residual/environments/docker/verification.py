@@ -84,7 +84,7 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
         # container: the engine kills them all (harness_tools.stop_processes; nothing to do when
         # the runner did so before the patch capture). Machine-track processes are the state: kept.
         environment.stop_processes()
-    collected, error = _collect(environment, task)
+    collected, error = _collect(environment, task, keeps_container=plan.source == SHARED)
     if task.track == Track.REPO and plan.source == SHARED:
         environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
     sources = [artifact.source for artifact in task.config.artifacts]
@@ -101,9 +101,11 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
     return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
 
 
-def _collect(environment: DockerEnvironment, task: Task) -> tuple[tuple[CollectResult, ...], str | None]:
+def _collect(environment: DockerEnvironment, task: Task, *,
+             keeps_container: bool) -> tuple[tuple[CollectResult, ...], str | None]:
     """The task's collect steps, with the clean image's git first on a PATH the suite sets (so a
-    `git` the agent replaced or put on the PATH is not the one they run)."""
+    `git` the agent replaced or put on the PATH is not the one they run). The git is removed
+    again only from a container the verifier goes on using (shared mode)."""
     if not task.config.verifier_collect:
         return (), None
     git_dir = harness_tools.install_git(environment)
@@ -112,7 +114,7 @@ def _collect(environment: DockerEnvironment, task: Task) -> tuple[tuple[CollectR
                "PATH": harness_tools.collect_path(environment, git_dir)}
         return run_collect_steps(environment, task, env)
     finally:
-        if git_dir is not None:
+        if git_dir is not None and keeps_container:
             try:
                 environment.remove_paths(git_dir)
             except InfraError:
