@@ -1,19 +1,23 @@
 """Per-item overhead of the docker backend against the same work done by hand.
 
-One item, verifier excluded, with the `noop` agent: start a Residual State, run nothing,
-capture the final patch, close. The hand-made baseline does the same with plain commands:
-`docker run`, `git apply` of the patch, `git diff` of the result, `docker rm`.
+One item, verifier excluded, with the `noop` agent, as the runner does it: start a Residual
+State, run nothing, stop what was left running (the engine's process list), capture the final
+patch with the harness's own git, close. The hand-made baseline does the same with plain
+commands: `docker run`, `git apply` of the patch, `git diff` of the result, `docker rm`.
 
   cold  the first item of a task: the task image is built and the state checked (the Debian
         base image is not: it is built once per machine, see `swe-residual build-base`);
         beside it, by hand: `docker build --no-cache` then the hand-made item.
-  warm  every later item: images and snapshot cached. Target: at most 1.3x the hand-made item.
+  warm  every later item: images and snapshot cached. Target: at most 0.9x the hand-made item.
 
 A third figure times verification alone in separate mode, as Harbor runs it: the task's collect
 step in the agent's container, the artifact copied out, a fresh container of the pristine
 verifier image (`tests/Dockerfile`, tests bundled), the artifact copied in, `test.sh`, the logs
 read back. By hand: `docker run` of the same verifier image, the artifact piped in, `test.sh`,
-the reward read, `docker rm`. Target: at most 1.3x.
+the reward read, `docker rm`. Target: at most 1.2x (the suite does more: the collect step in
+the agent's container, its own pytest reporter installed, the logs read whole).
+
+Suite and hand-made items alternate, so a machine busy with other work slows both alike.
 
 Usage: PYTHONPATH=. python benchmarks/bench_docker_overhead.py [--items N] [--task DIR --state ID] [--json OUT]
 Without --task a tiny built-in task is made in a temporary directory.
@@ -37,7 +41,6 @@ from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.environments.docker.verification import verifier_image
 from swe_residual.environments.docker.base_image import ensure_base_image
-from swe_residual.states.patches import capture_patch
 from swe_residual.states.state import ResidualState, load_state
 from swe_residual.dataset.task import Task, load_task
 from swe_residual.verifier.environment import SHARED, plan_verifier_environment
@@ -123,7 +126,9 @@ def docker(*args: str, input: bytes | None = None) -> bytes:
 def backend_item(backend: DockerBackend, task: Task, state: ResidualState, number: int) -> None:
     environment = backend.start(task, state, StartSpec("bench", f"{task.id}/{state.id}", number))
     try:
-        capture_patch(environment)  # noop agent: nothing runs in between
+        # noop agent: nothing runs in between; then what the runner does before verification.
+        environment.stop_processes()
+        environment.capture_patch()
     finally:
         environment.close()
 
@@ -169,9 +174,12 @@ def time_verification(backend: DockerBackend, task: Task, state: ResidualState, 
         raise SystemExit(f"{task.id} verifies in shared mode: no separate verifier to time")
     image, _ = verifier_image(backend, task, plan)
     backend_verification(backend, task, state, 100)  # settle
-    suite = [backend_verification(backend, task, state, 101 + n) for n in range(items)]
     hand_verification(image, patch)
-    hand = [timed(lambda: hand_verification(image, patch)) for _ in range(items)]
+    suite: list[float] = []
+    hand: list[float] = []
+    for n in range(items):
+        suite.append(backend_verification(backend, task, state, 101 + n))
+        hand.append(timed(lambda: hand_verification(image, patch)))
     return suite, hand
 
 
@@ -196,28 +204,28 @@ def main(argv: list[str] | None = None) -> int:
         remove_cached_images(task.id)  # cold means cold
 
         backend = DockerBackend(cache_dir=root / "cache", progress=lambda _: None)
+        hand_tag = f"swe-residual-bench-hand:{secrets.token_hex(4)}"
         try:
             def cold_item() -> None:
                 backend.prepare(task)
                 backend_item(backend, task, state, 0)
 
-            cold = timed(cold_item)
-            backend_item(backend, task, state, 1)  # settle the engine before timing warm items
-            warm = [timed(lambda: backend_item(backend, task, state, n)) for n in range(2, 2 + args.items)]
-            verify, verify_hand = time_verification(backend, task, state, patch, args.items)
-        finally:
-            backend.close()
-
-        hand_tag = f"swe-residual-bench-hand:{secrets.token_hex(4)}"
-        try:
             def hand_cold() -> None:
                 docker("build", "-q", "--no-cache", "-t", hand_tag, str(task.environment_dir))
                 hand_item(hand_tag, patch)
 
+            cold = timed(cold_item)
             cold_hand = timed(hand_cold)
+            backend_item(backend, task, state, 1)  # settle the engine before timing warm items
             hand_item(hand_tag, patch)
-            warm_hand = [timed(lambda: hand_item(hand_tag, patch)) for _ in range(args.items)]
+            warm: list[float] = []
+            warm_hand: list[float] = []
+            for n in range(2, 2 + args.items):  # alternating: other work on the machine slows both alike
+                warm.append(timed(lambda: backend_item(backend, task, state, n)))
+                warm_hand.append(timed(lambda: hand_item(hand_tag, patch)))
+            verify, verify_hand = time_verification(backend, task, state, patch, args.items)
         finally:
+            backend.close()
             subprocess.run(["docker", "image", "rm", hand_tag], capture_output=True, check=False)
         remove_cached_images(task.id)
         # The prebuilt-image name, its recipe build and the verifier image all carry the task id.
@@ -243,11 +251,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'':6}{'backend':>10}{'by hand':>10}{'ratio':>8}")
     print(f"{'cold':6}{cold:>9.2f}s{cold_hand:>9.2f}s{figures['cold_ratio']:>7.2f}x")
     print(f"{'warm':6}{figures['warm_median_sec']:>9.2f}s{figures['warm_hand_median_sec']:>9.2f}s"
-          f"{figures['warm_ratio']:>7.2f}x   (medians; target <= 1.30x: "
-          f"{'met' if figures['warm_ratio'] <= 1.3 else 'NOT met'})")
+          f"{figures['warm_ratio']:>7.2f}x   (medians; target <= 0.90x: "
+          f"{'met' if figures['warm_ratio'] <= 0.9 else 'NOT met'})")
     print(f"separate verifier, per item: suite {figures['verify_median_sec']:.2f} s, "
           f"by hand {figures['verify_hand_median_sec']:.2f} s, ratio {figures['verify_ratio']:.2f} x"
-          f"   (medians; target <= 1.30x: {'met' if figures['verify_ratio'] <= 1.3 else 'NOT met'})")
+          f"   (medians; target <= 1.20x: {'met' if figures['verify_ratio'] <= 1.2 else 'NOT met'})")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
