@@ -105,6 +105,7 @@ def test_local_capture_leaves_out_ignored_files_of_the_base_repository(tmp_path:
         backend.close()
 
 
+@pytest.mark.slow
 def test_local_stage_iv_of_a_scripted_predecessor_on_a_task_with_ignored_files(tmp_path: Path) -> None:
     dataset = tmp_path / "data"
     make_ignoring_task(dataset, "egg")
