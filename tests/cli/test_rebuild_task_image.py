@@ -10,7 +10,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 from types import ModuleType
