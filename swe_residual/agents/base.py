@@ -69,6 +69,9 @@ class AgentSession:
     reference_solution: str | None = None  # only for agents that declare `uses_reference_solution`
     solution_dir: Path | None = None  # the task's solution/ (same condition), e.g. for solve.sh
     solution_env: dict[str, str] = field(default_factory=dict)  # the task's [solution.env] (same condition)
+    # The task's track ("repo" or "machine"; None when the caller does not know it): the oracle
+    # discards inherited work only on the repo track.
+    track: str | None = None
     started: float = field(default_factory=time.monotonic)
     cost: float = 0.0
     # Whether the trajectory shows what the agent did. An in-process agent acts only through

@@ -29,7 +29,7 @@ class OracleAgent:
     task without solve.sh gets `solution/solution.patch` applied. Every start must be solvable
     this way, under any grading rule.
 
-    The suite's own choice, not Harbor's: on a repository (repo track) inherited work is
+    The suite's own choice, not Harbor's: on the repo track inherited work is
     discarded first (`git reset --hard`, `git clean`), so the oracle proves the task solvable
     from the base; on the machine track it runs on top of the state, which solve.sh itself
     must bring to the solution. What would make a 0 silent is said in the run's message (the
@@ -40,9 +40,23 @@ class OracleAgent:
     name = "oracle"
     uses_reference_solution = True
 
+    def __init__(self, discard_inherited: bool = True) -> None:
+        # False: never discard, on either track (Stage IV's check that the reference solution
+        # finishes a repo-track state as Harbor's oracle would run it there).
+        self.discard_inherited = discard_inherited
+
+    def _discards(self, session: AgentSession) -> bool:
+        if not self.discard_inherited or session.environment.base_commit is None:
+            return False
+        # A machine-track workdir may be a git repository too (Terminal-Bench's
+        # sanitize-git-repo): there the predecessor's state is the machine, never reset.
+        if session.track is not None:
+            return session.track == "repo"
+        return True  # a caller that does not say the track: a repository is the repo track
+
     def run(self, session: AgentSession) -> AgentResult:
-        if session.environment.base_commit is not None:
-            # A repository: back to the clean base commit, inherited files and all.
+        if self._discards(session):
+            # The repo track: back to the clean base commit, inherited files and all.
             reset = session.exec("git reset -q --hard HEAD && git clean -fdxq", timeout_sec=120)
             if reset.exit_code != 0:
                 return AgentResult(AGENT_ERROR, message=f"could not discard inherited work: {reset.output[-300:]}")
@@ -71,7 +85,7 @@ class OracleAgent:
         if result.exit_code != 0:
             return AgentResult(AGENT_ERROR, message=f"solve.sh exited with {result.exit_code}: {result.output[-300:]}")
         warnings = solve_warnings(result.output)
-        if environment.base_commit is not None and _unchanged(session):
+        if environment.base_commit is not None and session.track != "machine" and _unchanged(session):
             warnings.append("solve.sh left the repository unchanged (nothing to grade)")
         message = "Ran the reference solve.sh."
         if warnings:

@@ -13,6 +13,13 @@ no configuration but ours (no system, global or repository config, no hooks).
 
 `git` never adds a path named `.git`, so the agent's top-level repository is never part of
 the patch; a nested repository is added as the gitlink git makes of it.
+
+What the image itself put in the working tree and the base commit does not hold (an ignored
+`pkg.egg-info/` from the Dockerfile's `pip install -e .`) is not the agent's: when the clean
+start has such files, the diff is taken against the clean start's tree (the same `add -A -f`
+of the clean tree, recorded once: environments/clean_start.py) instead of the base commit's, so
+they appear only when the agent changed or removed them, and then as changes to the file the
+fresh instance already has (the patch still applies there).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from swe_residual.errors import InfraError
@@ -58,23 +66,69 @@ def _git_env(home: Path) -> dict[str, str]:
     }
 
 
-def tree_patch(worktree: Path, base_git_dir: Path, base_commit: str) -> str:
-    """`git diff --cached --binary <base_commit>` of the whole of `worktree` (binary-safe text)."""
+def tree_patch(worktree: Path, base_git_dir: Path, base_commit: str, clean_start: CleanStartTree | None = None) -> str:
+    """`git diff --cached --binary <base_commit>` of the whole of `worktree` (binary-safe text);
+    against `clean_start`'s tree instead when the clean start holds more than the base commit."""
     git = harness_git()
+    objects = _base_objects(base_git_dir)
+    stores = [objects] + ([clean_start.objects.resolve()] if clean_start is not None else [])
+    with tempfile.TemporaryDirectory(prefix="swe-residual-capture-") as scratch:
+        root = Path(scratch)
+        base, env = _index_of(git, worktree, root, stores)
+        against = clean_start.tree if clean_start is not None else base_commit
+        return _run([*base, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
+                     against], env, worktree)
+
+
+@dataclass(frozen=True)
+class CleanStartTree:
+    """The tree of a clean start that holds more than its base commit, and the object store
+    with what the base repository lacks of it (its new blobs and trees)."""
+
+    tree: str
+    objects: Path
+    paths: tuple[str, ...]  # what differs from the base commit (added by the image, mostly)
+
+
+def record_clean_start(clean_tree: Path, base_git_dir: Path, base_commit: str, store: Path) -> CleanStartTree | None:
+    """`add -A -f` of the clean tree, as a capture does, kept in the bare repository `store`
+    (created here); None when the clean tree is exactly the base commit (`store` then unused)."""
+    git = harness_git()
+    objects = _base_objects(base_git_dir)
+    store.mkdir(parents=True, exist_ok=True)
+    env = _git_env(store)
+    git_dir = store / "git"
+    _run([git, "init", "-q", "--bare", str(git_dir)], env, store)
+    (git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n")
+    base = [git, f"--git-dir={git_dir}", f"--work-tree={clean_tree}", *_CONFIG]
+    _run([*base, "config", "core.bare", "false"], env, clean_tree)
+    _run([*base, "add", "-A", "-f", "."], env, clean_tree)
+    listed = _run([*base, "diff", "--cached", "--name-only", "-z", "--no-renames", base_commit], env, clean_tree)
+    paths = tuple(path for path in listed.split("\0") if path)
+    if not paths:
+        return None
+    tree = _run([*base, "write-tree"], env, clean_tree).strip()
+    return CleanStartTree(tree, git_dir / "objects", paths)
+
+
+def _base_objects(base_git_dir: Path) -> Path:
     objects = (base_git_dir / "objects").resolve()
     if not objects.is_dir():
         raise InfraError(f"the base repository's objects are missing: {objects}")
-    with tempfile.TemporaryDirectory(prefix="swe-residual-capture-") as scratch:
-        root = Path(scratch)
-        git_dir = root / "capture.git"
-        env = _git_env(root)
-        _run([git, "init", "-q", "--bare", str(git_dir)], env, root)
-        (git_dir / "objects" / "info" / "alternates").write_text(f"{objects}\n")
-        base = [git, f"--git-dir={git_dir}", f"--work-tree={worktree}", *_CONFIG]
-        _run([*base, "config", "core.bare", "false"], env, worktree)
-        _run([*base, "add", "-A", "-f", "."], env, worktree)
-        return _run([*base, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
-                     base_commit], env, worktree)
+    return objects
+
+
+def _index_of(git: str, worktree: Path, root: Path, stores: list[Path]) -> tuple[list[str], dict[str, str]]:
+    """A throwaway repository in `root` whose index holds all of `worktree` (`add -A -f`), with
+    `stores` as its alternates; the git command prefix and environment to read it."""
+    git_dir = root / "capture.git"
+    env = _git_env(root)
+    _run([git, "init", "-q", "--bare", str(git_dir)], env, root)
+    (git_dir / "objects" / "info" / "alternates").write_text("".join(f"{store}\n" for store in stores))
+    base = [git, f"--git-dir={git_dir}", f"--work-tree={worktree}", *_CONFIG]
+    _run([*base, "config", "core.bare", "false"], env, worktree)
+    _run([*base, "add", "-A", "-f", "."], env, worktree)
+    return base, env
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path) -> str:

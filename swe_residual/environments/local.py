@@ -34,6 +34,7 @@ from swe_residual.environments.cache import default_cache_dir, tree_digest
 from swe_residual.environments.capped_output import communicate_capped
 from swe_residual.environments.disk_usage import WATCHED, DiskMeter, tree_bytes
 from swe_residual.errors import DatasetError, InfraError
+from swe_residual.environments.clean_start import cached_clean_start
 from swe_residual.environments.harness_git import harness_git, tree_patch
 from swe_residual.states.patches import apply_patch
 from swe_residual.states.state import ResidualState
@@ -165,7 +166,11 @@ class LocalEnvironment:
         base repository's objects: nothing of the workspace's `.git` is read (environments/harness_git.py)."""
         if self.base_commit is None or self.base_repo is None:
             raise InfraError("no base commit recorded for this environment")
-        return tree_patch(Path(self.workdir), self.base_repo / ".git", self.base_commit)
+        base_repo = self.base_repo
+        # Files of the base repository its commit does not hold (ignored ones) are not the agent's.
+        clean = cached_clean_start(base_repo.with_name(base_repo.name + ".clean-start"), base_repo / ".git",
+                                   self.base_commit, lambda _scratch: base_repo)
+        return tree_patch(Path(self.workdir), base_repo / ".git", self.base_commit, clean)
 
     def harness_bin(self) -> str:
         """A fresh directory holding only a link to the harness's git, for the front of the

@@ -16,6 +16,15 @@ without a commit; machine track, the commands replayed in a fresh container and 
                                        oracle agent runs it) must pass, else "No reference
                                        solution can finish it" (a predecessor that destroyed
                                        what the task recovers from): "oracle-solvable: yes/no".
+                                       The suite's oracle discards a repo-track state's work first,
+                                       so there this re-tests the clean start; so on the repo track
+                                       the oracle also runs from the state keeping its work, as
+                                       Harbor's oracle runs solve.sh on what it finds, and the
+                                       result is said (line, table5.json, state.toml
+                                       `[provenance.stage_iv] oracle_on_state`), with why not:
+                                       a state that a published solve.sh (`git apply`) cannot
+                                       finish. It is reported, not an exclusion (the suite's runs
+                                       discard), so a dataset can be judged for Harbor export.
 
 Included states are numbered `<predecessor>-<n>` per task in candidate order and written to the
 output dataset as `residual/<state-id>/state.toml` + `changes.patch` / `commands.jsonl`, with
@@ -79,6 +88,9 @@ class Outcome:
     state_id: str | None = None
     review: dict[str, Any] = field(default_factory=dict)
     oracle_solvable: bool | None = None  # None: not checked (an earlier step excluded the state)
+    # Repo track: the oracle from the state keeping its work (Harbor's way); None: not checked.
+    oracle_on_state: bool | None = None
+    oracle_on_state_detail: str = ""
 
 
 def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
@@ -145,6 +157,14 @@ def _check_solvable(backend: Any, task: Task, state: ResidualState, outcome: Out
     outcome.oracle_solvable = solved
     if not solved:
         outcome.category, outcome.detail = NOT_SOLVABLE, f"oracle-solvable: no ({detail})"
+        return
+    if task.track == Track.REPO:
+        try:
+            kept, why = oracle_solvable(backend, task, state, "residualize-build", discard_inherited=False)
+        except (DatasetError, InfraError, OSError) as exc:
+            kept, why = False, f"the oracle could not run: {exc}"
+        outcome.oracle_on_state = kept
+        outcome.oracle_on_state_detail = "" if kept else why
 
 
 def _validation_table(verdict: Verdict) -> dict[str, Any]:
@@ -193,6 +213,10 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
         },
         "stage_iv": {"decision": INCLUDED, "fidelity": outcome.fidelity, "oracle_solvable": True},
     }
+    if outcome.oracle_on_state is not None:  # repo track: the oracle keeping the state's work
+        data["provenance"]["stage_iv"]["oracle_on_state"] = outcome.oracle_on_state
+        if not outcome.oracle_on_state:
+            data["provenance"]["stage_iv"]["oracle_on_state_why_not"] = outcome.oracle_on_state_detail
     imported = (record.get("residualize") or {}).get("import")
     if imported:  # an imported run: its source, the import command and the source's date
         data["provenance"]["import"] = dict(imported)
@@ -261,7 +285,10 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
                      + (f" ({outcome.detail[:200]})" if outcome.detail else "")
                      + (f", fidelity {outcome.fidelity}" if outcome.fidelity else "")
                      + ("" if outcome.oracle_solvable is None
-                        else f", oracle-solvable: {'yes' if outcome.oracle_solvable else 'no'}"))
+                        else f", oracle-solvable: {'yes' if outcome.oracle_solvable else 'no'}")
+                     + ("" if outcome.oracle_on_state is None
+                        else ", oracle keeping the state's work (as Harbor's): "
+                             + ("yes" if outcome.oracle_on_state else f"no ({outcome.oracle_on_state_detail})")))
     finally:
         if own_backend:
             backend.close()
@@ -278,7 +305,9 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     result = {"table5": table, "rows": [label for _, label in TABLE5_ROWS], "stage_ii": before_review,
               "out": str(out),
               "candidates": [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
-                              "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable}
+                              "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable,
+                              "oracle_on_state": o.oracle_on_state,
+                              "oracle_on_state_detail": o.oracle_on_state_detail or None}
                              for o in outcomes]}
     work.write_json("table5.json", result)
     for line in [*render_table5(table), *render_stage_ii(before_review)]:

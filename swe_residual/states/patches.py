@@ -43,7 +43,9 @@ def capture_patch(env: Environment) -> str:
     """`git diff --binary` of the whole working tree (untracked and ignored files too) vs the base,
     by the environment's own git. The runner uses it only for an environment that has no
     `capture_patch` of its own: the docker and local ones diff with the harness's git instead
-    (swe_residual/environments/harness_git.py), which nothing the agent did can replace."""
+    (swe_residual/environments/harness_git.py), which nothing the agent did can replace, and
+    which leaves out what the image itself put in the tree (environments/clean_start.py); this
+    fallback has no record of the clean start and captures such files too."""
     if env.base_commit is None:
         raise InfraError("no base commit recorded for this environment")
     index = shlex.quote(f"{env.scratch_dir}/capture.index")

@@ -16,6 +16,7 @@ from typing import Any
 
 from swe_residual.errors import DatasetError
 from swe_residual.states.patch_safety import check_patch_text
+from swe_residual.states.shell_words import OpenQuote, TypedShell, engine_tool
 from swe_residual.dataset.task import TRACKS, Task
 from swe_residual.dataset.toml_fields import FieldReader, read_toml
 from swe_residual.trial.values import Track
@@ -108,16 +109,32 @@ _HOST_REACH = (
     (re.compile(r"docker\.sock|containerd\.sock|podman\.sock|/var/run/docker|/run/containerd"),
      "reaches for the container engine's socket"),
     (re.compile(r"/proc/(?:1|\d+|self)/root\b|/proc/1/(?:ns|cwd|environ)\b"), "reaches through /proc for another root"),
-    (re.compile(r"(?:^|[\s;&|(`$])(?:nsenter|unshare|docker|podman|ctr|crictl|kubectl)(?=\s|$|[;&|)`])"),
-     "runs a namespace or container-engine tool"),
     (re.compile(r"\bmount\b[^;&|]*(?:--r?bind|-o\s*\S*bind)"), "bind-mounts a path"),
     (re.compile(r"host\.docker\.internal|gateway\.docker\.internal"), "addresses the host by name"),
 )
+# Whether a line *runs* such a tool depends on the shell's reading of it (states/shell_words.py):
+# a mention inside a string, or typed while a quote was open, runs nothing.
+_RUNS_TOOL = "runs a namespace or container-engine tool"
+# A command the shell would not accept whole (a quote never closed): every mention counts.
+_TOOL_MENTION = re.compile(r"(?:^|[\s;&|(`$])(?:nsenter|unshare|docker|podman|ctr|crictl|kubectl)(?=\s|$|[;&|)`])")
 _IPV4 = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])")
 
 
 def host_reach(command: str) -> str | None:
-    """Why `command` would reach past its container (engine, host, host network), or None."""
+    """Why `command` (one `bash -c` command) would reach past its container, or None."""
+    try:
+        tool = engine_tool(command)
+    except OpenQuote:
+        match = _TOOL_MENTION.search(command)
+        tool = match.group(0).strip() if match else None
+    if tool is not None:
+        return f"{_RUNS_TOOL} ({tool!r})"
+    return text_reach(command)
+
+
+def text_reach(command: str) -> str | None:
+    """Why the text of `command` reaches past its container wherever it stands (a socket path,
+    /proc of another root, a bind mount, the host's name or address), or None."""
     for pattern, reason in _HOST_REACH:
         if match := pattern.search(command):
             return f"{reason} ({match.group(0).strip()!r})"
@@ -136,6 +153,7 @@ def host_reach(command: str) -> str | None:
 def check_replayable(path: Path) -> list[dict[str, Any]]:
     """`load_commands`, plus the checks a replay needs: field types, nothing reaching the host."""
     commands = load_commands(path)
+    typed = TypedShell()
     for number, entry in enumerate(commands, start=1):
         if is_keystrokes(entry):
             wait = entry.get("duration_sec")
@@ -148,7 +166,12 @@ def check_replayable(path: Path) -> list[dict[str, Any]]:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise DatasetError(path, f"line {number}: `timeout_sec` must be a positive number, got {timeout!r}",
                                field="timeout_sec")
-        reason = host_reach(interaction_text(entry))
+        if is_keystrokes(entry):
+            # The keys run in one shell, line after line: a quote opened earlier makes text of them.
+            tool = typed.feed(entry[KEYSTROKES])
+            reason = f"{_RUNS_TOOL} ({tool!r})" if tool is not None else text_reach(entry[KEYSTROKES])
+        else:
+            reason = host_reach(entry["command"])
         if reason is not None:
             raise DatasetError(path, f"line {number} {reason}: a state's commands never leave its container",
                                field="command")

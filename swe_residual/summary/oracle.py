@@ -80,16 +80,22 @@ def oracle_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     return ["## Reference solution", "", lines[0], ""] + [f"- {line.strip()}" for line in lines[1:]] + [""]
 
 
-def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, run_id: str) -> tuple[bool, str]:
+def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, run_id: str, *,
+                    discard_inherited: bool = True) -> tuple[bool, str]:
     """(whether the oracle solves the start, why not / its reward): one run of the oracle from
-    the Clean Start (state None) or from `state`, graded as a run grades it. Raises what
-    `run_item` raises for a task or state that cannot be used."""
+    the Clean Start (state None) or from `state`, graded as a run grades it. With
+    `discard_inherited=False` the oracle keeps a repo-track state's work too, as Harbor's oracle
+    runs solve.sh on whatever it finds. Raises what `run_item` raises for a task or state that
+    cannot be used."""
     from swe_residual.agents.builtin import OracleAgent
     from swe_residual.trial.runner import RunOptions, run_item
 
+    def oracle() -> OracleAgent:
+        return OracleAgent(discard_inherited=discard_inherited)
+
     with tempfile.TemporaryDirectory(prefix="swe-residual-oracle-") as scratch:
-        record = run_item(task, state, OracleAgent, backend, RunOptions(run_id=run_id, run_dir=Path(scratch),
-                                                                        infra_retries=0))
+        record = run_item(task, state, oracle, backend, RunOptions(run_id=run_id, run_dir=Path(scratch),
+                                                                   infra_retries=0))
     run = as_record(record)
     if run.outcome == Outcome.SUCCESS:
         return True, f"reward {run.reward}"

@@ -432,6 +432,7 @@ def _one_attempt(
             reference_solution=reference_solution if uses_solution else None,
             solution_dir=task.solution_dir if uses_solution else None,
             solution_env=dict(task.config.solution_env) if uses_solution else {},
+            track=str(task.track),
         )
         fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()

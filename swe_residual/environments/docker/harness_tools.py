@@ -36,7 +36,8 @@ from swe_residual.environments.docker.exec import lost_or_failed
 from swe_residual.environments.docker.hygiene import container_labels
 from swe_residual.environments.docker.idle import idle_pids
 from swe_residual.errors import InfraError
-from swe_residual.environments.harness_git import tree_patch
+from swe_residual.environments.clean_start import cached_clean_start
+from swe_residual.environments.harness_git import CleanStartTree, tree_patch
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.backend import DockerBackend
@@ -88,7 +89,23 @@ def capture_patch(environment: DockerEnvironment) -> str:
             extract_tree(chunks, tree, skip_git=True, max_file_bytes=MAX_CAPTURED_FILE_BYTES)
         except ENGINE_EXCEPTIONS as exc:
             raise lost_or_failed(environment.client, environment.container_id, exc, "export of the final state") from exc
-        return tree_patch(tree, base_git, environment.base_commit)
+        clean = clean_start(environment.backend, environment.base_image or environment.image, environment.workdir,
+                            environment.base_commit, base_git)
+        return tree_patch(tree, base_git, environment.base_commit, clean)
+
+
+def clean_start(backend: DockerBackend, image: str, workdir: str, head: str, base_git: Path) -> CleanStartTree | None:
+    """What the clean `image` holds in `workdir` beyond the base commit (environments/clean_start.py),
+    read from a never-started container once per image and base commit."""
+    target = backend.cache_dir / "clean-start" / f"{image.split(':')[-1][:32]}-{head[:12]}"
+
+    def export(scratch: Path) -> Path:
+        with _created(backend, image) as container_id, engine_errors(f"exporting the clean tree of {image[:19]}"):
+            chunks, _ = backend.client.api.get_archive(container_id, workdir)
+            extract_tree(chunks, scratch / "tree", skip_git=True, max_file_bytes=MAX_CAPTURED_FILE_BYTES)
+        return scratch / "tree"
+
+    return cached_clean_start(target, base_git, head, export)
 
 
 def base_git_dir(backend: DockerBackend, image: str, workdir: str, head: str) -> Path:
