@@ -73,19 +73,23 @@ def make_bytes_task(root: Path, task_id: str = "bytes") -> Path:
 def expected_patch(task: Path, scratch: Path, *, submodule_as_files: bool) -> bytes:
     """The patch of BYTES_AGENT's work, made by hand: the task's repository copied, committed as
     the base commit, the agent run there, `git add -A -f && git diff --cached --binary`.
-    `submodule_as_files`: the submodule's `.git` link left out first (as the docker backend's
-    export of the final tree leaves every `.git` out), so its files are diffed as files."""
+    `submodule_as_files`: the submodule's `.git` link left out first and its files committed with
+    the base (the docker backend diffs against the clean start's tree as exported, where every
+    `.git` is left out), so the agent's changes to its files are changes to files, and the files it
+    did not touch are in no patch."""
     work = scratch / "by-hand"
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(task / "environment" / "repo", work, symlinks=True)
-    _git(work, "add", "-A")
+    if submodule_as_files:
+        (work / "data" / ".git").unlink()
+        _git(work, "rm", "-q", "-f", "--cached", "data")  # the gitlink, so that its files are added as files
+        _git(work, "add", "-A", "-f", ".")
+    else:
+        _git(work, "add", "-A")
     _git(work, "commit", "-q", "--allow-empty", "-m", "Base commit")
     base = _git(work, "rev-parse", "HEAD").decode().strip()
     agent = scratch / "bytes-agent.sh"
     agent.write_text(BYTES_AGENT)
     subprocess.run(["bash", str(agent)], cwd=work, check=True, capture_output=True)
-    if submodule_as_files:
-        (work / "data" / ".git").unlink()
-        _git(work, "rm", "-q", "--cached", "data")  # the gitlink, so that its files are added as files
     _git(work, "add", "-A", "-f", ".")
     return _git(work, "-c", "core.quotePath=false", "diff", "--cached", "--binary", "--no-color", base)
