@@ -23,8 +23,12 @@ from swe_residual.errors import DatasetError, SuiteError
 from swe_residual.metrics.intervals import Uncertainty
 from swe_residual.run.gates import evaluate_gates, parse_gate
 from swe_residual.run.settings import BY_FLAG, resolve_setting
+from swe_residual.run.shard_check import agent_order, check_shards, missing_lines, read_inputs
 from swe_residual.trial.records import append_record, read_records
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.run.status import partial_text
+from swe_residual.run.verdict import run_verdict
+from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
+from swe_residual.summary.terminations import termination_report
 from swe_residual.report.html import write_report_from_results
 from swe_residual.summary.files import write_summary_files
 
@@ -80,6 +84,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     elif not paths:
         print("error: give results files or run directories, or --harbor-jobs JOBS_DIR", file=sys.stderr)
         return 2
+    shards = check_shards(read_inputs(paths))
+    refusals = shards.refusals + ([] if args.allow_partial else missing_lines(shards))
+    if refusals:  # before anything is written: no summary of a merge that means nothing
+        for refusal in refusals:
+            print(f"error: {refusal}", file=sys.stderr)
+        if shards.missing and not args.allow_partial and not shards.refusals:
+            print("error: merge every shard, or give --allow-partial for a summary marked partial", file=sys.stderr)
+        return 2
     loaded = read_records(paths)
     for problem in loaded.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -89,16 +101,28 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else _default_out(paths)
     uncertainty = _uncertainty(args, [*paths, out])
     summary = build_summary(loaded.records, compare=True, sources=loaded.sources, uncertainty=uncertainty)
+    partial = shards.partial()
+    if partial is not None:
+        summary = {**summary, "partial": partial}
+    order = agent_order(read_inputs(paths))
+    summary = in_agent_order(summary, order)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory
     report = write_report_from_results(out, summary, paths)
     for line in render_terminal(summary):
         print(line)
+    terminations = termination_report(loaded.records, order=order)  # the run's own table, merged
+    for line in [*terminations.table, *terminations.errors, *terminations.broken]:
+        print(line)
     print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
     results = evaluate_gates(summary, gates, on=gate_on, min_tasks=gate_min_tasks)
     for result in results:
         print(result.describe())
-    return 1 if any(not result.passed for result in results) else 0
+    verdict = run_verdict(results, terminations.broken, exit_status=1 if terminations.broken or any(
+        not result.passed for result in results) else 0, partial=partial_text(summary))
+    for line in verdict.lines:  # last: what a CI log shows first is its end
+        print(line)
+    return verdict.exit_status
 
 
 def _harbor_results(args: argparse.Namespace) -> Path:
@@ -201,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory to write summary.json, summary.md, report.html and diffs/ into (with "
                              "--harbor-jobs also the trials' results.jsonl); default: the run directory of a "
                              "single input, reports/merged for several, reports/harbor-<JOBS> for --harbor-jobs")
+    report.add_argument("--allow-partial", action="store_true",
+                        help="merge the shards given even when some of the run's shards are missing; the summary "
+                             "is marked partial in summary.json, summary.md, the terminal and report.html (a "
+                             "doubled or foreign shard is refused all the same)")
     report.add_argument("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
                         help="exit 1 when an agent's Residual success is below PCT")
     report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",

@@ -41,6 +41,17 @@ def _by_reason(summary: Summary) -> dict[str, list[str]]:
     return grouped
 
 
+def partial_text(summary: Summary | Mapping[str, Any]) -> str | None:
+    """What a partial merge covers, in words (None for a complete one)."""
+    partial = as_summary(summary).partial
+    if not partial:
+        return None
+    n = partial.get("shards")
+    merged = ", ".join(f"{k}/{n}" for k in partial.get("merged") or ())
+    missing = ", ".join(f"{k}/{n}" for k in partial.get("missing") or ())
+    return f"PARTIAL: shard(s) {missing} missing (--allow-partial); the figures cover shard(s) {merged} only"
+
+
 def interrupted_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
     s = as_summary(summary)
     if not s.interrupted:
@@ -63,6 +74,9 @@ def status_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     """Lines for summary.md: the interruption first, the skipped items after the figures."""
     s = as_summary(summary)
     out: list[str] = []
+    partial = partial_text(s)
+    if partial is not None:
+        out += [f"**{partial}**", ""]
     if s.interrupted:
         out += [f"**Interrupted** ({s.interrupted_reason}): the figures cover only the items "
                 "that finished."]
@@ -86,6 +100,9 @@ def status_html(summary: Summary | Mapping[str, Any]) -> str:
     """The interruption banner and the skipped items, for report.html (empty when neither)."""
     s = as_summary(summary)
     parts: list[str] = []
+    partial = partial_text(s)
+    if partial is not None:
+        parts.append(f'<p class="note banner" id="partial"><strong>{html.escape(partial)}</strong></p>')
     if s.interrupted:
         parts.append(f'<p class="note" id="interrupted"><strong>Interrupted</strong> '
                      f"({html.escape(str(s.interrupted_reason))}): the figures cover only the "

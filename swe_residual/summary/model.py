@@ -686,7 +686,7 @@ class Skipped:
 
 
 _KNOWN = ("schema", "uncertainty", "agents", "infra", "comparison", "by_handoff", "oracle", "skipped", "interrupted",
-          "interrupted_reason", "resume_command")
+          "interrupted_reason", "resume_command", "partial")
 
 
 @dataclass(frozen=True)
@@ -711,6 +711,8 @@ class Summary:
     interrupted: bool = False
     interrupted_reason: str | None = None
     resume_command: str | None = None
+    #: a merge of shards with some missing (`--allow-partial`): {shards, merged, missing}
+    partial: Mapping[str, Any] | None = None
     #: top-level keys this model does not know, kept so that ``to_json`` gives them back
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -730,6 +732,7 @@ class Summary:
             interrupted=bool(raw.get("interrupted")),
             interrupted_reason=raw.get("interrupted_reason"),
             resume_command=raw.get("resume_command"),
+            partial=raw.get("partial") or None,
             extra={k: v for k, v in raw.items() if k not in _KNOWN},
         )  # fmt: skip
 
@@ -751,6 +754,8 @@ class Summary:
             out["interrupted_reason"] = self.interrupted_reason
             if self.resume_command:
                 out["resume_command"] = self.resume_command
+        if self.partial:
+            out["partial"] = dict(self.partial)
         out.update(self.extra)
         return out
 
