@@ -48,6 +48,7 @@ from swe_residual.run.settings import RunSettings
 from swe_residual.run.sharding import assign_tasks
 from swe_residual.run.status import interrupted_lines, resume_command, with_run_status
 from swe_residual.run.verdict import run_verdict
+from swe_residual.run.preflight import dataset_warnings, task_errors
 from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
 from swe_residual.summary.files import write_summary_files
 from swe_residual.summary.terminations import TerminationReport, termination_report
@@ -447,6 +448,14 @@ class ResidualReporter:
             f"run directory: {self.run_dir}" + (" (resumed)" if settings.resume is not None else ""),
             f"agents: {', '.join(settings.agents)}",
         ]
+        try:
+            catalog = catalog_of(config)
+        except pytest.Collector.CollectError:
+            catalog = None  # a missing dataset: collection says so
+        if catalog is not None:  # checked before the first item: said now, not as a late E
+            lines += [f"error: {line}" for line in task_errors(catalog.task_errors)]
+            lines += [f"warning: {line}" for line in
+                      dataset_warnings(entry.task for entry in catalog.tasks.values())]
         if settings.shard is not None:
             k, n = settings.shard
             lines.append(f"shard: {k}/{n} (this run measures part of the dataset: merge all {n} shards with "
@@ -498,8 +507,13 @@ class ResidualReporter:
             self.conflict = str(exc)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             return
+        try:
+            catalog = catalog_of(self.config)
+            warnings = task_errors(catalog.task_errors) + dataset_warnings(e.task for e in catalog.tasks.values())
+        except pytest.Collector.CollectError:
+            warnings = []
         self.summary = with_run_status(in_agent_order(summary, order), self.skipped,
-                                       interrupted=interrupted, resume_command=resume)
+                                       interrupted=interrupted, resume_command=resume, warnings=warnings)
         self.terminations = termination_report(typed, order=order)
         if typed and all(record.start == Start.RESIDUAL for record in typed):
             self.residual_only = len(records)

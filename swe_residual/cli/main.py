@@ -182,20 +182,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for name, error in entry.state_errors:
                 print(f"error: state {task.id}/{name}: {error}")
                 problems += 1
-            status = "ok" if not missing else "incomplete, lacks " + ", ".join(missing)
+            findings = check_patches(task, entry.states)
+            if backend is not None:
+                findings += verify_task(backend, task, entry.states, run_id)
+            # "ok" only for a task with no error of its own: not before its problems are known
+            errors = len(entry.state_errors) + bool(missing) + sum(f.status == PROBLEM for f in findings)
             if missing:
-                problems += 1
+                status = "incomplete, lacks " + ", ".join(missing)
+            else:
+                status = f"{errors} error(s)" if errors else "ok"
+            problems += bool(missing) + sum(f.status == PROBLEM for f in findings)
             print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
             for line in task_settings(task):
                 print(f"  {line}")
             for warning in [*task.config.warnings, *grading_warnings(task)]:  # as `harbor lint` reports them: not errors
                 print(f"  warning: {warning}")
-            findings = check_patches(task, entry.states)
-            if backend is not None:
-                findings += verify_task(backend, task, entry.states, run_id)
             for finding in findings:
                 print(f"  {finding.line()}")
-                problems += finding.status == PROBLEM
     finally:
         if backend is not None:
             backend.close()

@@ -19,10 +19,14 @@ MAX_ITEMS_PER_REASON = 6  # on the terminal; summary.md, summary.json and report
 
 
 def with_run_status(summary: dict[str, Any], skipped: Iterable[tuple[str, str]], *, interrupted: str | None,
-                    resume_command: str | None) -> dict[str, Any]:
-    """`summary` plus `skipped` ([{item, reason}], by item) when items were skipped, and
-    `interrupted: true`, `interrupted_reason` and `resume_command` when the run stopped early."""
+                    resume_command: str | None, warnings: Iterable[str] = ()) -> dict[str, Any]:
+    """`summary` plus `skipped` ([{item, reason}], by item) when items were skipped,
+    `interrupted: true`, `interrupted_reason` and `resume_command` when the run stopped early, and
+    `dataset_warnings` (run/preflight.py: tasks not loaded, grading that receives nothing)."""
     out = dict(summary)
+    warnings = list(warnings)
+    if warnings:
+        out["dataset_warnings"] = warnings
     entries = sorted({item: reason for item, reason in skipped}.items())
     if entries:
         out["skipped"] = [{"item": item, "reason": reason} for item, reason in entries]
@@ -77,6 +81,8 @@ def status_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     partial = partial_text(s)
     if partial is not None:
         out += [f"**{partial}**", ""]
+    for warning in s.dataset_warnings:
+        out += [f"**Dataset:** {warning}", ""]
     if s.interrupted:
         out += [f"**Interrupted** ({s.interrupted_reason}): the figures cover only the items "
                 "that finished."]
@@ -103,6 +109,8 @@ def status_html(summary: Summary | Mapping[str, Any]) -> str:
     partial = partial_text(s)
     if partial is not None:
         parts.append(f'<p class="note banner" id="partial"><strong>{html.escape(partial)}</strong></p>')
+    for warning in s.dataset_warnings:
+        parts.append(f'<p class="note banner dataset-warning"><strong>Dataset:</strong> {html.escape(warning)}</p>')
     if s.interrupted:
         parts.append(f'<p class="note" id="interrupted"><strong>Interrupted</strong> '
                      f"({html.escape(str(s.interrupted_reason))}): the figures cover only the "

@@ -686,7 +686,7 @@ class Skipped:
 
 
 _KNOWN = ("schema", "uncertainty", "agents", "infra", "comparison", "by_handoff", "oracle", "skipped", "interrupted",
-          "interrupted_reason", "resume_command", "partial")
+          "interrupted_reason", "resume_command", "partial", "dataset_warnings")
 
 
 @dataclass(frozen=True)
@@ -713,6 +713,8 @@ class Summary:
     resume_command: str | None = None
     #: a merge of shards with some missing (`--allow-partial`): {shards, merged, missing}
     partial: Mapping[str, Any] | None = None
+    #: what the run found in the dataset before its first item (run/preflight.py)
+    dataset_warnings: tuple[str, ...] = ()
     #: top-level keys this model does not know, kept so that ``to_json`` gives them back
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -733,6 +735,7 @@ class Summary:
             interrupted_reason=raw.get("interrupted_reason"),
             resume_command=raw.get("resume_command"),
             partial=raw.get("partial") or None,
+            dataset_warnings=tuple(str(w) for w in raw.get("dataset_warnings") or ()),
             extra={k: v for k, v in raw.items() if k not in _KNOWN},
         )  # fmt: skip
 
@@ -756,6 +759,8 @@ class Summary:
                 out["resume_command"] = self.resume_command
         if self.partial:
             out["partial"] = dict(self.partial)
+        if self.dataset_warnings:
+            out["dataset_warnings"] = list(self.dataset_warnings)
         out.update(self.extra)
         return out
 
