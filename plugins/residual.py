@@ -46,7 +46,7 @@ from swe_residual.run.config import (
 from swe_residual.run.lock import RunLock
 from swe_residual.run.settings import RunSettings
 from swe_residual.run.sharding import assign_tasks
-from swe_residual.run.status import interrupted_lines, resume_command, with_run_status
+from swe_residual.run.status import interrupted_lines, resume_command, with_never_worked, with_run_status
 from swe_residual.run.verdict import run_verdict
 from swe_residual.run.preflight import dataset_warnings, task_errors
 from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
@@ -512,9 +512,10 @@ class ResidualReporter:
             warnings = task_errors(catalog.task_errors) + dataset_warnings(e.task for e in catalog.tasks.values())
         except pytest.Collector.CollectError:
             warnings = []
-        self.summary = with_run_status(in_agent_order(summary, order), self.skipped,
-                                       interrupted=interrupted, resume_command=resume, warnings=warnings)
         self.terminations = termination_report(typed, order=order)
+        self.summary = with_never_worked(
+            with_run_status(in_agent_order(summary, order), self.skipped, interrupted=interrupted,
+                            resume_command=resume, warnings=warnings), self.terminations.broken)
         if typed and all(record.start == Start.RESIDUAL for record in typed):
             self.residual_only = len(records)
         try:

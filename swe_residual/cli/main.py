@@ -4,6 +4,7 @@
     swe-residual validate DATASET [--verify]     check a dataset's tasks, states and patches
     swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
     swe-residual images list|prune [--all]       list or prune the docker backend's cached images
+    swe-residual setup harbor                    Harbor in its own Python >= 3.12 environment (--agent=harbor:NAME)
     swe-residual import SOURCE ...               Harbor jobs, prediction files or fix commits in (docs/importing.md)
     swe-residual residualize STAGE ...           build Residual States (generate, filter, review, build)
     swe-residual stats DATASET                   Table 2 / Appendix A statistics of a dataset
@@ -25,7 +26,7 @@ from swe_residual.run.gates import evaluate_gates, parse_gate
 from swe_residual.run.settings import BY_FLAG, resolve_setting
 from swe_residual.run.shard_check import agent_order, check_shards, missing_lines, read_inputs
 from swe_residual.trial.records import append_record, read_records
-from swe_residual.run.status import partial_text
+from swe_residual.run.status import partial_text, with_never_worked
 from swe_residual.run.verdict import run_verdict
 from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
 from swe_residual.summary.terminations import termination_report
@@ -106,12 +107,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         summary = {**summary, "partial": partial}
     order = agent_order(read_inputs(paths))
     summary = in_agent_order(summary, order)
+    terminations = termination_report(loaded.records, order=order)  # the run's own table, merged
+    summary = with_never_worked(summary, terminations.broken)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory
     report = write_report_from_results(out, summary, paths)
     for line in render_terminal(summary):
         print(line)
-    terminations = termination_report(loaded.records, order=order)  # the run's own table, merged
     for line in [*terminations.table, *terminations.errors, *terminations.broken]:
         print(line)
     print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
@@ -254,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     from swe_residual.cli.images import add_parser as add_images_parser
 
     add_images_parser(sub)  # `images list|prune`
+    from swe_residual.cli.setup import add_parser as add_setup_parser
+
+    add_setup_parser(sub)  # `setup harbor`
     from swe_residual.importing.cli import add_parser as add_import_parser
 
     add_import_parser(sub)  # `import harbor-jobs|predictions|commit`

@@ -45,6 +45,14 @@ def _by_reason(summary: Summary) -> dict[str, list[str]]:
     return grouped
 
 
+def with_never_worked(summary: dict[str, Any], broken: Iterable[str]) -> dict[str, Any]:
+    """`summary` plus `never_worked`: the agents that failed on every item with their own error
+    (the terminations' lines, without their "error: "), which every output shows as a banner:
+    such an agent's 0% measures its start-up, not the tasks."""
+    lines = [line.removeprefix("error: ") for line in broken]
+    return {**summary, "never_worked": lines} if lines else dict(summary)
+
+
 def partial_text(summary: Summary | Mapping[str, Any]) -> str | None:
     """What a partial merge covers, in words (None for a complete one)."""
     partial = as_summary(summary).partial
@@ -81,6 +89,8 @@ def status_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     partial = partial_text(s)
     if partial is not None:
         out += [f"**{partial}**", ""]
+    for line in s.never_worked:
+        out += [f"**Never worked:** {line}: its figures measure nothing", ""]
     for warning in s.dataset_warnings:
         out += [f"**Dataset:** {warning}", ""]
     if s.interrupted:
@@ -109,6 +119,9 @@ def status_html(summary: Summary | Mapping[str, Any]) -> str:
     partial = partial_text(s)
     if partial is not None:
         parts.append(f'<p class="note banner" id="partial"><strong>{html.escape(partial)}</strong></p>')
+    for line in s.never_worked:
+        parts.append(f'<p class="note banner never-worked"><strong>Never worked:</strong> {html.escape(line)}: '
+                     "its figures measure nothing</p>")
     for warning in s.dataset_warnings:
         parts.append(f'<p class="note banner dataset-warning"><strong>Dataset:</strong> {html.escape(warning)}</p>')
     if s.interrupted:

@@ -27,6 +27,7 @@ from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_su
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Termination, Track
+from swe_residual.summary.names import distinct_names
 from swe_residual.run.status import partial_text, skipped_markdown, skipped_terminal, status_markdown
 from swe_residual.summary.fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
 from swe_residual.handoff.summary import handoff_markdown, handoff_summary, handoff_terminal
@@ -419,8 +420,11 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+AGENT_WIDTH = 32
+
+
 def _agent_cell(text: str) -> str:
-    return _clip(text, 32)
+    return _clip(text, AGENT_WIDTH)
 
 
 def _pair(row: PredecessorRow) -> str:
@@ -435,6 +439,10 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     s = as_summary(summary)
     partial = partial_text(s)
     lines: list[str] = ([partial] if partial is not None else []) + plain_headlines(s)
+    shown = distinct_names(s.agents, AGENT_WIDTH)  # two agents never one cell
+
+    def _agent_cell(text: str) -> str:
+        return shown.get(text) or _clip(text, AGENT_WIDTH)
     headline_rows = HEADLINE.rows_of(s, Scopes.SHARED)
     predecessor_rows = PREDECESSOR.rows_of(s, Scopes.SHARED)
     for scope in s.scopes():

@@ -686,7 +686,8 @@ class Skipped:
 
 
 _KNOWN = ("schema", "uncertainty", "agents", "infra", "comparison", "by_handoff", "oracle", "skipped", "interrupted",
-          "interrupted_reason", "resume_command", "partial", "dataset_warnings")
+          "interrupted_reason", "resume_command", "partial", "dataset_warnings",
+          "never_worked")
 
 
 @dataclass(frozen=True)
@@ -715,6 +716,8 @@ class Summary:
     partial: Mapping[str, Any] | None = None
     #: what the run found in the dataset before its first item (run/preflight.py)
     dataset_warnings: tuple[str, ...] = ()
+    #: agents that failed on every item with their own error, one line each (summary/terminations.py)
+    never_worked: tuple[str, ...] = ()
     #: top-level keys this model does not know, kept so that ``to_json`` gives them back
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -736,6 +739,7 @@ class Summary:
             resume_command=raw.get("resume_command"),
             partial=raw.get("partial") or None,
             dataset_warnings=tuple(str(w) for w in raw.get("dataset_warnings") or ()),
+            never_worked=tuple(str(w) for w in raw.get("never_worked") or ()),
             extra={k: v for k, v in raw.items() if k not in _KNOWN},
         )  # fmt: skip
 
@@ -761,6 +765,8 @@ class Summary:
             out["partial"] = dict(self.partial)
         if self.dataset_warnings:
             out["dataset_warnings"] = list(self.dataset_warnings)
+        if self.never_worked:
+            out["never_worked"] = list(self.never_worked)
         out.update(self.extra)
         return out
 
