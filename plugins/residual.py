@@ -40,11 +40,15 @@ from swe_residual.trial.records import (
 )
 from swe_residual.report.html import write_report
 from swe_residual.run.resume import prepare_resume
-from swe_residual.run.config import RUN_CONFIG, changes, read_run_config, resume_settings, write_run_config
+from swe_residual.run.config import (
+    RUN_CONFIG, changes, read_run_config, resume_settings, selection_of, stored_selection, write_run_config,
+)
 from swe_residual.run.lock import RunLock
 from swe_residual.run.settings import RunSettings
 from swe_residual.run.sharding import assign_tasks
-from swe_residual.run.status import interrupted_lines, resume_command, with_run_status
+from swe_residual.run.status import interrupted_lines, resume_command, with_never_worked, with_run_status
+from swe_residual.run.verdict import run_verdict
+from swe_residual.run.preflight import dataset_warnings, task_errors
 from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
 from swe_residual.summary.files import write_summary_files
 from swe_residual.summary.terminations import TerminationReport, termination_report
@@ -69,8 +73,18 @@ def pytest_configure(config: pytest.Config) -> None:
         stored = read_run_config(settings.resume) if settings.resume is not None else None
         if stored is not None:  # `--resume=DIR` alone runs the rest as the run started
             settings = resume_settings(stored, settings, given_settings(config))
+        if settings.resume is not None:  # the run's -k/-m, unless given again
+            _reuse_selection(config, stored_selection(settings.resume))
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from exc
+    if settings.shard is not None and settings.gates:
+        # Refused rather than deferred: a shard's run directory is one machine's, and a gate
+        # there would judge part of the dataset (or, deferred, leave the shard's exit status
+        # saying nothing). The merge of every shard is the one place a gate means the release.
+        flags = sorted({gate.flag for gate in settings.gates})
+        raise pytest.UsageError(
+            f"{', '.join(flags)} with --shard={settings.shard[0]}/{settings.shard[1]}: a gate on one shard would "
+            "judge part of the dataset; give the gates to `swe-residual report` of all the shards' results")
     config.stash[settings_key] = settings
     # An empty directory, or one without a task, would collect no item and end obscurely: say
     # so now. A missing directory is reported at collection (plugins/context.py).
@@ -140,6 +154,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(reporter, "swe-residual-reporter")
 
 
+def _reuse_selection(config: pytest.Config, selection: dict[str, str]) -> None:
+    """A resume selects the items its run selected: `-k`/`-m` from run.json when not given again."""
+    if selection.get("keyword") and not config.option.keyword:
+        config.option.keyword = selection["keyword"]
+    if selection.get("markexpr") and not config.option.markexpr:
+        config.option.markexpr = selection["markexpr"]
+
+
 def _claim_run_directory(config: pytest.Config, settings: RunSettings, directory: Path, labels: dict[str, str]) -> None:
     """Lock the run directory for this run, check or write its configuration, prepare a resume."""
     lock = RunLock(directory)
@@ -154,7 +176,8 @@ def _claim_run_directory(config: pytest.Config, settings: RunSettings, directory
                              "and its own settings, or give this run another --run-id)")
                 raise ConfigError(what + ":\n  " + "\n  ".join(changed))
         else:
-            write_run_config(directory, settings, labels)
+            write_run_config(directory, settings, labels,
+                             selection_of(config.option.keyword, config.option.markexpr))
     except (ConfigError, OSError) as exc:
         lock.release()
         raise pytest.UsageError(str(exc)) from exc
@@ -167,6 +190,9 @@ def _claim_run_directory(config: pytest.Config, settings: RunSettings, directory
 def pytest_unconfigure(config: pytest.Config) -> None:
     reporter = config.stash.get(reporter_key, None)
     if reporter is not None:
+        # Here, after pytest's closing "N passed" line (printed at the end of the terminal
+        # summary), so that the run's last lines are its verdict.
+        reporter.write_verdict()
         del config.stash[reporter_key]
         config.pluginmanager.unregister(reporter)
     lock = config.stash.get(lock_key, None)
@@ -337,6 +363,7 @@ class ResidualReporter:
         self.skipped: list[tuple[str, str]] = []
         # Nothing was measured: every item was skipped (the run's exit status is then 5).
         self.all_skipped = False
+        self.session: pytest.Session | None = None  # set when the session finishes (for the verdict)
 
     def _append(self, nodeid: str, record: dict[str, Any]) -> None:
         self.seen.add(nodeid)
@@ -421,6 +448,23 @@ class ResidualReporter:
             f"run directory: {self.run_dir}" + (" (resumed)" if settings.resume is not None else ""),
             f"agents: {', '.join(settings.agents)}",
         ]
+        try:
+            catalog = catalog_of(config)
+        except pytest.Collector.CollectError:
+            catalog = None  # a missing dataset: collection says so
+        if catalog is not None:  # checked before the first item: said now, not as a late E
+            lines += [f"error: {line}" for line in task_errors(catalog.task_errors)]
+            lines += [f"warning: {line}" for line in
+                      dataset_warnings(entry.task for entry in catalog.tasks.values())]
+        if settings.shard is not None:
+            k, n = settings.shard
+            lines.append(f"shard: {k}/{n} (this run measures part of the dataset: merge all {n} shards with "
+                         "`swe-residual report`, which applies the gates)")
+        selection = selection_of(config.option.keyword, config.option.markexpr)
+        if selection:
+            lines.append("selection: " + ", ".join(f"{'-k' if key == 'keyword' else '-m'} {value!r}"
+                                                   for key, value in selection.items())
+                         + (" (kept in run.json; --resume reuses it)" if settings.resume is None else ""))
         return lines
 
     @pytest.hookimpl(tryfirst=True)
@@ -442,6 +486,7 @@ class ResidualReporter:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Compute the summary once and apply the gates before pytest settles its exit status."""
         self.session_done = True
+        self.session = session
         interrupted = _interruption(session)
         if not self.results_path.exists() and not self.unsaved and not self.skipped and interrupted is None:
             return
@@ -462,9 +507,15 @@ class ResidualReporter:
             self.conflict = str(exc)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
             return
-        self.summary = with_run_status(in_agent_order(summary, order), self.skipped,
-                                       interrupted=interrupted, resume_command=resume)
+        try:
+            catalog = catalog_of(self.config)
+            warnings = task_errors(catalog.task_errors) + dataset_warnings(e.task for e in catalog.tasks.values())
+        except pytest.Collector.CollectError:
+            warnings = []
         self.terminations = termination_report(typed, order=order)
+        self.summary = with_never_worked(
+            with_run_status(in_agent_order(summary, order), self.skipped, interrupted=interrupted,
+                            resume_command=resume, warnings=warnings), self.terminations.broken)
         if typed and all(record.start == Start.RESIDUAL for record in typed):
             self.residual_only = len(records)
         try:
@@ -496,6 +547,29 @@ class ResidualReporter:
         except ValueError:
             where = str(self.run_dir)
         return resume_command(list(invocation.args), where)
+
+    def write_verdict(self) -> None:
+        """The run's last lines (swe_residual/run/verdict.py): why the exit status is what it is."""
+        session = self.session
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if session is None or terminal is None or not settings_of(self.config).agents:
+            return
+        exit_status = int(session.exitstatus)
+        other = []
+        if self.summary is not None and self.summary.get("interrupted"):
+            other += interrupted_lines(self.summary)
+        if self.conflict is not None:
+            other.append(f"no summary: {self.conflict}")
+        if self.unsaved or self.unsent:
+            other.append(f"{len(self.unsaved) + len(self.unsent)} record(s) not in results.jsonl (named above)")
+        if self.all_skipped:
+            other.append(f"all {len(self.skipped)} item(s) were skipped")
+        failed_items = int(session.testsfailed) if exit_status != pytest.ExitCode.INTERRUPTED else 0
+        verdict = run_verdict(self.gate_results, self.terminations.broken, exit_status=exit_status,
+                              failed_items=failed_items, other=other)
+        terminal.write_line("")
+        for line in verdict.lines:
+            terminal.write_line(line, bold=True, red=exit_status != 0, green=exit_status == 0)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.conflict is not None:

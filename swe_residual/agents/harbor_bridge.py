@@ -86,7 +86,7 @@ def check_agent(harbor_name: str, model: str | None = None, options: Mapping[str
     python = harbor_python()
     if not os.access(python, os.X_OK):
         raise ConfigError(f"--agent={PREFIX}{harbor_name}: Harbor's Python is not at {python} "
-                          f"(install Harbor there with scripts/setup-tests, or set ${HARBOR_PYTHON_ENV})")
+                          f"(install it with `swe-residual setup harbor`, or set ${HARBOR_PYTHON_ENV} to a Python that has it)")
     kwargs = {key: option_value(value) for key, value in (options or {}).items()}
     done = subprocess.run([str(python), str(HELPER), "--check", harbor_name, model or "", json.dumps(kwargs)],
                           capture_output=True, text=True, timeout=120, check=False, env={**os.environ, **_HELPER_ENV})

@@ -120,7 +120,14 @@ def _check_program(command: str, words: list[str], base_dir: Path) -> None:
     a program without `./` (`my-cli`, `scripts/run.sh`, `/opt/tool/run`), may be the
     environment's own, so they are left to it."""
     program = next((word for word in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word)), None)
-    if program is None or not program.startswith(("./", "../")):
+    if program is None:
+        return
+    host = _host_path(program, base_dir)
+    if host is not None and not host.stat().st_mode & 0o111:
+        # The copy keeps the file's mode: it would fail with exit status 126 on every item.
+        raise ConfigError(f"--agent=cmd:{command}: {program} is not executable (the program of a cmd: agent runs "
+                          f"as it is): chmod +x {program}, or name its interpreter, e.g. cmd:bash {program}")
+    if not program.startswith(("./", "../")):
         return
     path = base_dir / program
     if path.is_file():

@@ -4,6 +4,7 @@
     swe-residual validate DATASET [--verify]     check a dataset's tasks, states and patches
     swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
     swe-residual images list|prune [--all]       list or prune the docker backend's cached images
+    swe-residual setup harbor                    Harbor in its own Python >= 3.12 environment (--agent=harbor:NAME)
     swe-residual import SOURCE ...               Harbor jobs, prediction files or fix commits in (docs/importing.md)
     swe-residual residualize STAGE ...           build Residual States (generate, filter, review, build)
     swe-residual stats DATASET                   Table 2 / Appendix A statistics of a dataset
@@ -23,8 +24,12 @@ from swe_residual.errors import DatasetError, SuiteError
 from swe_residual.metrics.intervals import Uncertainty
 from swe_residual.run.gates import evaluate_gates, parse_gate
 from swe_residual.run.settings import BY_FLAG, resolve_setting
+from swe_residual.run.shard_check import agent_order, check_shards, missing_lines, read_inputs
 from swe_residual.trial.records import append_record, read_records
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.run.status import partial_text, with_never_worked
+from swe_residual.run.verdict import run_verdict
+from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
+from swe_residual.summary.terminations import termination_report
 from swe_residual.report.html import write_report_from_results
 from swe_residual.summary.files import write_summary_files
 
@@ -80,6 +85,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     elif not paths:
         print("error: give results files or run directories, or --harbor-jobs JOBS_DIR", file=sys.stderr)
         return 2
+    shards = check_shards(read_inputs(paths))
+    refusals = shards.refusals + ([] if args.allow_partial else missing_lines(shards))
+    if refusals:  # before anything is written: no summary of a merge that means nothing
+        for refusal in refusals:
+            print(f"error: {refusal}", file=sys.stderr)
+        if shards.missing and not args.allow_partial and not shards.refusals:
+            print("error: merge every shard, or give --allow-partial for a summary marked partial", file=sys.stderr)
+        return 2
     loaded = read_records(paths)
     for problem in loaded.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -89,16 +102,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else _default_out(paths)
     uncertainty = _uncertainty(args, [*paths, out])
     summary = build_summary(loaded.records, compare=True, sources=loaded.sources, uncertainty=uncertainty)
+    partial = shards.partial()
+    if partial is not None:
+        summary = {**summary, "partial": partial}
+    order = agent_order(read_inputs(paths))
+    summary = in_agent_order(summary, order)
+    terminations = termination_report(loaded.records, order=order)  # the run's own table, merged
+    summary = with_never_worked(summary, terminations.broken)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory
     report = write_report_from_results(out, summary, paths)
     for line in render_terminal(summary):
         print(line)
+    for line in [*terminations.table, *terminations.errors, *terminations.broken]:
+        print(line)
     print(f"summary: {out / 'summary.json'}, {out / 'summary.md'}, {report}")
     results = evaluate_gates(summary, gates, on=gate_on, min_tasks=gate_min_tasks)
     for result in results:
         print(result.describe())
-    return 1 if any(not result.passed for result in results) else 0
+    verdict = run_verdict(results, terminations.broken, exit_status=1 if terminations.broken or any(
+        not result.passed for result in results) else 0, partial=partial_text(summary))
+    for line in verdict.lines:  # last: what a CI log shows first is its end
+        print(line)
+    return verdict.exit_status
 
 
 def _harbor_results(args: argparse.Namespace) -> Path:
@@ -158,20 +184,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for name, error in entry.state_errors:
                 print(f"error: state {task.id}/{name}: {error}")
                 problems += 1
-            status = "ok" if not missing else "incomplete, lacks " + ", ".join(missing)
+            findings = check_patches(task, entry.states)
+            if backend is not None:
+                findings += verify_task(backend, task, entry.states, run_id)
+            # "ok" only for a task with no error of its own: not before its problems are known
+            errors = len(entry.state_errors) + bool(missing) + sum(f.status == PROBLEM for f in findings)
             if missing:
-                problems += 1
+                status = "incomplete, lacks " + ", ".join(missing)
+            else:
+                status = f"{errors} error(s)" if errors else "ok"
+            problems += bool(missing) + sum(f.status == PROBLEM for f in findings)
             print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
             for line in task_settings(task):
                 print(f"  {line}")
             for warning in [*task.config.warnings, *grading_warnings(task)]:  # as `harbor lint` reports them: not errors
                 print(f"  warning: {warning}")
-            findings = check_patches(task, entry.states)
-            if backend is not None:
-                findings += verify_task(backend, task, entry.states, run_id)
             for finding in findings:
                 print(f"  {finding.line()}")
-                problems += finding.status == PROBLEM
     finally:
         if backend is not None:
             backend.close()
@@ -201,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory to write summary.json, summary.md, report.html and diffs/ into (with "
                              "--harbor-jobs also the trials' results.jsonl); default: the run directory of a "
                              "single input, reports/merged for several, reports/harbor-<JOBS> for --harbor-jobs")
+    report.add_argument("--allow-partial", action="store_true",
+                        help="merge the shards given even when some of the run's shards are missing; the summary "
+                             "is marked partial in summary.json, summary.md, the terminal and report.html (a "
+                             "doubled or foreign shard is refused all the same)")
     report.add_argument("--residual-fail-under", action="append", default=[], metavar="[TRACK:]PCT",
                         help="exit 1 when an agent's Residual success is below PCT")
     report.add_argument("--gap-fail-over", action="append", default=[], metavar="[TRACK:]POINTS",
@@ -223,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     from swe_residual.cli.images import add_parser as add_images_parser
 
     add_images_parser(sub)  # `images list|prune`
+    from swe_residual.cli.setup import add_parser as add_setup_parser
+
+    add_setup_parser(sub)  # `setup harbor`
     from swe_residual.importing.cli import add_parser as add_import_parser
 
     add_import_parser(sub)  # `import harbor-jobs|predictions|commit`

@@ -13,12 +13,14 @@ needs them given again, and a changed secret is not detected.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
 
 from swe_residual.agents.environment import SETUP_NETWORK, AgentEnvironment, parse_agent_mount, read_agent_setup
+from swe_residual.environments.cache import tree_digest
 from swe_residual.errors import ConfigError
 from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY
 from swe_residual.run.settings import RunSettings, kept_fields
@@ -56,29 +58,75 @@ def describe(settings: RunSettings) -> dict[str, Any]:
     }
 
 
-def write_run_config(run_dir: Path, settings: RunSettings, labels: Mapping[str, str]) -> None:
-    """`run.json`, written whole (a temporary file renamed over it)."""
+def dataset_checksum(root: Path) -> str | None:
+    """The content key of the dataset directory (every file's path, mode and bytes), or None
+    when it cannot be read: two shards measured on different task files are two runs."""
+    try:
+        return tree_digest(root)
+    except OSError:
+        return None
+
+
+def selection_of(keyword: str | None, markexpr: str | None) -> dict[str, str]:
+    """The item selection (`-k`, `-m`) as run.json keeps it: only what was given."""
+    return {name: value for name, value in (("keyword", keyword), ("markexpr", markexpr)) if value}
+
+
+def identity(settings: RunSettings, selection: Mapping[str, str]) -> dict[str, Any]:
+    """What every shard of one run shares: the dataset's content, the configuration (every kept
+    setting but the shard's own number and the dataset's path, which may differ between
+    machines), the selection and the shard count N. Its `configuration` hash is the short form
+    a message can show; `swe-residual report` compares the parts to name what differs."""
+    configuration = {name: value for name, value in describe(settings).items() if name not in ("shard", "dataset")}
+    configuration["selection"] = dict(selection)
+    text = json.dumps(configuration, sort_keys=True)
+    return {
+        "dataset_checksum": dataset_checksum(settings.dataset),
+        "configuration": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
+        "shards": settings.shard[1] if settings.shard is not None else None,
+    }
+
+
+def write_run_config(run_dir: Path, settings: RunSettings, labels: Mapping[str, str],
+                     selection: Mapping[str, str] | None = None) -> None:
+    """`run.json`, written whole (a temporary file renamed over it): the kept settings, the
+    agents' names, the item selection (`-k`/`-m`, which `--resume` reuses) and the run's
+    identity (which `swe-residual report` checks shards against)."""
+    selection = dict(selection or {})
     document = {"schema": SCHEMA, "settings": describe(settings),
-                "agents": [{"spec": spec, "name": labels.get(spec, spec)} for spec in settings.agents]}
+                "agents": [{"spec": spec, "name": labels.get(spec, spec)} for spec in settings.agents],
+                "selection": selection, "identity": identity(settings, selection)}
     run_dir.mkdir(parents=True, exist_ok=True)
     temporary = run_dir / f".{RUN_CONFIG}.{os.getpid()}"
     temporary.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     temporary.replace(run_dir / RUN_CONFIG)
 
 
-def read_run_config(run_dir: Path) -> dict[str, Any] | None:
-    """The kept settings of a run directory; None when it has no `run.json` (an older run)."""
+def read_run_document(run_dir: Path) -> dict[str, Any] | None:
+    """The whole `run.json` of a run directory; None when it has none (an older run)."""
     path = run_dir / RUN_CONFIG
     if not path.is_file():
         return None
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-        stored = document["settings"]
-        if not isinstance(stored, dict):
+        if not isinstance(document.get("settings"), dict):
             raise TypeError("settings is not an object")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path}: unreadable run configuration ({exc})") from exc
-    return stored
+    return document
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any] | None:
+    """The kept settings of a run directory; None when it has no `run.json` (an older run)."""
+    document = read_run_document(run_dir)
+    return None if document is None else document["settings"]
+
+
+def stored_selection(run_dir: Path) -> dict[str, str]:
+    """The `-k`/`-m` a run was started with (empty for a run that had none, or an older run)."""
+    document = read_run_document(run_dir)
+    selection = (document or {}).get("selection") or {}
+    return {str(key): str(value) for key, value in selection.items() if key in ("keyword", "markexpr") and value}
 
 
 def _setting(stored: Mapping[str, Any], name: str) -> Any:

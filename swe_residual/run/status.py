@@ -19,10 +19,14 @@ MAX_ITEMS_PER_REASON = 6  # on the terminal; summary.md, summary.json and report
 
 
 def with_run_status(summary: dict[str, Any], skipped: Iterable[tuple[str, str]], *, interrupted: str | None,
-                    resume_command: str | None) -> dict[str, Any]:
-    """`summary` plus `skipped` ([{item, reason}], by item) when items were skipped, and
-    `interrupted: true`, `interrupted_reason` and `resume_command` when the run stopped early."""
+                    resume_command: str | None, warnings: Iterable[str] = ()) -> dict[str, Any]:
+    """`summary` plus `skipped` ([{item, reason}], by item) when items were skipped,
+    `interrupted: true`, `interrupted_reason` and `resume_command` when the run stopped early, and
+    `dataset_warnings` (run/preflight.py: tasks not loaded, grading that receives nothing)."""
     out = dict(summary)
+    warnings = list(warnings)
+    if warnings:
+        out["dataset_warnings"] = warnings
     entries = sorted({item: reason for item, reason in skipped}.items())
     if entries:
         out["skipped"] = [{"item": item, "reason": reason} for item, reason in entries]
@@ -39,6 +43,25 @@ def _by_reason(summary: Summary) -> dict[str, list[str]]:
     for entry in summary.skipped or ():
         grouped.setdefault(entry.reason, []).append(entry.item)
     return grouped
+
+
+def with_never_worked(summary: dict[str, Any], broken: Iterable[str]) -> dict[str, Any]:
+    """`summary` plus `never_worked`: the agents that failed on every item with their own error
+    (the terminations' lines, without their "error: "), which every output shows as a banner:
+    such an agent's 0% measures its start-up, not the tasks."""
+    lines = [line.removeprefix("error: ") for line in broken]
+    return {**summary, "never_worked": lines} if lines else dict(summary)
+
+
+def partial_text(summary: Summary | Mapping[str, Any]) -> str | None:
+    """What a partial merge covers, in words (None for a complete one)."""
+    partial = as_summary(summary).partial
+    if not partial:
+        return None
+    n = partial.get("shards")
+    merged = ", ".join(f"{k}/{n}" for k in partial.get("merged") or ())
+    missing = ", ".join(f"{k}/{n}" for k in partial.get("missing") or ())
+    return f"PARTIAL: shard(s) {missing} missing (--allow-partial); the figures cover shard(s) {merged} only"
 
 
 def interrupted_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
@@ -63,6 +86,13 @@ def status_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     """Lines for summary.md: the interruption first, the skipped items after the figures."""
     s = as_summary(summary)
     out: list[str] = []
+    partial = partial_text(s)
+    if partial is not None:
+        out += [f"**{partial}**", ""]
+    for line in s.never_worked:
+        out += [f"**Never worked:** {line}: its figures measure nothing", ""]
+    for warning in s.dataset_warnings:
+        out += [f"**Dataset:** {warning}", ""]
     if s.interrupted:
         out += [f"**Interrupted** ({s.interrupted_reason}): the figures cover only the items "
                 "that finished."]
@@ -86,6 +116,14 @@ def status_html(summary: Summary | Mapping[str, Any]) -> str:
     """The interruption banner and the skipped items, for report.html (empty when neither)."""
     s = as_summary(summary)
     parts: list[str] = []
+    partial = partial_text(s)
+    if partial is not None:
+        parts.append(f'<p class="note banner" id="partial"><strong>{html.escape(partial)}</strong></p>')
+    for line in s.never_worked:
+        parts.append(f'<p class="note banner never-worked"><strong>Never worked:</strong> {html.escape(line)}: '
+                     "its figures measure nothing</p>")
+    for warning in s.dataset_warnings:
+        parts.append(f'<p class="note banner dataset-warning"><strong>Dataset:</strong> {html.escape(warning)}</p>')
     if s.interrupted:
         parts.append(f'<p class="note" id="interrupted"><strong>Interrupted</strong> '
                      f"({html.escape(str(s.interrupted_reason))}): the figures cover only the "

@@ -27,7 +27,8 @@ from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_su
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Termination, Track
-from swe_residual.run.status import skipped_markdown, skipped_terminal, status_markdown
+from swe_residual.summary.names import distinct_names
+from swe_residual.run.status import partial_text, skipped_markdown, skipped_terminal, status_markdown
 from swe_residual.summary.fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
 from swe_residual.handoff.summary import handoff_markdown, handoff_summary, handoff_terminal
 from swe_residual.summary.model import (
@@ -243,6 +244,35 @@ def in_agent_order(summary: Mapping[str, Any], order: Sequence[str]) -> dict[str
     infra = summary.get("infra")
     if isinstance(infra, Mapping) and isinstance(infra.get("by_agent"), Mapping):
         out["infra"] = {**infra, "by_agent": _ordered(infra["by_agent"], order)}
+    comparison = summary.get("comparison")
+    if isinstance(comparison, Mapping) and isinstance(comparison.get("pairs"), Mapping):
+        out["comparison"] = {**comparison, "pairs": {scope: _pairs_in_order(pairs, order)
+                                                     for scope, pairs in comparison["pairs"].items()}}
+    return out
+
+
+def _pairs_in_order(pairs: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:
+    """Each pair as `a - b` with `a` the agent given first (the computation orders them by name),
+    the pairs in the agents' order: `oracle - noop` for `--agent=oracle --agent=noop`."""
+    rank = {agent: index for index, agent in enumerate(order)}
+
+    def position(agent: str) -> tuple[int, str]:
+        return rank.get(agent, len(rank)), agent
+
+    oriented = [_flipped(pair) if position(pair["b"]) < position(pair["a"]) else dict(pair) for pair in pairs]
+    return sorted(oriented, key=lambda pair: (position(pair["a"]), position(pair["b"])))
+
+
+def _flipped(pair: Mapping[str, Any]) -> dict[str, Any]:
+    """b - a from a - b: every difference negated, every interval mirrored; p-values and verdicts
+    (two-sided) are the same."""
+    out = {**pair, "a": pair["b"], "b": pair["a"]}
+    for figure in ("residual", "clean", "gap"):
+        if pair.get(figure) is not None:
+            out[figure] = -pair[figure]
+        interval = pair.get(f"{figure}_interval")
+        if interval is not None:
+            out[f"{figure}_interval"] = [-interval[1], -interval[0]]
     return out
 
 
@@ -390,8 +420,11 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+AGENT_WIDTH = 32
+
+
 def _agent_cell(text: str) -> str:
-    return _clip(text, 32)
+    return _clip(text, AGENT_WIDTH)
 
 
 def _pair(row: PredecessorRow) -> str:
@@ -404,7 +437,12 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     (and overall when there are several tracks), a legend, then the infrastructure figures and
     the excluded items. Agents in the summary's order. Lines <= 100 chars."""
     s = as_summary(summary)
-    lines: list[str] = plain_headlines(s)
+    partial = partial_text(s)
+    lines: list[str] = ([partial] if partial is not None else []) + plain_headlines(s)
+    shown = distinct_names(s.agents, AGENT_WIDTH)  # two agents never one cell
+
+    def _agent_cell(text: str) -> str:
+        return shown.get(text) or _clip(text, AGENT_WIDTH)
     headline_rows = HEADLINE.rows_of(s, Scopes.SHARED)
     predecessor_rows = PREDECESSOR.rows_of(s, Scopes.SHARED)
     for scope in s.scopes():

@@ -686,7 +686,8 @@ class Skipped:
 
 
 _KNOWN = ("schema", "uncertainty", "agents", "infra", "comparison", "by_handoff", "oracle", "skipped", "interrupted",
-          "interrupted_reason", "resume_command")
+          "interrupted_reason", "resume_command", "partial", "dataset_warnings",
+          "never_worked")
 
 
 @dataclass(frozen=True)
@@ -711,6 +712,12 @@ class Summary:
     interrupted: bool = False
     interrupted_reason: str | None = None
     resume_command: str | None = None
+    #: a merge of shards with some missing (`--allow-partial`): {shards, merged, missing}
+    partial: Mapping[str, Any] | None = None
+    #: what the run found in the dataset before its first item (run/preflight.py)
+    dataset_warnings: tuple[str, ...] = ()
+    #: agents that failed on every item with their own error, one line each (summary/terminations.py)
+    never_worked: tuple[str, ...] = ()
     #: top-level keys this model does not know, kept so that ``to_json`` gives them back
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -730,6 +737,9 @@ class Summary:
             interrupted=bool(raw.get("interrupted")),
             interrupted_reason=raw.get("interrupted_reason"),
             resume_command=raw.get("resume_command"),
+            partial=raw.get("partial") or None,
+            dataset_warnings=tuple(str(w) for w in raw.get("dataset_warnings") or ()),
+            never_worked=tuple(str(w) for w in raw.get("never_worked") or ()),
             extra={k: v for k, v in raw.items() if k not in _KNOWN},
         )  # fmt: skip
 
@@ -751,6 +761,12 @@ class Summary:
             out["interrupted_reason"] = self.interrupted_reason
             if self.resume_command:
                 out["resume_command"] = self.resume_command
+        if self.partial:
+            out["partial"] = dict(self.partial)
+        if self.dataset_warnings:
+            out["dataset_warnings"] = list(self.dataset_warnings)
+        if self.never_worked:
+            out["never_worked"] = list(self.never_worked)
         out.update(self.extra)
         return out
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
+from swe_residual.summary.names import distinct_names
 from swe_residual.summary.render import terminal_table
 from swe_residual.summary.tables import TERMINATIONS, TerminationRow
 from swe_residual.trial.records import dedupe_records
@@ -109,8 +110,10 @@ def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) 
     legend = "budget: time/step/cost/disk limit; infra: failed after retries"
     if "verifier failed" in columns:
         legend += "; verifier failed: no verdict on the agent's final state, one on the clean state"
+    shown = distinct_names((str(record.agent) for record in as_records(records)), AGENT_WIDTH)
     return [f"SWE-Residual items by termination ({legend})",
-            *terminal_table(TERMINATIONS, rows, first=lambda agent: one_line(agent, AGENT_WIDTH))]
+            *terminal_table(TERMINATIONS, rows, first=lambda agent: one_line(shown.get(agent, agent),
+                                                                  max(AGENT_WIDTH, len(shown.get(agent, agent)))))]
 
 
 def _item_of(record: RunRecord) -> str:

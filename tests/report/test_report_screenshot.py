@@ -22,7 +22,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
-from matplotlib.image import imread
 from recordfactory import make_record
 from test_report_html import (
     ACCEPTS,
@@ -285,6 +284,8 @@ def test_figures_are_readable_at_1400px(report: Path, measured: dict[int, dict[s
     assert png_size(shot) == WINDOW
     top, left = round(fig1["top"]), round(fig1["left"])
     assert top + fig1["height"] <= WINDOW[1], "Figure 1 is below the screenshot"
+    from matplotlib.image import imread  # the report extra: imported here so `-m unit` collects without it
+
     region = imread(shot)[top : top + round(fig1["height"]), left : left + round(fig1["width"]), :3]
     pixels = (region * 255).round().astype(int).reshape(-1, 3)
     drawn_share = (pixels.min(axis=1) < 200).mean()
