@@ -283,7 +283,7 @@ def test_commands_txt_harness_lines_and_agent_strings(tmp_path: Path) -> None:
     assert read_trial_keys(tmp_path) == "commands.txt line 2 is not a repr of tmux keys"
 
 
-def test_a_cast_that_does_not_match_leaves_the_keys_untimed(tmp_path: Path) -> None:
+def test_a_cast_that_does_not_match_leaves_the_keystrokes_untimed(tmp_path: Path) -> None:
     trial = write_trial(tmp_path, "t", "t.1-of-1", minute=0, resolved=False, commands=_commands("ls\n", "pwd\n"),
                         cast=[[0.5, "i", "clear\r"], [1.0, "i", "ls\r"], [2.0, "i", "whoami\r"]])
     keys = read_trial_keys(trial)
