@@ -141,6 +141,9 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
     elif keys is not None:
         commands = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in keys.interactions).encode()
         provenance["commands"] = "commands.txt" + (" + sessions/agent.cast" if keys.timing == "cast" else "")
+        if (trial.path / "panes" / "post-agent.txt").is_file():
+            # The recorded end of the agent's pane, for comparing a replay with (states/pane_fidelity.py).
+            provenance["pane"] = "panes/post-agent.txt"
         facts.update({"keystroke_lines": keys.lines, "typed_after_tests": keys.after_tests, "timing": keys.timing})
     return ImportedRun(task, identity, record, None, unrecoverable, provenance, None, facts, commands)
 

@@ -165,6 +165,7 @@ def test_a_resolved_trial(imported: dict[str, Any]) -> None:
     assert block["import"]["trial"] == "2025-07-15__00-00-00/fix-permissions/fix-permissions.1-of-1"
     assert block["import"]["task_version"] == "terminal-bench-core@0.1.1"
     assert block["import"]["date"] == "2025-07-15T00:09:00Z"
+    assert block["import"]["pane"] == "panes/post-agent.txt"
     # The harness's own keys (asciinema, clear, the tests) are not the agent's.
     assert _keys(imported["work"], "fix-permissions", TERMINUS, 1) == [
         {"keystrokes": "chmod +x process_data.sh\n"}, {"keystrokes": "./process_data.sh\n"}]
