@@ -1,4 +1,4 @@
-"""`swe-residual import harbor-jobs|predictions|commit`: one subcommand per source.
+"""`swe-residual import harbor-jobs|terminal-bench|predictions|commit`: one subcommand per source.
 
 Each source module owns its arguments and its command (`register(subparsers)`).
 """
@@ -10,10 +10,11 @@ import argparse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from swe_residual.harbor import jobs as harbor_jobs
-    from swe_residual.importing import commit, predictions
+    from swe_residual.importing import commit, predictions, terminal_bench
 
-    parser = sub.add_parser("import", help="bring real runs and fixes in: Harbor jobs, prediction files, fix commits")
+    parser = sub.add_parser("import", help="bring real runs and fixes in: Harbor jobs, Terminal-Bench runs, prediction files, fix commits")
     sources = parser.add_subparsers(dest="source", required=True)
     harbor_jobs.register(sources)
+    terminal_bench.register(sources)
     predictions.register(sources)
     commit.register(sources)

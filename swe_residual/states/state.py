@@ -67,8 +67,13 @@ class ResidualState:
 #   {"keystrokes": "...", "duration_sec"?}                    keys typed into a terminal session
 #                                                             (tmux), then a wait, as Terminus-2 drove it
 KEYSTROKES = "keystrokes"
-# Terminus-2's default wait after a command when the model names none (its parser's default).
+# Terminus-2's default wait after a command when the model names none (its parser's default);
+# the replay's wait after keys that do not end with Enter and record no duration.
 DEFAULT_KEYSTROKE_WAIT_SEC = 1.0
+# Keys that end with Enter and record no duration (a Terminal-Bench transcript): the replay
+# waits for the command to finish, at most this long (Terminal-Bench's bound on a blocking
+# command, `max_timeout_sec`).
+DEFAULT_COMMAND_WAIT_SEC = 180.0
 
 
 def is_keystrokes(entry: dict[str, Any]) -> bool:

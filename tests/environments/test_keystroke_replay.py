@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,3 +118,43 @@ def test_a_failed_replay_is_attempted_once_per_run(tmp_path: Path, task_id: str,
         with pytest.raises(DatasetError, match=expected):
             third.start(task, state, StartSpec("twice", f"{task_id}/terminus-1", 1))
     assert sum(line.startswith("snapshotting state") for line in fresh) == 1
+
+
+# A Terminal-Bench transcript records no waits. Its first command reads the terminal for 3 s, as
+# an `apt install`'s debconf does: keys sent while it runs would be its input, not the shell's.
+# Then a foreground loop that never returns (recorded: interrupted after 2 s) and a program
+# reading the terminal that never returns (recorded: the next line was typed into it).
+WAITING = [
+    {"keystrokes": "timeout 3 cat > /app/swallowed; echo done > /app/first\n"},
+    {"keystrokes": "touch /app/second\n"},
+    {"keystrokes": "while true; do date +%s%N; sleep 0.2; done\n", "duration_sec": 2.0},
+    {"keystrokes": "C-c", "duration_sec": 0.3},
+    {"keystrokes": "echo $? > /app/interrupted\n"},
+    {"keystrokes": "cat > /app/typed\n", "duration_sec": 1.0},
+    {"keystrokes": "into the running cat\n", "duration_sec": 0.5},
+]
+
+
+@pytest.mark.slow
+def test_replay_waits_for_each_command_and_is_bounded_for_one_that_never_returns(tmp_path: Path,
+                                                                                   task_id: str) -> None:
+    task = load_task(make_machine_task(tmp_path, task_id, WAITING, tmux=True))
+    state = load_state(task, task.path / "residual" / "terminus-1")
+    with DockerBackend(cache_dir=tmp_path / "cache", progress=lambda _: None, run_id="keys") as backend:
+        began = time.monotonic()
+        environment = backend.start(task, state, StartSpec("keys", f"{task_id}/terminus-1", 1))
+        started_in = time.monotonic() - began
+        try:
+            # The second command reached the shell after the first finished, not the blocked `cat`.
+            assert environment.read_file("first").strip() == b"done"
+            assert environment.exec("test -e /app/second").exit_code == 0
+            assert environment.read_file("swallowed") == b""
+            # The loop never returned: after its recorded 2 s, C-c went into it, as recorded.
+            assert environment.read_file("interrupted").strip() == b"130"
+            # The last line went where the recording sent it: into the `cat` still running.
+            assert environment.read_file("typed") == b"into the running cat\n"
+            assert environment.exec("pgrep -x cat").exit_code == 0
+        finally:
+            environment.close()
+    # Bounded: nothing waited for the 180 s default or the 15 s quiescence.
+    assert started_in < 120, started_in

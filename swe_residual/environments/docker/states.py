@@ -51,7 +51,7 @@ from swe_residual.environments.docker.images import STATE_REPO, slug
 from swe_residual.errors import DatasetError
 from swe_residual.states.patch_safety import check_patch_text
 from swe_residual.environments.docker.terminal import TerminalSession
-from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, ResidualState, is_keystrokes
+from swe_residual.states.state import KEYSTROKES, ResidualState, is_keystrokes
 from swe_residual.dataset.task import Task
 from swe_residual.trial.values import Track
 
@@ -209,7 +209,8 @@ def replay(environment: DockerEnvironment, state: ResidualState) -> None:
     terminal = TerminalSession(environment, state.commands_path)
     for number, entry in enumerate(state.read_commands(), start=1):
         if is_keystrokes(entry):
-            terminal.send(entry[KEYSTROKES], float(entry.get("duration_sec", DEFAULT_KEYSTROKE_WAIT_SEC)))
+            wait = entry.get("duration_sec")
+            terminal.send(entry[KEYSTROKES], None if wait is None else float(wait))
             continue
         timeout = entry.get("timeout_sec", 600)
         result = environment.exec(entry["command"], timeout_sec=float(timeout), cwd=entry.get("cwd"))

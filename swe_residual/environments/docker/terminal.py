@@ -11,8 +11,16 @@ foreground. Replaying such a run means replaying the keys into the same kind of 
 - each keystroke entry is sent with `tmux send-keys -t SESSION -- KEYS` (tmux reads a key name
   such as `C-c` or `Enter` as that key, anything else as literal text), or, when it is too long
   for one tmux command, through a paste buffer, as Terminus-2 does;
-- then the replay waits the entry's `duration_sec`, less the time the send took, as Terminus-2's
-  non-blocking sends do. It never waits for a command to finish.
+- keys that end with Enter start a command: the replay then waits until the command is done
+  (the shell is the pane's foreground process again and the pane stopped changing) or the
+  pane's output has been quiescent for `QUIET_SEC` (a server waiting for requests, a program
+  waiting for input), bounded by the entry's `duration_sec` (the wait the recording had after
+  these keys) or, when none is recorded, `DEFAULT_COMMAND_WAIT_SEC`, and always by
+  `HARD_CAP_SEC`. So the next keys never go into a command the recording had seen finish
+  (an `apt install` whose debconf would swallow them), and still go into one that never
+  returns, as they did in the recording, once the bound is reached;
+- other keys (`C-c`, text typed into an editor) wait the entry's `duration_sec` (default 1 s),
+  less the time the send took, as Terminus-2's non-blocking sends do.
 
 The session is left running when the replay ends: its shell and whatever the agent left in the
 foreground are live processes of the state (states.py then gives it the `replay` fidelity).
@@ -32,6 +40,7 @@ from typing import Protocol
 
 from swe_residual.errors import DatasetError
 from swe_residual.environments.base import ExecResult
+from swe_residual.states.state import DEFAULT_COMMAND_WAIT_SEC, DEFAULT_KEYSTROKE_WAIT_SEC
 
 SESSION = "swe-residual"
 PANE_WIDTH, PANE_HEIGHT = 160, 40  # Terminus-2's defaults
@@ -40,6 +49,12 @@ PANE_WIDTH, PANE_HEIGHT = 160, 40  # Terminus-2's defaults
 SEND_KEYS_MAX_BYTES = 16_000 - 64
 INSTALL_TIMEOUT_SEC = 300.0
 COMMAND_TIMEOUT_SEC = 30.0
+HARD_CAP_SEC = 600.0  # no wait after one entry is longer, whatever was recorded
+QUIET_SEC = 15.0  # a pane unchanged this long is waiting for something other than time
+POLL_SEC = 0.25
+ENTER_KEYS = frozenset({"Enter", "C-m", "KPEnter"})
+# One exec per poll: the pane's foreground process, then its content.
+PANE_STATE = f"tmux display-message -p -t {SESSION} '#{{pane_current_command}}' && tmux capture-pane -p -t {SESSION}"
 # Terminus-2's package-manager install of tmux, per package manager it knows.
 INSTALL_TMUX = (
     "if command -v apt-get >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get update "
@@ -68,10 +83,15 @@ class Shell(Protocol):
 class TerminalSession:
     """One tmux session in `environment`; `source` names the file being replayed in errors."""
 
-    def __init__(self, environment: Shell, source: Path) -> None:
+    def __init__(self, environment: Shell, source: Path, *, quiet_sec: float = QUIET_SEC,
+                 hard_cap_sec: float = HARD_CAP_SEC) -> None:
         self.environment = environment
         self.source = source
         self.started = False
+        self.quiet_sec = quiet_sec
+        self.hard_cap_sec = hard_cap_sec
+        self.shell = "bash"  # the pane's foreground process when it is at its prompt
+        self.waits: list[tuple[float, str]] = []  # (seconds, why it ended) per command sent
 
     def _run(self, command: str, what: str, timeout_sec: float = COMMAND_TIMEOUT_SEC) -> ExecResult:
         result = self.environment.exec(command, timeout_sec=timeout_sec)
@@ -97,9 +117,22 @@ class TerminalSession:
         self.ensure_tmux()
         self._run(START_SESSION, "starting the tmux session")
         self.started = True
+        # The login shell is the pane's process until something runs in its foreground.
+        current, _ = self.pane_state()
+        if current:
+            self.shell = current
 
-    def send(self, keys: str, wait_sec: float) -> None:
-        """Type `keys` into the session, then wait `wait_sec` from the start of the send."""
+    def pane_state(self) -> tuple[str, str]:
+        """(the pane's foreground process name, its visible content)."""
+        result = self.environment.exec(PANE_STATE, timeout_sec=COMMAND_TIMEOUT_SEC)
+        if result.exit_code != 0:
+            return "", result.output
+        current, _, content = result.output.partition("\n")
+        return current.strip(), content
+
+    def send(self, keys: str, wait_sec: float | None) -> None:
+        """Type `keys` into the session, then wait: for the command they start (keys ending with
+        Enter) to be done, at most `wait_sec`; for other keys, `wait_sec` from the start of the send."""
         if not self.started:
             self.start()
         began = time.monotonic()
@@ -107,9 +140,42 @@ class TerminalSession:
             self._run(f"tmux send-keys -t {SESSION} -- {shlex.quote(keys)}", "tmux send-keys")
         else:
             self._paste(keys)
-        left = wait_sec - (time.monotonic() - began)
+        if runs_command(keys):
+            bound = DEFAULT_COMMAND_WAIT_SEC if wait_sec is None else wait_sec
+            self.waits.append(self.settle(began, min(bound, self.hard_cap_sec)))
+            return
+        left = min(DEFAULT_KEYSTROKE_WAIT_SEC if wait_sec is None else wait_sec, self.hard_cap_sec) \
+            - (time.monotonic() - began)
         if left > 0:
             time.sleep(left)
+
+    def settle(self, began: float, bound_sec: float) -> tuple[float, str]:
+        """Wait until the command just started is done, or the pane is quiescent, or `bound_sec`
+        from `began` passed: (seconds waited, "done" | "quiet" | "bound")."""
+        previous: tuple[str, str] | None = None
+        changed_at = time.monotonic()
+        while True:
+            elapsed = time.monotonic() - began
+            if elapsed >= bound_sec:
+                return round(elapsed, 3), "bound"
+            time.sleep(min(POLL_SEC, bound_sec - elapsed))
+            current, content = self.pane_state()
+            now = time.monotonic()
+            if previous is not None and content == previous[1]:
+                # Done: the shell is in the foreground on two polls in a row with nothing new on
+                # the screen (one poll could fall between two commands of a `;` list).
+                if current == self.shell and previous[0] == self.shell:
+                    return round(now - began, 3), "done"
+                if now - changed_at >= self.quiet_sec:
+                    return round(now - began, 3), "quiet"
+            else:
+                changed_at = now
+            previous = (current, content)
+
+    def capture(self) -> str:
+        """The pane's content now, its scrollback included (for comparing with a recording)."""
+        result = self.environment.exec(f"tmux capture-pane -p -S - -t {SESSION}", timeout_sec=COMMAND_TIMEOUT_SEC)
+        return result.output if result.exit_code == 0 else ""
 
     def _paste(self, keys: str) -> None:
         # Literal text too long for send-keys: staged in a file and pasted, which turns its
@@ -122,3 +188,8 @@ class TerminalSession:
                       "pasting long keystrokes")
         finally:
             self.environment.exec(f"rm -f {path}", timeout_sec=COMMAND_TIMEOUT_SEC)
+
+
+def runs_command(keys: str) -> bool:
+    """Whether the keys end with Enter: a line is handed to whatever reads the terminal."""
+    return keys in ENTER_KEYS or keys.endswith(("\n", "\r"))
