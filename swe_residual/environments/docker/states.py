@@ -168,6 +168,7 @@ def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> N
     if done.exit_code != 0:
         output = (done.stdout + done.stderr).decode(errors="replace").strip()[-500:]
         raise DatasetError(source, f"patch does not apply to the base commit: git apply: {output}")
+    environment.quiet = True  # the harness's own `git apply` has ended: nothing is left running
 
 
 def live_processes(environment: DockerEnvironment) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,20 +85,34 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
         # container: the engine kills them all (harness_tools.stop_processes; nothing to do when
         # the runner did so before the patch capture). Machine-track processes are the state: kept.
         environment.stop_processes()
-    collected, error = _collect(environment, task, keeps_container=plan.source == SHARED)
-    if task.track == Track.REPO and plan.source == SHARED:
-        environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
-    sources = [artifact.source for artifact in task.config.artifacts]
-    for source in sources:
-        _copy_out(environment, source, host_path(artifacts_dir, source))
-    present = collected_sources(artifacts_dir, sources)
-    if error is not None:
-        return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
-                              artifacts=tuple(present), error=error)
-    if plan.source == SHARED:
-        output = _run_tests(environment, task, Reporter.new(), fresh_container=False)
-    else:
-        output = _verify_separately(backend, environment, task, plan, artifacts_dir, present)
+    # A separate verifier's container starts while the collect steps run: it needs nothing of
+    # theirs until the artifacts are copied in, and starting it is most of a verification's cost.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="swe-residual-verifier") as pool:
+        pending = None if plan.source == SHARED else pool.submit(_start_verifier, backend, environment, task, plan)
+        try:
+            collected, error = _collect(environment, task, keeps_container=plan.source == SHARED)
+            if task.track == Track.REPO and plan.source == SHARED:
+                environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
+            sources = [artifact.source for artifact in task.config.artifacts]
+            for source in sources:
+                _copy_out(environment, source, host_path(artifacts_dir, source))
+            present = collected_sources(artifacts_dir, sources)
+            if error is not None:
+                return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
+                                      artifacts=tuple(present), error=error)
+            if pending is None:
+                output = _run_tests(environment, task, Reporter.new(), fresh_container=False)
+            else:
+                with pending.result() as fresh:
+                    output = _verify_separately(fresh, task, plan, artifacts_dir, present)
+        finally:
+            if pending is not None:  # the verifier's container goes, whatever happened above
+                try:
+                    started = pending.result()
+                except Exception:  # its own failure was raised above when it mattered
+                    started = None
+                if started is not None:
+                    started.close()  # idempotent
     return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
 
 
@@ -121,20 +136,25 @@ def _collect(environment: DockerEnvironment, task: Task, *,
                 pass  # the container is verified (or gone) next; nothing to clean up in it
 
 
-def _verify_separately(backend: DockerBackend, environment: DockerEnvironment, task: Task,
-                       plan: VerifierEnvironmentPlan, artifacts_dir: Path, present: list[str]) -> VerifierOutput:
+def _start_verifier(backend: DockerBackend, environment: DockerEnvironment, task: Task,
+                    plan: VerifierEnvironmentPlan) -> DockerEnvironment:
+    """A fresh container of a separate verifier's image (built the first time)."""
     image, head = verifier_image(backend, task, plan)
     spec = StartSpec(environment.spec.run_id, environment.spec.item_id + ":verifier", environment.spec.attempt)
+    return backend.start_container(image, task, spec, plan.network, head, cpus=plan.cpus, memory_mb=plan.memory_mb,
+                                   env=plan.env, kind="verifier")
+
+
+def _verify_separately(fresh: DockerEnvironment, task: Task, plan: VerifierEnvironmentPlan, artifacts_dir: Path,
+                       present: list[str]) -> VerifierOutput:
+    """The hidden tests in a fresh container that receives the artifacts at their own paths,
+    unless bundled the hidden tests, and the suite's own pytest reporter: one archive."""
     reporter = Reporter.new()
-    with backend.start_container(image, task, spec, plan.network, head, cpus=plan.cpus, memory_mb=plan.memory_mb,
-                                 env=plan.env, kind="verifier") as fresh:
-        # The artifacts at their own paths, unless bundled the hidden tests, and the suite's own
-        # pytest reporter: one archive.
-        entries = [(source, host_path(artifacts_dir, source)) for source in present]
-        if not plan.bundled_tests:
-            entries.append((TESTS_DIR, task.tests_dir))
-        fresh.copy_in(rooted_archive(entries, reporter.files()), "/")
-        return _run_tests(fresh, task, reporter, fresh_container=True)
+    entries = [(source, host_path(artifacts_dir, source)) for source in present]
+    if not plan.bundled_tests:
+        entries.append((TESTS_DIR, task.tests_dir))
+    fresh.copy_in(rooted_archive(entries, reporter.files()), "/")
+    return _run_tests(fresh, task, reporter, fresh_container=True)
 
 
 def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
