@@ -7,12 +7,13 @@ a broken machine and must fail the run, not pass it silently.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
 
-from swe_residual.environments.docker import DockerBackend
+from swe_residual.environments.docker import LABEL, DockerBackend
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,3 +44,10 @@ def docker_test(function: F) -> F:
 def engine_needed() -> None:
     """Fails a docker test at once under CI when the engine does not answer."""
     _check_engine()
+
+
+def containers_of(run_id: str) -> list[str]:
+    """The containers, running or not, that carry this run's label: none may be left by a test."""
+    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.run={run_id}"],
+                            capture_output=True, text=True, check=True)
+    return listed.stdout.split()

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import re
 import secrets
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from taskfactory import SOLVED_SOURCE, make_task
 
 from swe_residual.agents.builtin import CommandAgent
@@ -35,10 +33,6 @@ LIMIT_MB = 64
 WRITE_200 = "head -c 200M /dev/zero > {path}"
 
 
-def _containers_of(run_id: str) -> list[str]:
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.run={run_id}"],
-                            capture_output=True, text=True, check=True)
-    return listed.stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +55,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
 def _run(setup: tuple, command: str) -> dict:
     task, backend, options, run_id = setup
     record = run_item(task, None, lambda: CommandAgent(command), backend, options)
-    assert _containers_of(run_id) == []  # the container is removed: the host disk is left intact
+    assert containers_of(run_id) == []  # the container is removed: the host disk is left intact
     return record
 
 
@@ -129,4 +123,4 @@ def test_the_engines_size_measures_the_writes_where_its_host_is_out_of_sight(set
         assert 28 * MIB <= on_host.measure() < 40 * MIB
     finally:
         environment.close()
-    assert _containers_of(run_id) == []
+    assert containers_of(run_id) == []

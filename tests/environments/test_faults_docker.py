@@ -29,21 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
-from swe_residual.environments.docker import LABEL, remove_cached_images
+from swe_residual.environments.docker import remove_cached_images
 
 pytestmark = [*requires_docker, pytest.mark.slow]
 
 AGENT = "--agent=module:scripted_agents:InjectsFaults"
 
 
-def _containers_of(run_id: str) -> list[str]:
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.run={run_id}"],
-                            capture_output=True, text=True, check=True)
-    return listed.stdout.split()
 
 
 def _fault_task(data: Path, task_id: str, fault: str, *, residual: bool = False, **options: Any) -> Path:
@@ -84,7 +80,7 @@ def fault_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         records = {(r["task"], r["state"]): r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
         summary = json.loads((run_dir / "summary.json").read_text())
         yield {"ids": ids, "records": records, "summary": summary, "output": output,
-               "returncode": process.returncode, "left": _containers_of(run_id)}
+               "returncode": process.returncode, "left": containers_of(run_id)}
     finally:
         for task_id in ids.values():
             remove_cached_images(task_id)
@@ -162,7 +158,7 @@ def test_ctrl_c_stops_the_run_keeps_whole_records_and_leaves_no_container(tmp_pa
             time.sleep(0.2)
         assert (tmp_path / "hanging").exists(), process.communicate()[0][-3000:]
         time.sleep(1)  # the hanging command is running in its container now
-        assert len(_containers_of(run_id)) == 1
+        assert len(containers_of(run_id)) == 1
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group gets it
         output, _ = process.communicate(timeout=120)
     finally:
@@ -172,7 +168,7 @@ def test_ctrl_c_stops_the_run_keeps_whole_records_and_leaves_no_container(tmp_pa
         for task_id in ids:
             remove_cached_images(task_id)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output[-3000:]
-    assert _containers_of(run_id) == []
+    assert containers_of(run_id) == []
     text = results.read_text()
     assert text.endswith("\n")
     records = [json.loads(line) for line in text.splitlines()]  # only whole lines

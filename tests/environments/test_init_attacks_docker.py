@@ -17,19 +17,17 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from attackers import KILL_INIT, SOLVE_CLAMP, attack_task
-from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
 from swe_residual.agents import AgentResult, AgentSession, resolve_agent
 from swe_residual.dataset.load import load_dataset
-from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.metrics.headline import is_excluded, success
 from swe_residual.summary.aggregate import build_summary
 from swe_residual.summary.terminations import termination_report
@@ -40,10 +38,6 @@ pytestmark = requires_docker
 MARK = "KILL-INIT"  # the line in task B's request that tells the attacker where to attack
 
 
-def _containers_of(run_id: str) -> list[str]:
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.run={run_id}"],
-                            capture_output=True, text=True, check=True)
-    return listed.stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -65,14 +59,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         backend.close()
         for task_id in ids.values():
             remove_cached_images(task_id)
-        assert _containers_of(run_id) == []
+        assert containers_of(run_id) == []
 
 
 def _run(world: dict[str, Any], task: str, agent: Any, state: str | None = None) -> dict[str, Any]:
     entry = world["entries"][world["ids"][task]]
     chosen = next(s for s in entry.states if s.id == state) if state else None
     record = run_item(entry.task, chosen, agent, world["backend"], world["options"])
-    assert _containers_of(world["options"].run_id) == []  # every container of the item is gone
+    assert containers_of(world["options"].run_id) == []  # every container of the item is gone
     return record
 
 

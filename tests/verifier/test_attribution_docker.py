@@ -12,7 +12,6 @@ run once per task per run.
 from __future__ import annotations
 
 import secrets
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,12 +27,12 @@ from attackers import (
     attack_task,
     machine_task,
 )
-from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import FIX_CLAMP
 
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
-from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.metrics.headline import is_excluded, success
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.summary.aggregate import build_summary, render_terminal
@@ -45,10 +44,6 @@ pytestmark = requires_docker
 PIDS_LIMIT = 128
 
 
-def _containers_of(run_id: str) -> list[str]:
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.run={run_id}"],
-                            capture_output=True, text=True, check=True)
-    return listed.stdout.split()
 
 
 class CountingBackend:
@@ -88,13 +83,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         backend.close()
         for task_id in ids.values():
             remove_cached_images(task_id)
-        assert _containers_of(run_id) == []
+        assert containers_of(run_id) == []
 
 
 def _run(world: dict[str, Any], task: str, command: str) -> dict[str, Any]:
     entry = world["entries"][world["ids"][task]]
     record = run_item(entry.task, None, resolve_agent(f"cmd:{command}"), world["backend"], world["options"])
-    assert _containers_of(world["options"].run_id) == []  # every container of the item is gone
+    assert containers_of(world["options"].run_id) == []  # every container of the item is gone
     world["records"][(task, command)] = record
     return record
 

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import secrets
 import shlex
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from attackers import MACHINE_FIX, attack_task, machine_task
-from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import FIX_CLAMP
 
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
-from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.trial.runner import RunOptions, run_item
 
 pytestmark = [*requires_docker, pytest.mark.slow]
@@ -74,10 +73,6 @@ SWAP_LOOP = (
 )
 
 
-def _containers_of(run_id: str) -> list[str]:
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.run={run_id}"],
-                            capture_output=True, text=True, check=True)
-    return listed.stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -97,13 +92,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         backend.close()
         for task_id in ids.values():
             remove_cached_images(task_id)
-        assert _containers_of(run_id) == []
+        assert containers_of(run_id) == []
 
 
 def _run(world: dict[str, Any], task: str, command: str) -> dict[str, Any]:
     entry = world["entries"][world["ids"][task]]
     record = run_item(entry.task, None, resolve_agent(f"cmd:{command}"), world["backend"], world["options"])
-    assert _containers_of(world["options"].run_id) == []
+    assert containers_of(world["options"].run_id) == []
     return record
 
 

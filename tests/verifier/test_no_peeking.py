@@ -10,18 +10,17 @@ Each test fails when its protection is removed (docs/faults.md says which protec
 from __future__ import annotations
 
 import secrets
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import PEEK_MARKER_HALVES
 from taskfactory import make_task
 
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import TaskEntry, load_dataset
-from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.verifier.state_check import check_state_verdict
 
@@ -30,10 +29,6 @@ pytestmark = requires_docker
 MARKER = "".join(PEEK_MARKER_HALVES)
 
 
-def _containers_of(run_id: str) -> list[str]:
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}.run={run_id}"],
-                            capture_output=True, text=True, check=True)
-    return listed.stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +52,13 @@ def peek(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TaskEntry, 
     finally:
         backend.close()
         remove_cached_images(task_id)
-        assert _containers_of(run_id) == []
+        assert containers_of(run_id) == []
 
 
 def _run(peek: tuple[TaskEntry, DockerBackend, RunOptions], agent: str, residual: bool = False) -> dict[str, Any]:
     entry, backend, options = peek
     record = run_item(entry.task, entry.states[0] if residual else None, resolve_agent(agent), backend, options)
-    assert _containers_of(options.run_id) == []  # every attempt's container is gone
+    assert containers_of(options.run_id) == []  # every attempt's container is gone
     return record
 
 

@@ -90,8 +90,8 @@ def rooted_archive(entries: list[tuple[str, Path]], files: dict[str, bytes] | No
 
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         parents: set[str] = set()
-        for container_path, host in entries:
-            name = posixpath.normpath(container_path).lstrip("/")
+
+        def add_parents(name: str) -> None:
             parent = posixpath.dirname(name)
             while parent and parent not in parents:
                 parents.add(parent)
@@ -99,16 +99,14 @@ def rooted_archive(entries: list[tuple[str, Path]], files: dict[str, bytes] | No
                 info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
                 archive.addfile(info)
                 parent = posixpath.dirname(parent)
+
+        for container_path, host in entries:
+            name = posixpath.normpath(container_path).lstrip("/")
+            add_parents(name)
             archive.add(host, arcname=name, filter=as_root)
         for container_path, data in sorted((files or {}).items()):
             name = posixpath.normpath(container_path).lstrip("/")
-            parent = posixpath.dirname(name)
-            while parent and parent not in parents:
-                parents.add(parent)
-                info = tarfile.TarInfo(parent)
-                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-                archive.addfile(info)
-                parent = posixpath.dirname(parent)
+            add_parents(name)
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
             archive.addfile(info, io.BytesIO(data))
