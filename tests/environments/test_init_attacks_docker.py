@@ -23,15 +23,12 @@ from typing import Any
 
 import pytest
 from attackers import KILL_INIT, SOLVE_CLAMP, attack_task
-from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import World, containers_of, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
 from swe_residual.agents import AgentResult, AgentSession, resolve_agent
-from swe_residual.dataset.load import load_dataset
-from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.metrics.headline import is_excluded, success
 from swe_residual.summary.aggregate import build_summary
 from swe_residual.summary.terminations import termination_report
-from swe_residual.trial.runner import RunOptions, run_item
 
 pytestmark = requires_docker
 
@@ -41,7 +38,7 @@ MARK = "KILL-INIT"  # the line in task B's request that tells the attacker where
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("init-attacks")
     tag = secrets.token_hex(3)  # task ids unique per run: parallel runs never share images
     ids = {"a": f"solvable-{tag}", "b": f"attacked-{tag}"}
@@ -49,25 +46,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         attack_task(root / "data", task_id, states=None)  # a clean start and one Residual State each
     instruction = root / "data" / ids["b"] / "instruction.md"
     instruction.write_text(f"{MARK}\n" + instruction.read_text())
-    entries = {entry.task.id: entry for entry in load_dataset(root / "data").entries}
-    run_id = f"init-attacks-{secrets.token_hex(4)}"
-    backend = DockerBackend(run_id=run_id, cache_dir=root / "cache", progress=lambda _: None)
-    options = RunOptions(run_id=run_id, run_dir=root / "run", infra_retries=1)
-    try:
-        yield {"ids": ids, "entries": entries, "backend": backend, "options": options}
-    finally:
-        backend.close()
-        for task_id in ids.values():
-            remove_cached_images(task_id)
-        assert containers_of(run_id) == []
+    with docker_world(root, ids) as world:
+        yield world
 
 
-def _run(world: dict[str, Any], task: str, agent: Any, state: str | None = None) -> dict[str, Any]:
-    entry = world["entries"][world["ids"][task]]
-    chosen = next(s for s in entry.states if s.id == state) if state else None
-    record = run_item(entry.task, chosen, agent, world["backend"], world["options"])
-    assert containers_of(world["options"].run_id) == []  # every container of the item is gone
-    return record
+def _run(world: World, task: str, agent: Any, state: str | None = None) -> dict[str, Any]:
+    return world.run(task, agent, state)
 
 
 def _agents_failure(record: dict[str, Any]) -> None:

@@ -27,14 +27,12 @@ from attackers import (
     attack_task,
     machine_task,
 )
-from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import World, containers_of, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import FIX_CLAMP
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset.load import load_dataset
-from swe_residual.environments.docker import DockerBackend, remove_cached_images
+from swe_residual.environments.docker import DockerBackend
 from swe_residual.metrics.headline import is_excluded, success
-from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.summary.aggregate import build_summary, render_terminal
 from swe_residual.summary.terminations import termination_table
 
@@ -64,7 +62,7 @@ class CountingBackend:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("attribution")
     tag = secrets.token_hex(3)  # task ids unique per run: parallel runs never share images
     ids = {name: f"{name}-{tag}" for name in ("shared", "separate", "broken", "machine")}
@@ -72,31 +70,18 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     attack_task(root / "data", ids["separate"], environment_mode="separate")
     attack_task(root / "data", ids["broken"], test_sh="#!/bin/bash\necho 'this verifier never writes a reward'\n")
     machine_task(root / "data", ids["machine"])
-    entries = {entry.task.id: entry for entry in load_dataset(root / "data").entries}
-    run_id = f"attribution-{secrets.token_hex(4)}"
-    backend = DockerBackend(run_id=run_id, cache_dir=root / "cache", pids_limit=PIDS_LIMIT, progress=lambda _: None)
-    counting = CountingBackend(backend)
-    options = RunOptions(run_id=run_id, run_dir=root / "run", infra_retries=1)
-    try:
-        yield {"ids": ids, "entries": entries, "backend": counting, "options": options, "records": {}}
-    finally:
-        backend.close()
-        for task_id in ids.values():
-            remove_cached_images(task_id)
-        assert containers_of(run_id) == []
+    with docker_world(root, ids, wrap=CountingBackend, pids_limit=PIDS_LIMIT) as world:
+        yield world
 
 
-def _run(world: dict[str, Any], task: str, command: str) -> dict[str, Any]:
-    entry = world["entries"][world["ids"][task]]
-    record = run_item(entry.task, None, resolve_agent(f"cmd:{command}"), world["backend"], world["options"])
-    assert containers_of(world["options"].run_id) == []  # every container of the item is gone
-    world["records"][(task, command)] = record
+def _run(world: World, task: str, command: str) -> dict[str, Any]:
+    record = world.records[(task, command)] = world.run(task, resolve_agent(f"cmd:{command}"))
     return record
 
 
-def _record(world: dict[str, Any], task: str, command: str) -> dict[str, Any]:
+def _record(world: World, task: str, command: str) -> dict[str, Any]:
     """The record of this attacker in this module's run (made now if no test made it yet)."""
-    return world["records"].get((task, command)) or _run(world, task, command)
+    return world.records.get((task, command)) or _run(world, task, command)
 
 
 def _attacker_failed(record: dict[str, Any]) -> None:
@@ -185,7 +170,7 @@ def test_a_loop_rewriting_the_hidden_tests_on_the_machine_track_is_caught(world)
 
 @pytest.mark.slow
 def test_a_verifier_broken_for_every_start_stays_infrastructure(world) -> None:
-    before = world["backend"].canaries
+    before = world.backend.canaries
     for _ in range(2):
         record = _run(world, "broken", FIX_CLAMP)
         assert record["outcome"] == "infra_error" and record["reward"] is None
@@ -195,7 +180,7 @@ def test_a_verifier_broken_for_every_start_stays_infrastructure(world) -> None:
             assert attempt["canary"]["valid"] is False
             assert "clean state too" in attempt["error"] and "no reward file" in attempt["error"]
     # Four attempts, one canary: kept for the run.
-    assert world["backend"].canaries - before == 1
+    assert world.backend.canaries - before == 1
 
 
 @pytest.mark.slow
@@ -204,9 +189,9 @@ def test_summary_counts_the_attackers_and_lists_them(world) -> None:
                _record(world, "shared", FIX_CLAMP)]
     summary = build_summary(records)
     listed = {(entry["task"], entry["state"]) for entry in summary["infra"]["verifier_failed"]}
-    assert (world["ids"]["shared"], None) in listed
+    assert (world.ids["shared"], None) in listed
     excluded = {entry["task"] for entry in summary["infra"]["excluded"]}
-    assert excluded == {world["ids"]["broken"]}  # only the broken verifier is left out
+    assert excluded == {world.ids["broken"]}  # only the broken verifier is left out
     # The hanging attacker enters the success rates as a failure: not left out of them.
     assert not is_excluded(records[0]) and success(records[0]) == 0
     lines = render_terminal(summary)

@@ -17,13 +17,10 @@ from typing import Any
 
 import pytest
 from attackers import MACHINE_FIX, attack_task, machine_task
-from dockerneeded import containers_of, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from dockerneeded import World, containers_of, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import FIX_CLAMP
 
 from swe_residual.agents import resolve_agent
-from swe_residual.dataset.load import load_dataset
-from swe_residual.environments.docker import DockerBackend, remove_cached_images
-from swe_residual.trial.runner import RunOptions, run_item
 
 pytestmark = [*requires_docker, pytest.mark.slow]
 
@@ -76,30 +73,18 @@ SWAP_LOOP = (
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("forged")
     tag = secrets.token_hex(3)
     ids = {name: f"{name}-{tag}" for name in ("separate", "machine")}
     attack_task(root / "data", ids["separate"], environment_mode="separate")
     machine_task(root / "data", ids["machine"])
-    entries = {entry.task.id: entry for entry in load_dataset(root / "data").entries}
-    run_id = f"forged-{secrets.token_hex(4)}"
-    backend = DockerBackend(run_id=run_id, cache_dir=root / "cache", progress=lambda _: None)
-    options = RunOptions(run_id=run_id, run_dir=root / "run", infra_retries=1)
-    try:
-        yield {"ids": ids, "entries": entries, "backend": backend, "options": options}
-    finally:
-        backend.close()
-        for task_id in ids.values():
-            remove_cached_images(task_id)
-        assert containers_of(run_id) == []
+    with docker_world(root, ids) as world:
+        yield world
 
 
-def _run(world: dict[str, Any], task: str, command: str) -> dict[str, Any]:
-    entry = world["entries"][world["ids"][task]]
-    record = run_item(entry.task, None, resolve_agent(f"cmd:{command}"), world["backend"], world["options"])
-    assert containers_of(world["options"].run_id) == []
-    return record
+def _run(world: World, task: str, command: str) -> dict[str, Any]:
+    return world.run(task, resolve_agent(f"cmd:{command}"))
 
 
 def _contradicted(record: dict[str, Any], *phrases: str) -> None:
