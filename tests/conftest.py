@@ -31,7 +31,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 # The project's tests' tiers (the evaluation suite's markers are in pyproject.toml).
 MARKERS = {
-    "unit": "starts no process, opens no connection, needs no engine: `pytest tests -m unit` (seconds)",
+    "unit": "starts no process, opens no connection, needs no engine and no extra: `pytest tests -m unit` "
+            "(seconds, right after `pip install -e .`)",
+    "extras": "as `unit`, but needs the package's extras (matplotlib, mini-swe-agent, litellm): "
+              "`pip install -e '.[dev]'`; `-m unit` leaves these out",
     "docker": "needs a working Docker engine (`pytest tests -m \"not docker\"` leaves these out)",
     "slow": "takes more than a few seconds (`pytest tests -m \"not slow\"` leaves these out)",
 }
@@ -46,12 +49,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.pluginmanager.register(TierGuard(TESTS_DIR), "tierguard")
 
-@pytest.fixture(scope="session", autouse=True)
-def _plotting_stack() -> None:
+def pytest_collection_finish(session: pytest.Session) -> None:
     """`pytester` restores sys.modules after each test that uses it, and numpy (under matplotlib,
     which draws the report's charts) cannot be imported twice in one process: import the
-    plotting stack once, before the first test's snapshot (a session fixture is set up before
-    any function fixture), so it is never dropped. Without the `report` extra, nothing to keep."""
+    plotting stack once, before the first test (where `unit` tests run, the guard keeps the
+    extras out of them: nothing to import). Without the `report` extra, nothing to keep."""
+    if all(item.get_closest_marker("unit") for item in session.items):
+        return
     try:
         import matplotlib
         import matplotlib.figure  # noqa: F401
