@@ -302,9 +302,11 @@ def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_pat
         return f'<br><span class="ci">[{low:.1f}, {high:.1f}]</span>'
 
     assert (
-        f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states">{m["residual"]:.1f}{ci("residual")}</td>'
-        f"<td>{m['clean']:.1f}{ci('clean')}</td><td><b>{m['gap']:.1f}{ci('gap')}</b></td>"
-        f"<td>{m['cond_fail']:.1f}{ci('cond_fail')}</td>"
+        f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states" data-label="Residual">'
+        f'{m["residual"]:.1f}{ci("residual")}</td>'
+        f"<td data-label=\"Ref. Clean\">{m['clean']:.1f}{ci('clean')}</td>"
+        f"<td data-label=\"Gap\"><b>{m['gap']:.1f}{ci('gap')}</b></td>"
+        f"<td data-label=\"CondFail\">{m['cond_fail']:.1f}{ci('cond_fail')}</td>"
     ) in page
     # the items table lists each item once (the last record), the infra table the summary's count
     assert page.count("<td class=\"l\">dup-agent</td><td class=\"l\">t1</td>") == 3
@@ -338,7 +340,8 @@ def test_report_without_matplotlib_says_so_and_keeps_its_tables(
         '<p class="note" id="charts-missing">Charts are not drawn: matplotlib is not installed '
         "(pip install &#x27;swe-residual[report]&#x27;).</p>"
     ]
-    assert 'id="success"' in page and "<td>100.0</td><td><b>100.0</b></td><td>100.0</td>" in page
+    assert 'id="success"' in page and ('<td data-label="Ref. Clean">100.0</td><td data-label="Gap"><b>100.0</b></td>'
+                                      '<td data-label="CondFail">100.0</td>') in page
 
 
 class Cells(HTMLParser):
@@ -482,3 +485,27 @@ def test_an_item_stopped_at_its_disk_limit_says_so_with_its_figures(tmp_path: Pa
     assert "disk_limit" in page
     assert "limit 64 MiB (watched), passed: the agent was stopped (disk_limit); most written 70.0 MiB" in page
     assert "limit 64 MiB, not enforced: no meter here" in (out / item_href(unbounded)).read_text()
+
+
+@pytest.mark.unit
+def test_the_success_table_groups_tracks_overall_first(tmp_path: Path) -> None:
+    """The success table's layout: a group of rows per track under a row naming it, overall first,
+    one row per agent in each with the figures summary.json holds; each figure cell carries its
+    column's title for the narrow layout's cards."""
+    records = [make_record(task, state, outcome, agent=agent, track=track)
+               for agent in ("b-agent", "a-agent") for track in ("repo", "machine") for task in ("t1", "t2")
+               for state, outcome in ((None, "success"), ("s1", "failure" if agent == "b-agent" else "success"))]
+    summary = build_summary(records, compare=True)
+    page = render_html(summary, records, tmp_path)
+    table = page[page.index('<table class="grouped">') : page.index("</table>", page.index('<table class="grouped">'))]
+    assert re.findall(r'<tr class="group" data-track="([^"]+)"><th class="l" colspan="5">Track: \1</th>', table) == [
+        "overall", "machine", "repo"]
+    rows = re.findall(r'<tr data-track="([^"]+)"><td class="l">([^<]+)</td>(.*?)</tr>', table)
+    assert [(scope, agent) for scope, agent, _ in rows] == [
+        (scope, agent) for scope in ("overall", "machine", "repo") for agent in summary["agents"]]
+    for scope, agent, cells in rows:
+        block = summary["agents"][agent]
+        figures = block["overall"] if scope == "overall" else block["tracks"][scope]
+        labels = re.findall(r'data-label="([^"]+)">(?:<b>)?([-\d.]+)', cells)
+        assert labels == [(title, f"{figures[key]:.1f}") for title, key in
+                          (("Residual", "residual"), ("Ref. Clean", "clean"), ("Gap", "gap"), ("CondFail", "cond_fail"))]
