@@ -242,8 +242,9 @@ class TierGuard:
             yield
         except BaseException as failure:
             if hidden:  # the test may have failed for want of an extra it is not to need
-                failure.add_note(f"tests/tierguard.py: this `unit` test tried to import {', '.join(dict.fromkeys(hidden))}, "
-                                 "which only an extra brings; mark it `extras` if it needs it")
+                tried = ", ".join(dict.fromkeys(hidden))
+                failure.add_note(f"tests/tierguard.py: this `unit` test tried to import {tried}, which only an extra "
+                                 "brings; mark it `extras` if it needs it")
             raise
         finally:
             for owner, name, original in reversed(originals):

@@ -507,5 +507,5 @@ def test_the_success_table_groups_tracks_overall_first(tmp_path: Path) -> None:
         block = summary["agents"][agent]
         figures = block["overall"] if scope == "overall" else block["tracks"][scope]
         labels = re.findall(r'data-label="([^"]+)">(?:<b>)?([-\d.]+)', cells)
-        assert labels == [(title, f"{figures[key]:.1f}") for title, key in
-                          (("Residual", "residual"), ("Ref. Clean", "clean"), ("Gap", "gap"), ("CondFail", "cond_fail"))]
+        columns = (("Residual", "residual"), ("Ref. Clean", "clean"), ("Gap", "gap"), ("CondFail", "cond_fail"))
+        assert labels == [(title, f"{figures[key]:.1f}") for title, key in columns]

@@ -17,7 +17,6 @@ import html
 import json
 import re
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,14 +36,17 @@ FRAME_HEIGHT = 1000
 GAP_PX = 8
 AGENTS = ("oracle", "noop", "module:scripted_agents:DiscardsInheritedWork",
           "cmd:/opt/agents/strong/strong-agent.sh --model some-model")
-TASKS = {"machine": ("nginx-reverse-proxy-config", "gamma"), "repo": ("lru-cache-ttl", "json-path-query-parser", "calc")}
+TASKS = {"machine": ("nginx-reverse-proxy-config", "gamma"),
+         "repo": ("lru-cache-ttl", "json-path-query-parser", "calc")}
 STATES = ("drafter-1", "patcher-1")
 SCREENSHOT_COPY = REPO_ROOT / "reports" / "screenshots" / "report-widths.png"
 
 # The frames side by side, one row per anchor; each frame posts its findings, written here.
 HARNESS = """<!DOCTYPE html><html style="overflow:hidden"><head><meta charset="utf-8"></head>
 <body style="margin:0;display:flex;flex-wrap:wrap;gap:{gap}px;width:{width}px">{frames}<pre id="found"></pre>
-<script>addEventListener("message", (m) => {{ document.getElementById("found").textContent += m.data + "\\n"; }});</script>
+<script>
+addEventListener("message", (m) => {{ document.getElementById("found").textContent += m.data + "\\n"; }});
+</script>
 </body></html>"""
 
 
@@ -63,26 +65,29 @@ def _records() -> list[dict[str, Any]]:
 
 
 # Copies that break the layout on purpose, each in one frame of its own: the checks must find them.
-UNSTUCK = "table.matrix th.task, table.matrix thead th:first-child { position: static !important; }"
-WIDENED = "table.grouped td { min-width: 14em; }"
-BROKEN = ((UNSTUCK, "matrix", 390), (WIDENED, "success", 1024))
+BROKEN = {
+    "unstuck": ("table.matrix th.task, table.matrix thead th:first-child { position: static !important; }",
+                "matrix", 390),
+    "widened": ("table.grouped td { min-width: 14em; }", "success", 1024),
+}
 
 
 @pytest.fixture(scope="module")
-def framed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """The findings of each frame, by its location (copy#anchor) and width: "measured-0.html#success
-    390"; the broken copies' frames ride in the same launch, below the screenshot's two rows."""
+def framed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """The findings of each frame by (copy, anchor, width): the page's copy ("page") in the
+    screenshot's two rows of frames, the broken copies' frames below them, in the same launch."""
     tmp = tmp_path_factory.mktemp("widths")
     records = _records()
     page = write_report(tmp / "report", build_summary(records, compare=True), records)
-    copy = measured_copy(page)
-    frames = [(copy.name, anchor, width) for anchor in ANCHORS for width in WIDTHS]
-    frames += [(measured_copy(page, css).name, anchor, width) for css, anchor, width in BROKEN]
+    copies = {"page": measured_copy(page).name} | {name: measured_copy(page, css).name
+                                                    for name, (css, _, _) in BROKEN.items()}
+    frames = [("page", anchor, width) for anchor in ANCHORS for width in WIDTHS]
+    frames += [(name, anchor, width) for name, (_, anchor, width) in BROKEN.items()]
     window = (sum(WIDTHS) + GAP_PX * (len(WIDTHS) - 1), len(ANCHORS) * FRAME_HEIGHT + GAP_PX)
     harness = page.with_name("harness.html")
     harness.write_text(HARNESS.format(gap=GAP_PX, width=window[0], frames="".join(
-        f'<iframe src="{name}#{anchor}" width="{width}" height="{FRAME_HEIGHT}" style="border:0;flex:none"></iframe>'
-        for name, anchor, width in frames)))
+        f'<iframe src="{copies[name]}#{anchor}" width="{width}" height="{FRAME_HEIGHT}" '
+        'style="border:0;flex:none"></iframe>' for name, anchor, width in frames)))
     shot = tmp / "widths.png"
     # the virtual time budget: the page is dumped once every frame's message has arrived
     result = run_chromium(tmp, harness, "--dump-dom", f"--screenshot={shot}", "--virtual-time-budget=3000",
@@ -92,8 +97,11 @@ def framed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     assert png_size(shot) == window
     found = re.search(r'<pre id="found">(.*?)</pre>', result.stdout, flags=re.DOTALL)
     assert found, result.stderr[-2000:]
-    measured = {f"{m['location']} {m['innerWidth']}": m for m in map(json.loads, html.unescape(found.group(1)).split("\n")[:-1])}
-    assert sorted(measured) == sorted(f"{name}#{anchor} {width}" for name, anchor, width in frames)
+    by_location = {f"{m['location']} {m['innerWidth']}": m
+                   for m in map(json.loads, html.unescape(found.group(1)).splitlines())}
+    measured = {(name, anchor, width): by_location.pop(f"{copies[name]}#{anchor} {width}")
+                for name, anchor, width in frames}
+    assert by_location == {}
     SCREENSHOT_COPY.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, SCREENSHOT_COPY)
     print(f"screenshot of the frames: {SCREENSHOT_COPY}")
@@ -109,12 +117,12 @@ def outside(boxes: list[dict[str, Any]], m: dict[str, Any], *, vertical: bool = 
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_overall_figures_are_in_view(framed: dict[str, dict[str, Any]],
+def test_the_overall_figures_are_in_view(framed: dict[tuple[str, str, int], dict[str, Any]],
                                          width: int) -> None:
     """At the headline, the overall group (its heading, and each agent's name and figures) lies
     wholly inside the viewport, and nothing on the page reaches past it outside a box that
     scrolls by itself."""
-    m = framed[f"measured-0.html#success {width}"]
+    m = framed[("page", "success", width)]
     assert m["innerWidth"] == width and m["scrollWidth"] <= m["clientWidth"], (m["scrollWidth"], m["clientWidth"])
     assert layout_problems(m, AGENTS) == []
     cells = m["overall"]
@@ -128,12 +136,12 @@ def test_the_overall_figures_are_in_view(framed: dict[str, dict[str, Any]],
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_matrix_keeps_its_task_column_in_view(framed: dict[str, dict[str, Any]],
+def test_the_matrix_keeps_its_task_column_in_view(framed: dict[tuple[str, str, int], dict[str, Any]],
                                                   width: int) -> None:
     """At the matrix, the task column lies inside the viewport, and stays there with the matrix
     scrolled to its last agent, whose cells are then in view too. At 390 px the matrix does
     scroll (its agents do not fit beside the task column)."""
-    m = framed[f"measured-0.html#matrix {width}"]
+    m = framed[("page", "matrix", width)]
     tasks = sum(len(t) for t in TASKS.values())
     assert len(m["matrix_tasks"]) == len(m["matrix_tasks_scrolled"]) == tasks
     assert {t["text"].split()[0] for t in m["matrix_tasks"]} == {t for ts in TASKS.values() for t in ts}
@@ -149,11 +157,11 @@ def test_the_matrix_keeps_its_task_column_in_view(framed: dict[str, dict[str, An
           f"{m['matrix_tasks_scrolled'][0]['left']:.0f}..{m['matrix_tasks_scrolled'][0]['right']:.0f} px")
 
 
-def test_the_checks_find_a_broken_layout(framed: dict[str, dict[str, Any]]) -> None:
+def test_the_checks_find_a_broken_layout(framed: dict[tuple[str, str, int], dict[str, Any]]) -> None:
     """The checks can fail: a task column that does not stay is scrolled out of view at 390 px;
     headline cells widened past the column's width push the overall figures out at 1024 px."""
-    unstuck = framed["measured-1.html#matrix 390"]
+    unstuck = framed[("unstuck", "matrix", 390)]
     assert unstuck["matrix_scrolled"] > 0 and outside(unstuck["matrix_tasks_scrolled"], unstuck) != []
     assert outside(unstuck["matrix_tasks"], unstuck) == []  # in view until the box scrolls
-    widened = framed["measured-2.html#success 1024"]
+    widened = framed[("widened", "success", 1024)]
     assert outside(widened["overall"], widened) != []
