@@ -43,8 +43,9 @@ MARKERS = {
 def pytest_configure(config: pytest.Config) -> None:
     for name, meaning in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
-    # Keeps the marks true: a `unit` test that starts a process or connects, or a test without
-    # `docker` that reaches the engine, fails naming the mark (tests/tierguard.py).
+    # Keeps the marks true: a `unit` test that starts a process or connects (or imports what only
+    # the extras bring: they are hidden from it), or a test without `docker` that reaches the
+    # engine, fails naming the mark (tests/tierguard.py).
     from tierguard import TierGuard
 
     config.pluginmanager.register(TierGuard(TESTS_DIR), "tierguard")
@@ -54,8 +55,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     which draws the report's charts) cannot be imported twice in one process: import the
     plotting stack once, before the first test (where `unit` tests run, the guard keeps the
     extras out of them: nothing to import). Without the `report` extra, nothing to keep."""
-    if all(item.get_closest_marker("unit") for item in session.items):
-        return
+    if all(item.get_closest_marker("unit") or not item.path.is_relative_to(TESTS_DIR) for item in session.items):
+        return  # only `unit` tests, or the evaluation suite's items
     try:
         import matplotlib
         import matplotlib.figure  # noqa: F401

@@ -39,7 +39,7 @@ from swe_residual.cli.main import main as cli_main
 
 pytestmark = pytest.mark.slow
 
-WINDOW = (1400, 2400)  # wide enough for the page's column, tall enough to hold both figures
+WINDOW = (1400, 3000)  # wide enough for the page's column, tall enough to hold both figures
 NARROW = 800  # a laptop's half screen: the page must still read without scrolling sideways
 MIN_TEXT_PX = 10.0
 AGENTS = ("oracle", "noop", ACCEPTS, FINISHES, "module:scripted_agents:DiscardsInherited")
