@@ -29,8 +29,8 @@ import re
 import shutil
 import socket
 import subprocess
-import tempfile
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
