@@ -31,7 +31,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 # The project's tests' tiers (the evaluation suite's markers are in pyproject.toml).
 MARKERS = {
-    "unit": "starts no process, opens no connection, needs no engine: `pytest tests -m unit` (seconds)",
+    "unit": "starts no process, opens no connection, needs no engine and no extra: `pytest tests -m unit` "
+            "(seconds, right after `pip install -e .`)",
+    "extras": "as `unit`, but needs the package's extras (matplotlib, mini-swe-agent, litellm): "
+              "`pip install -e '.[dev]'`; `-m unit` leaves these out",
     "docker": "needs a working Docker engine (`pytest tests -m \"not docker\"` leaves these out)",
     "slow": "takes more than a few seconds (`pytest tests -m \"not slow\"` leaves these out)",
 }
@@ -40,18 +43,20 @@ MARKERS = {
 def pytest_configure(config: pytest.Config) -> None:
     for name, meaning in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
-    # Keeps the marks true: a `unit` test that starts a process or connects, or a test without
-    # `docker` that reaches the engine, fails naming the mark (tests/tierguard.py).
+    # Keeps the marks true: a `unit` test that starts a process or connects (or imports what only
+    # the extras bring: they are hidden from it), or a test without `docker` that reaches the
+    # engine, fails naming the mark (tests/tierguard.py).
     from tierguard import TierGuard
 
     config.pluginmanager.register(TierGuard(TESTS_DIR), "tierguard")
 
-@pytest.fixture(scope="session", autouse=True)
-def _plotting_stack() -> None:
+def pytest_collection_finish(session: pytest.Session) -> None:
     """`pytester` restores sys.modules after each test that uses it, and numpy (under matplotlib,
     which draws the report's charts) cannot be imported twice in one process: import the
-    plotting stack once, before the first test's snapshot (a session fixture is set up before
-    any function fixture), so it is never dropped. Without the `report` extra, nothing to keep."""
+    plotting stack once, before the first test (where `unit` tests run, the guard keeps the
+    extras out of them: nothing to import). Without the `report` extra, nothing to keep."""
+    if all(item.get_closest_marker("unit") or not item.path.is_relative_to(TESTS_DIR) for item in session.items):
+        return  # only `unit` tests, or the evaluation suite's items
     try:
         import matplotlib
         import matplotlib.figure  # noqa: F401

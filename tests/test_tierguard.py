@@ -7,6 +7,7 @@ no case needs an engine: a test without `docker` is caught by its connection att
 from __future__ import annotations
 
 import pytest
+from tierguard import extra_modules
 
 GUARDED = """
 from pathlib import Path
@@ -76,10 +77,10 @@ def test_docker_sees_the_real_engine():
 '''
 
 
-def run_cases(pytester: pytest.Pytester) -> dict[str, str]:
+def run_cases(pytester: pytest.Pytester, cases: str = CASES) -> dict[str, str]:
     """Each case's outcome: "passed", or the text of its failure."""
     pytester.makeconftest(GUARDED)
-    pytester.makepyfile(test_cases=CASES)
+    pytester.makepyfile(test_cases=cases)
     result = pytester.runpytest("-p", "no:cacheprovider")
     found: dict[str, str] = {}
     for report in result.reprec.getreports("pytest_runtest_logreport"):  # type: ignore[attr-defined]
@@ -107,3 +108,53 @@ def test_the_guard_fails_only_the_tests_whose_marks_are_not_true(pytester: pytes
         in outcomes["test_engine_from_a_child"]
     assert "needs the `docker` mark: in its call it opened a connection to '/var/run/docker.sock'" \
         in outcomes["test_engine_in_process"]
+
+
+EXTRAS_CASES = '''
+import pytest
+
+
+@pytest.mark.unit
+def test_unit_imports_an_extra():
+    import matplotlib  # noqa: F401
+
+
+@pytest.mark.unit
+def test_unit_needs_what_an_extra_draws():
+    from swe_residual.report.charts import missing_dependency
+    assert missing_dependency() is None  # the product says "not installed" instead of raising
+
+
+@pytest.mark.unit
+def test_unit_without_an_extra():
+    from swe_residual.report.charts import missing_dependency
+    assert "matplotlib is not installed" in missing_dependency()  # as after `pip install -e .`
+
+
+@pytest.mark.extras
+def test_extras_imports_an_extra():
+    import matplotlib.figure  # noqa: F401
+    import minisweagent  # noqa: F401
+
+
+@pytest.mark.unit
+@pytest.mark.extras
+def test_marked_both():
+    pass
+'''
+
+
+@pytest.mark.extras
+def test_a_unit_test_runs_as_without_the_extras(pytester: pytest.Pytester) -> None:
+    """What only the extras bring is read from the installed metadata, and a `unit` test cannot
+    import it even here, where it is installed: one that needs it fails, saying to mark it `extras`."""
+    modules = extra_modules()
+    assert {"matplotlib", "numpy", "minisweagent", "litellm", "yaml"} <= modules, sorted(modules)
+    assert not {"docker", "git", "tabulate", "pytest", "filelock", "requests", "swe_residual"} & modules
+    outcomes = run_cases(pytester, EXTRAS_CASES)
+    passing = {name for name, text in outcomes.items() if text == "passed"}
+    assert passing == {"test_unit_without_an_extra", "test_extras_imports_an_extra"}, outcomes
+    assert "No module named 'matplotlib' in a `unit` test" in outcomes["test_unit_imports_an_extra"]
+    assert "this `unit` test tried to import matplotlib, which only an extra brings; mark it `extras`" \
+        in outcomes["test_unit_needs_what_an_extra_draws"], outcomes["test_unit_needs_what_an_extra_draws"]
+    assert "must not be marked `unit`: in its setup it is marked `extras` as well" in outcomes["test_marked_both"]

@@ -1,6 +1,12 @@
 """The guard that keeps the test tiers' marks true (`pytest tests -m unit`, `-m "not docker"`).
 
-- A test marked `unit` starts no process, opens no connection and makes no Docker client.
+- A test marked `unit` starts no process, opens no connection and makes no Docker client, and
+  needs none of the package's extras: it runs right after `pip install -e .`. What only the
+  extras bring (matplotlib, mini-swe-agent, litellm and what they pull in: :func:`extra_modules`)
+  cannot be imported from the project's code during a `unit` test, even where it is installed,
+  so a `unit` test that needs an extra fails everywhere, and its failure says to mark it `extras`.
+- A test marked `extras` keeps the rules of `unit` but may use the extras (`pip install -e
+  '.[dev]'`); `pytest tests -m unit` leaves it out.
 - A test not marked `docker` does not reach the Docker engine, from this process or from a
   process it starts: it runs with `DOCKER_HOST` at a socket of this guard that answers nothing
   and counts who connects, and a connection from this process to the engine's own address is
@@ -16,21 +22,104 @@ without `DOCKER_HOST`, escapes the socket: the default engine socket is not watc
 
 from __future__ import annotations
 
+import builtins
+import importlib
 import os
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement  # a dependency of pytest
 
 # The Docker SDK's engine when DOCKER_HOST is not set.
 DEFAULT_ENGINE_SOCKET = "/var/run/docker.sock"
+PACKAGE = "swe-residual"
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class _Installed:
+    """What the guard reads of an installed distribution's METADATA (read once: parsing it with
+    importlib.metadata's email parser for each question takes a second over a large venv)."""
+
+    distribution: metadata.Distribution
+    requires: tuple[str, ...]
+    extras: frozenset[str]
+
+    @classmethod
+    def read(cls, distribution: metadata.Distribution) -> tuple[str, _Installed]:
+        fields: dict[str, list[str]] = {}
+        for line in (distribution.read_text("METADATA") or distribution.read_text("PKG-INFO") or "").splitlines():
+            if not line:  # the headers end at the first empty line
+                break
+            if line[0].isspace():  # a continued header (a long License)
+                continue
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip().lower(), []).append(value.strip())
+        return _normal(fields.get("name", [""])[0]), cls(distribution, tuple(fields.get("requires-dist", [])),
+                                                         frozenset(fields.get("provides-extra", [])))
+
+    def requirements(self, extras: frozenset[str]) -> list[Requirement]:
+        """What it requires on this machine when asked for with ``extras``."""
+        found = [Requirement(text) for text in self.requires]
+        return [r for r in found
+                if r.marker is None or any(r.marker.evaluate({"extra": extra}) for extra in extras | {""})]
+
+
+def _closure(installed: dict[str, _Installed], name: str, extras: frozenset[str]) -> set[str]:
+    """The installed distributions ``name`` with ``extras`` brings, itself included (normalized)."""
+    seen: set[tuple[str, frozenset[str]]] = set()
+    todo = [(_normal(name), extras)]
+    while todo:
+        key = todo.pop()
+        if key in seen or key[0] not in installed:  # an extra's distribution not installed here
+            continue
+        seen.add(key)
+        todo += [(_normal(r.name), frozenset(r.extras)) for r in installed[key[0]].requirements(key[1])]
+    return {name for name, _ in seen}
+
+
+_RECORD_TOP = re.compile(r"^([^/,\n]+)([/,])", flags=re.MULTILINE)  # a RECORD line's first path part
+
+
+def _top_level(distribution: metadata.Distribution) -> set[str]:
+    """The top-level modules a distribution installs (top_level.txt, else its RECORD's paths)."""
+    listed = distribution.read_text("top_level.txt")
+    if listed is not None:
+        return {line.strip() for line in listed.splitlines() if line.strip()}
+    paths = _RECORD_TOP.findall(distribution.read_text("RECORD") or "")
+    return {name.split(".", 1)[0] for name, sep in set(paths)
+            if name != "__pycache__" and not name.startswith("..") and not name.endswith((".dist-info", ".data"))
+            and (sep == "/" or name.endswith((".py", ".so", ".pyd")))}
+
+
+@cache
+def extra_modules(package: str = PACKAGE) -> frozenset[str]:
+    """The top-level modules installed here that only the package's extras bring (none where
+    the package was installed without them): those of the distributions its extras require,
+    with theirs, less those of the distributions its own dependencies require."""
+    installed = dict(_Installed.read(d) for d in metadata.distributions())
+    if _normal(package) not in installed:
+        return frozenset()
+    core = _closure(installed, package, frozenset())
+    brought = _closure(installed, package, installed[_normal(package)].extras) - core
+    modules = set().union(*(_top_level(installed[name].distribution) for name in brought))
+    return frozenset(modules - set().union(*(_top_level(installed[name].distribution) for name in core)))
 
 
 class EngineTrap:
@@ -126,9 +215,13 @@ class TierGuard:
         if not item.path.is_relative_to(self._tests_dir):  # the evaluation suite's own items
             yield
             return
-        unit = item.get_closest_marker("unit") is not None
+        tier = next((mark for mark in ("unit", "extras") if item.get_closest_marker(mark)), None)
+        unit = tier is not None  # `extras`: the rules of `unit`, with the extras
         docker = item.get_closest_marker("docker") is not None
         found: list[str] = []
+        if item.get_closest_marker("unit") and item.get_closest_marker("extras"):
+            found.append("is marked `extras` as well: `-m unit` would select a test that needs an extra")
+        hidden: list[str] = []  # the extras' modules a `unit` test tried to import
         patches: list[tuple[Any, str, Any]] = []
         trap_before = 0
         if not docker:
@@ -140,11 +233,19 @@ class TierGuard:
             patches += self._connect_patches(found, unit)
         if unit:
             patches += self._unit_patches(found)
+        if tier == "unit":
+            patches += self._extras_patches(hidden)
         originals = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
         for owner, name, replacement in patches:
             setattr(owner, name, replacement)
         try:
             yield
+        except BaseException as failure:
+            if hidden:  # the test may have failed for want of an extra it is not to need
+                tried = ", ".join(dict.fromkeys(hidden))
+                failure.add_note(f"tests/tierguard.py: this `unit` test tried to import {tried}, which only an extra "
+                                 "brings; mark it `extras` if it needs it")
+            raise
         finally:
             for owner, name, original in reversed(originals):
                 setattr(owner, name, original)
@@ -153,7 +254,7 @@ class TierGuard:
                 if self._trap.connections > trap_before:
                     found.append("connected to the Docker engine (DOCKER_HOST), itself or from a process it started")
             if found:
-                needs = "must not be marked `unit`" if unit else "needs the `docker` mark"
+                needs = f"must not be marked `{tier}`" if unit else "needs the `docker` mark"
                 pytest.fail(f"{item.nodeid} {needs}: in its {phase} it " + "; ".join(dict.fromkeys(found)),
                             pytrace=False)
 
@@ -180,6 +281,38 @@ class TierGuard:
 
             patches.append((socket.socket, name, connect))
         return patches
+
+    @staticmethod
+    def _extras_patches(hidden: list[str]) -> list[tuple[Any, str, Any]]:
+        """The import statement and importlib.import_module: the project's code (any module that
+        is not itself one of the extras') cannot import what only the extras bring, as after
+        `pip install -e .`, where they are not installed. Libraries of the extras loaded earlier
+        keep importing their own parts."""
+        modules = extra_modules()
+        if not modules:  # installed without the extras: nothing to hide
+            return []
+        original_import = builtins.__import__
+        original_import_module = importlib.import_module
+
+        def refuse(name: str, importer: Any) -> None:
+            top = name.partition(".")[0]
+            if top in modules and str(importer or "").partition(".")[0] not in modules:
+                hidden.append(top)
+                raise ModuleNotFoundError(f"No module named {top!r} in a `unit` test: it comes with an extra of "
+                                          f"{PACKAGE} (tests/tierguard.py)", name=top)
+
+        def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (),
+                           level: int = 0) -> Any:
+            if level == 0:
+                refuse(name, (globals or {}).get("__name__"))
+            return original_import(name, globals, locals, fromlist, level)
+
+        def guarded_import_module(name: str, package: str | None = None) -> Any:
+            if not name.startswith("."):
+                refuse(name, sys._getframe(1).f_globals.get("__name__"))
+            return original_import_module(name, package)
+
+        return [(builtins, "__import__", guarded_import), (importlib, "import_module", guarded_import_module)]
 
     @staticmethod
     def _unit_patches(found: list[str]) -> list[tuple[Any, str, Any]]:

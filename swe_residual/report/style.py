@@ -3,12 +3,18 @@
 The page must read at any window from 800 px up: a table wider than the column scrolls inside
 its own box (``.scroll``), never the page; long names (agent specs, test ids) wrap rather than
 being cut; charts shrink to the column (their text stays at least 10 px down to 800 px, see
-``swe_residual/report/charts.py``).
+``swe_residual/report/charts.py``). Where people look first reads on a phone too (390 px): the
+headline's figures (one row per agent, a group per track, overall first) become a card per row,
+and the matrix keeps its task column in view while its agents scroll past.
 """
+
 
 from __future__ import annotations
 
-__all__ = ["CSS"]
+__all__ = ["CSS", "NARROW_PX"]
+
+#: below this window width, the headline's rows become cards and the matrix's task column narrows
+NARROW_PX = 640
 
 CSS = """
 :root { color-scheme: light; }
@@ -19,7 +25,8 @@ h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #d0d7de; padd
 p.note { color: #57606a; font-size: 0.9rem; margin: 0.3rem 0 0.8rem; }
 span.ci { color: #57606a; font-size: 0.8rem; font-weight: normal; white-space: nowrap; }
 .headline { font-size: 1.05rem; background: #fff8c5; border: 1px solid #d4a72c; padding: 8px 12px;
-            border-radius: 6px; display: inline-block; max-width: 100%; box-sizing: border-box; }
+            border-radius: 6px; display: inline-block; max-width: 100%; box-sizing: border-box;
+            overflow-wrap: anywhere; }
 nav.toc { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 12px;
           margin: 0.8rem 0; font-size: 0.9rem; }
 nav.toc ol { margin: 0.2rem 0; padding-left: 1.4rem; columns: 2 20rem; column-gap: 2rem; }
@@ -36,6 +43,8 @@ td.l:first-child { white-space: normal; overflow-wrap: break-word; min-width: 7e
     position: sticky; left: 0; background: #fff; box-shadow: 1px 0 0 #d0d7de; }
 .scroll table:not(.matrix) th.l:first-child { background: #f6f8fa; }
 tbody tr:nth-child(even) { background: #fbfcfd; }
+/* The headline: a row per agent in a group per track, each group under a row naming it. */
+table.grouped tr.group th { background: #eaeef2; border-top: 2px solid #8c959f; }
 .ok { color: #1a7f37; font-weight: 600; }
 .bad { color: #cf222e; font-weight: 600; }
 .infra { color: #9a6700; font-weight: 600; }
@@ -55,6 +64,10 @@ table.matrix th.agent { vertical-align: bottom; text-align: left; font-size: 0.8
 table.matrix th.agent span { writing-mode: vertical-rl; transform: rotate(180deg); max-height: 16em;
                              overflow-wrap: break-word; display: inline-block; text-align: left; }
 table.matrix th.task { vertical-align: top; overflow-wrap: break-word; max-width: 14em; }
+/* The task column stays in view while the agents' columns scroll by (a shadow for its border:
+   a collapsed border does not move with a sticky cell). */
+table.matrix th.task, table.matrix thead th:first-child { position: sticky; left: 0; z-index: 1;
+    box-shadow: inset -1px 0 0 #8c959f; }
 table.matrix td.start { white-space: normal; overflow-wrap: break-word; min-width: 8em; }
 table.matrix tr.first > * { border-top: 2px solid #8c959f; }
 table.matrix td.cell { text-align: center; padding: 0; }
@@ -80,4 +93,24 @@ pre.wrap { white-space: pre-wrap; overflow-wrap: anywhere; }
 details { margin: 0.2rem 0; }
 details > summary { cursor: pointer; overflow-wrap: anywhere; font-family: ui-monospace, monospace;
                     font-size: 0.82rem; }
-"""
+@media (max-width: NARROWpx) {
+  body { padding: 0 10px; margin-top: 12px; }
+  /* The headline: each agent's row a card, its figures side by side as far as they fit, each
+     under its column's title (the header row is then left out). */
+  .scroll:has(> table.grouped) { overflow-x: visible; }
+  table.grouped, table.grouped tbody { display: block; }
+  table.grouped thead { display: none; }
+  table.grouped tr { display: grid; grid-template-columns: repeat(auto-fill, minmax(9em, 1fr));
+                     border: 1px solid #d0d7de; border-top: none; }
+  table.grouped tr.group { display: block; margin-top: 0.6rem; border: none; }
+  table.grouped tr.group th { display: block; border: 1px solid #d0d7de; border-top: 2px solid #8c959f; }
+  table.grouped td { border: none; text-align: left; white-space: normal; }
+  table.grouped td.l:first-child { grid-column: 1 / -1; position: static; box-shadow: none;
+                                   font-weight: 600; background: #f6f8fa; }
+  table.grouped td[data-label]::before { content: attr(data-label); display: block; color: #57606a;
+                                         font-size: 0.75rem; }
+  /* The matrix: a narrower task column, so the agents' cells have room beside it. */
+  table.matrix th.task { max-width: 7em; }
+  table.matrix td.start { min-width: 5em; }
+}
+""".replace("NARROW", str(NARROW_PX))

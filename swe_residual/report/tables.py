@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from swe_residual.summary.model import Comparison, Summary, as_summary
+from swe_residual.summary.model import OVERALL, Comparison, Summary, as_summary
 from swe_residual.summary.tables import (
     ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, PAIRS, PREDECESSOR, RANKS,
     TRACK, UNSOLVED, Align, Column, Format,
@@ -28,7 +28,7 @@ __all__ = [
     "e",
     "heading",
     "headline_table",
-    "html_across",
+    "html_grouped",
     "html_table",
     "infra_section",
     "left_out_section",
@@ -99,25 +99,27 @@ def html_table(table_: Table, rows: Sequence[Any]) -> str:
     return table([c.title for c in columns], cells, left=left, raw=True)
 
 
-def html_across(table_: Table, rows: Sequence[Any], *, key: Column, across: Column) -> str:
-    """``table_``'s figures spread across the values of column ``across`` (a scope): one row per
-    value of ``key`` (an agent), a group of the figure columns per value of ``across``; the
-    first figure of each group says the counts behind it when hovered, the emphasized one
-    (the Gap) is bold."""
+def html_grouped(table_: Table, rows: Sequence[Any], *, key: Column, group: Column, first: str | None = None) -> str:
+    """``table_``'s figures in groups of rows, one group per value of column ``group`` (a scope)
+    under a row naming it, the value ``first`` leading (``overall``), then the others in the rows'
+    order; in each, one row per value of ``key`` (an agent). Narrow enough to read without
+    scrolling sideways from a laptop's half screen, and on a phone each row becomes a card of its
+    figures (each cell carries its column's title, ``data-label``, for that). The first figure of
+    a row says the counts behind it when hovered; the emphasized one (the Gap) is bold."""
     figures = [c for c in table_.shown(rows) if c.format.is_figure]
     counts = [c for c in table_.shown(rows) if c.format is Format.COUNT]
-    values = list(dict.fromkeys(across.value(r) for r in rows))
-    keys = list(dict.fromkeys(key.value(r) for r in rows))
-    found = {(key.value(r), across.value(r)): r for r in rows}
-    top = f'<tr><th class="l" rowspan="2">{e(key.title)}</th>' + "".join(
-        f'<th colspan="{len(figures)}">{e(v)}</th>' for v in values
-    ) + "</tr>"
-    sub = "<tr>" + "".join(f"<th>{e(c.title)}</th>" for _ in values for c in figures) + "</tr>"
+    values = list(dict.fromkeys(group.value(r) for r in rows))
+    if first in values:
+        values.remove(first)
+        values.insert(0, first)
+    head = f'<tr><th class="l">{e(key.title)}</th>' + "".join(f"<th>{e(c.title)}</th>" for c in figures) + "</tr>"
     body = []
-    for k in keys:
-        cells = [f'<td class="l">{wrap(k)}</td>']
-        for v in values:
-            row = found[(k, v)]
+    for value in values:
+        scope = f' data-{e(group.title.lower())}="{e(value)}"'
+        body.append(f'<tr class="group"{scope}><th class="l" colspan="{1 + len(figures)}">'
+                    f"{e(group.title)}: {e(value)}</th></tr>")
+        for row in (r for r in rows if group.value(r) == value):
+            cells = [f'<td class="l">{wrap(key.value(row))}</td>']
             hint = ", ".join(f"{c.text(row)} {c.title.lower()}" for c in counts)
             for i, c in enumerate(figures):
                 text = e(c.text(row))
@@ -126,15 +128,18 @@ def html_across(table_: Table, rows: Sequence[Any], *, key: Column, across: Colu
                     text += (f'<br><span class="ci">[{e(c.format.text(bound[0]))}, '
                              f'{e(c.format.text(bound[1]))}]</span>')
                 text = f"<b>{text}</b>" if c.emphasis else text
-                cells.append(f'<td title="{e(hint)}">{text}</td>' if i == 0 and hint else f"<td>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<div class="scroll"><table><thead>{top}{sub}</thead><tbody>{"".join(body)}</tbody></table></div>'
+                title = f' title="{e(hint)}"' if i == 0 and hint else ""
+                cells.append(f'<td{title} data-label="{e(c.title)}">{text}</td>')
+            body.append(f"<tr{scope}>" + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table class="grouped"><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
+            "</table></div>")
 
 
 def headline_table(summary: Summary | Mapping[str, Any]) -> str:
-    """Per agent, Residual / Ref. Clean / Gap (and CondFail) for every scope (the paper's Table 3)."""
+    """Per agent, Residual / Ref. Clean / Gap (and CondFail) for every scope (the paper's Table 3),
+    the overall figures first."""
     s = as_summary(summary)
-    return html_across(HEADLINE, HEADLINE.rows_of(s, Scopes.SHARED_ALL), key=AGENT, across=TRACK)
+    return html_grouped(HEADLINE, HEADLINE.rows_of(s, Scopes.SHARED_ALL), key=AGENT, group=TRACK, first=OVERALL)
 
 
 def counts_table(summary: Summary | Mapping[str, Any]) -> str:

@@ -200,7 +200,7 @@ def test_the_plugin_runs_it_from_the_command_line(pytester: pytest.Pytester, scr
     assert "Same failing" in (run_dir / "summary.md").read_text()
 
 
-@pytest.mark.unit
+@pytest.mark.extras  # mini-swe-agent reads the configuration
 def test_bad_configuration_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="script=FILE"):
         resolve_agent("mini-swe-agent", {}, "deterministic")

@@ -164,7 +164,7 @@ def test_malformed_output_is_the_agents_failure(entry, local, tmp_path: Path) ->
     assert [s["action"] for s in steps] == ["message"] * 3
 
 
-@pytest.mark.unit
+@pytest.mark.extras  # mini-swe-agent reads the configuration
 def test_options_are_checked_and_mapped(server) -> None:
     with pytest.raises(ConfigError, match="model_retries"):
         agent(server.url, model_retries="-1")()

@@ -258,10 +258,9 @@ def _figure(page: str, figure_id: str) -> str:
     return page[start : page.index("</figure>", start)]
 
 
-@pytest.mark.unit
-def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_path: Path) -> None:
-    """Records that repeat an item (same agent, track, task, start, state) count once, the last
-    one winning: report.html must show exactly the figures summary.json holds, never its own."""
+def _report_of_duplicate_records(tmp_path: Path) -> tuple[dict, dict, str]:
+    """Records that repeat an item (same agent, track, task, start, state), reported: the
+    summary, the agent's figures on its track, the page."""
     agent = "dup-agent"
     rec = partial(make_record, agent=agent, trajectory=None)
     records = [
@@ -287,8 +286,15 @@ def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_pat
     # (counting t3's failed state as the records alone would gives CondFail 50, Res 50: wrong)
     assert (m["residual"], m["clean"], m["gap"], m["cond_fail"]) == (75.0, 100.0, 25.0, 25.0)
     assert (m["cond_fail_tasks"], m["cond_fail_states"]) == (2, 3)
+    return summary, m, (out / "report.html").read_text()
 
-    page = (out / "report.html").read_text()
+
+@pytest.mark.unit
+def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_path: Path) -> None:
+    """Records that repeat an item count once, the last one winning: report.html's tables must
+    show exactly the figures summary.json holds, never its own."""
+    summary, m, page = _report_of_duplicate_records(tmp_path)
+
     # the success table (the paper's Table 3): the summary's figures, cell for cell
     # each figure with its bootstrap interval under it, as summary.json holds it
     def ci(figure: str) -> str:
@@ -296,22 +302,29 @@ def test_report_shows_the_figures_of_summary_json_with_duplicate_records(tmp_pat
         return f'<br><span class="ci">[{low:.1f}, {high:.1f}]</span>'
 
     assert (
-        f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states">{m["residual"]:.1f}{ci("residual")}</td>'
-        f"<td>{m['clean']:.1f}{ci('clean')}</td><td><b>{m['gap']:.1f}{ci('gap')}</b></td>"
-        f"<td>{m['cond_fail']:.1f}{ci('cond_fail')}</td>"
+        f'<td title="{m["n_tasks"]} tasks, {m["n_states"]} states" data-label="Residual">'
+        f'{m["residual"]:.1f}{ci("residual")}</td>'
+        f"<td data-label=\"Ref. Clean\">{m['clean']:.1f}{ci('clean')}</td>"
+        f"<td data-label=\"Gap\"><b>{m['gap']:.1f}{ci('gap')}</b></td>"
+        f"<td data-label=\"CondFail\">{m['cond_fail']:.1f}{ci('cond_fail')}</td>"
     ) in page
+    # the items table lists each item once (the last record), the infra table the summary's count
+    assert page.count("<td class=\"l\">dup-agent</td><td class=\"l\">t1</td>") == 3
+    assert f"<li>items: {summary['infra']['items']}</li>" in page and summary["infra"]["items"] == 7
+
+
+@pytest.mark.extras  # the charts: matplotlib
+def test_report_charts_show_the_figures_of_summary_json_with_duplicate_records(tmp_path: Path) -> None:
+    summary, m, page = _report_of_duplicate_records(tmp_path)
     # Figure 1: Clean and Residual as in the summary
     figure_1 = _figure(page, "figure-1")
     assert f">{m['clean']:.1f}<" in figure_1 and f">{m['residual']:.1f}<" in figure_1
     # Figure 2: CondFail (the failed share), its complement, the tasks and states behind it
-    overall = summary["agents"][agent]["overall"]
+    overall = summary["agents"]["dup-agent"]["overall"]
     figure_2 = _figure(page, "figure-2")
     assert f">{overall['cond_fail']:.1f}<" in figure_2 and f">{100 - overall['cond_fail']:.1f}<" in figure_2
     assert "2 tasks, 3 states" in figure_2
     assert ">50.0<" not in figure_2
-    # the items table lists each item once (the last record), the infra table the summary's count
-    assert page.count("<td class=\"l\">dup-agent</td><td class=\"l\">t1</td>") == 3
-    assert f"<li>items: {summary['infra']['items']}</li>" in page and summary["infra"]["items"] == 7
 
 
 @pytest.mark.unit
@@ -327,7 +340,8 @@ def test_report_without_matplotlib_says_so_and_keeps_its_tables(
         '<p class="note" id="charts-missing">Charts are not drawn: matplotlib is not installed '
         "(pip install &#x27;swe-residual[report]&#x27;).</p>"
     ]
-    assert 'id="success"' in page and "<td>100.0</td><td><b>100.0</b></td><td>100.0</td>" in page
+    assert 'id="success"' in page and ('<td data-label="Ref. Clean">100.0</td><td data-label="Gap"><b>100.0</b></td>'
+                                      '<td data-label="CondFail">100.0</td>') in page
 
 
 class Cells(HTMLParser):
@@ -436,7 +450,7 @@ def test_no_heading_over_an_empty_list_of_unsolved_states(tmp_path: Path) -> Non
     assert '<h3 id="unsolved-states">Residual States no agent solved (1 of 1)</h3>' in page
 
 
-@pytest.mark.unit
+@pytest.mark.extras  # the charts: matplotlib
 def test_chart_labels_hold_whole_agent_names(tmp_path: Path) -> None:
     """Agent specs are long and differ at either end: the charts label each row with the whole
     name, wrapped at its separators, never cut; and no caption says what only the paper can."""
@@ -471,3 +485,27 @@ def test_an_item_stopped_at_its_disk_limit_says_so_with_its_figures(tmp_path: Pa
     assert "disk_limit" in page
     assert "limit 64 MiB (watched), passed: the agent was stopped (disk_limit); most written 70.0 MiB" in page
     assert "limit 64 MiB, not enforced: no meter here" in (out / item_href(unbounded)).read_text()
+
+
+@pytest.mark.unit
+def test_the_success_table_groups_tracks_overall_first(tmp_path: Path) -> None:
+    """The success table's layout: a group of rows per track under a row naming it, overall first,
+    one row per agent in each with the figures summary.json holds; each figure cell carries its
+    column's title for the narrow layout's cards."""
+    records = [make_record(task, state, outcome, agent=agent, track=track)
+               for agent in ("b-agent", "a-agent") for track in ("repo", "machine") for task in ("t1", "t2")
+               for state, outcome in ((None, "success"), ("s1", "failure" if agent == "b-agent" else "success"))]
+    summary = build_summary(records, compare=True)
+    page = render_html(summary, records, tmp_path)
+    table = page[page.index('<table class="grouped">') : page.index("</table>", page.index('<table class="grouped">'))]
+    assert re.findall(r'<tr class="group" data-track="([^"]+)"><th class="l" colspan="5">Track: \1</th>', table) == [
+        "overall", "machine", "repo"]
+    rows = re.findall(r'<tr data-track="([^"]+)"><td class="l">([^<]+)</td>(.*?)</tr>', table)
+    assert [(scope, agent) for scope, agent, _ in rows] == [
+        (scope, agent) for scope in ("overall", "machine", "repo") for agent in summary["agents"]]
+    for scope, agent, cells in rows:
+        block = summary["agents"][agent]
+        figures = block["overall"] if scope == "overall" else block["tracks"][scope]
+        labels = re.findall(r'data-label="([^"]+)">(?:<b>)?([-\d.]+)', cells)
+        columns = (("Residual", "residual"), ("Ref. Clean", "clean"), ("Gap", "gap"), ("CondFail", "cond_fail"))
+        assert labels == [(title, f"{figures[key]:.1f}") for title, key in columns]

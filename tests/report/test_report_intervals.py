@@ -12,8 +12,6 @@ from recordfactory import make_record
 
 from swe_residual.cli.main import main as cli_main
 
-pytestmark = pytest.mark.unit
-
 S, F = "success", "failure"
 
 
@@ -33,6 +31,7 @@ def _intervals(summary: dict) -> dict:
     return {agent: block["overall"]["intervals"] for agent, block in summary["agents"].items()}
 
 
+@pytest.mark.unit
 def test_report_twice_gives_the_same_bounds_and_keeps_the_recorded_options(tmp_path: Path) -> None:
     results = _results(tmp_path)
     summary_json = results.parent / "summary.json"
@@ -61,6 +60,7 @@ def test_report_twice_gives_the_same_bounds_and_keeps_the_recorded_options(tmp_p
     assert _intervals(json.loads((tmp_path / "elsewhere" / "summary.json").read_text())) == _intervals(first)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("option,value", [("--confidence", "1"), ("--confidence", "x"),
                                           ("--bootstrap-resamples", "0"), ("--gate-on", "upper"),
                                           ("--gate-min-tasks", "0"), ("--gate-min-tasks", "ten")])
@@ -73,6 +73,7 @@ def test_bad_interval_options_are_errors_before_anything_is_written(
     assert not (results.parent / "summary.json").exists()
 
 
+@pytest.mark.unit
 def test_gate_on_the_bound_decides_the_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = _results(tmp_path)
     # alpha: Gap 80 - 40 = 40, beta: 40 - 80 = -40; a gate at 60 passes on the points
@@ -93,20 +94,29 @@ def test_gate_on_the_bound_decides_the_exit_status(tmp_path: Path, capsys: pytes
     assert "t interval over tasks (t-over-tasks" in out
 
 
-def test_report_html_draws_error_bars_and_the_pairs(tmp_path: Path) -> None:
+@pytest.mark.extras  # the charts: matplotlib
+def test_report_html_draws_error_bars(tmp_path: Path) -> None:
     results = _results(tmp_path)
     assert cli_main(["report", str(results)]) == 0
     page = (results.parent / "report.html").read_text()
-    summary = json.loads((results.parent / "summary.json").read_text())
     # one error bar per bar with an interval: 2 agents x clean and residual, in the one panel
     for y in (0, 1):
         for rate in ("clean", "residual"):
             assert f'id="figure-1-interval-0-{y}-{rate}"' in page
+
+
+@pytest.mark.unit
+def test_report_html_writes_the_intervals_and_the_pairs(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    assert cli_main(["report", str(results)]) == 0
+    page = (results.parent / "report.html").read_text()
+    summary = json.loads((results.parent / "summary.json").read_text())
     low, high = summary["agents"]["alpha"]["overall"]["intervals"]["gap"]
     assert f'<span class="ci">[{low:.1f}, {high:.1f}]</span>' in page
     assert "Agents compared on their common tasks" in page and ">Agent a</th>" in page
 
 
+@pytest.mark.unit
 def test_report_html_names_the_method_and_lists_what_was_left_out(tmp_path: Path) -> None:
     results = _results(tmp_path)
     # a task with a Residual run and no Clean run: in no figure, and said so

@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -38,7 +39,7 @@ from swe_residual.cli.main import main as cli_main
 
 pytestmark = pytest.mark.slow
 
-WINDOW = (1400, 2400)  # wide enough for the page's column, tall enough to hold both figures
+WINDOW = (1400, 3000)  # wide enough for the page's column, tall enough to hold both figures
 NARROW = 800  # a laptop's half screen: the page must still read without scrolling sideways
 MIN_TEXT_PX = 10.0
 AGENTS = ("oracle", "noop", ACCEPTS, FINISHES, "module:scripted_agents:DiscardsInherited")
@@ -120,22 +121,49 @@ addEventListener("load", () => {
     href: a.getAttribute("href"), found: a.getAttribute("href").startsWith("#") && !!target(a)}));
   out.anchors_missing = [...document.querySelectorAll('a[href^="#"]')].filter((a) => !target(a))
     .map((a) => a.getAttribute("href"));
+  // Where people look first, in this window (its viewport's coordinates): the overall group of
+  // the headline, and the matrix's task column before and after its box is scrolled to its end
+  // (left there, so a screenshot shows it).
+  const view = (el) => {
+    const r = el.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, text: el.textContent.trim().slice(0, 40)};
+  };
+  out.innerHeight = innerHeight;
+  out.location = location.pathname.split("/").pop() + location.hash;
+  out.overall = [...document.querySelectorAll('table.grouped tr[data-track="overall"] > *')].map(view);
+  const tasks = () => [...document.querySelectorAll("table.matrix th.task")].map(view);
+  out.matrix_tasks = tasks();
+  const box = document.querySelector("table.matrix")?.closest(".scroll");
+  if (box) {
+    out.matrix_box = {client: box.clientWidth, scroll: box.scrollWidth};
+    box.scrollLeft = box.scrollWidth;
+    out.matrix_scrolled = box.scrollLeft;
+    out.matrix_tasks_scrolled = tasks();
+    out.matrix_last_scrolled = [...document.querySelectorAll("table.matrix tbody tr > td.cell:last-child")].map(view);
+  }
   const pre = document.createElement("pre");
   pre.id = "measure";
   pre.textContent = JSON.stringify(out);
   document.body.append(pre);
+  if (window.parent !== window) parent.postMessage(pre.textContent, "*");  // in a frame of a given width
 });
 </script>
 """
 
 
-def measure(tmp: Path, page: Path, extra_css: str = "", width: int = WINDOW[0]) -> dict[str, Any]:
-    """Load a copy of ``page`` (plus ``extra_css``) with the measuring script in a window
-    ``width`` px wide; its findings. The copy sits beside the page, so its links lead where the
-    page's do."""
+def measured_copy(page: Path, extra_css: str = "") -> Path:
+    """A copy of ``page`` (plus ``extra_css``) with the measuring script. The copy sits beside
+    the page, so its links lead where the page's do."""
     copy = page.with_name(f"measured-{len(list(page.parent.glob('measured-*')))}.html")
     text = page.read_text().replace("</body>", MEASURE + "</body>")
     copy.write_text(text.replace("</head>", f"<style>{extra_css}</style></head>") if extra_css else text)
+    return copy
+
+
+def measure(tmp: Path, page: Path, extra_css: str = "", width: int = WINDOW[0]) -> dict[str, Any]:
+    """Load a copy of ``page`` (plus ``extra_css``) with the measuring script in a window
+    ``width`` px wide; its findings."""
+    copy = measured_copy(page, extra_css)
     result = run_chromium(tmp, copy, "--dump-dom", f"--window-size={width},{WINDOW[1]}")
     assert result.returncode == 0, result.stderr[-2000:]
     assert console_messages(result.stderr) == [], console_messages(result.stderr)
@@ -182,14 +210,14 @@ def problems(measured: dict[str, Any], n_agents: int) -> list[str]:
     return found
 
 
-def layout_problems(measured: dict[str, Any]) -> list[str]:
+def layout_problems(measured: dict[str, Any], agents: Sequence[str] = AGENTS) -> list[str]:
     """What makes the page unreadable at this width, beyond the charts: an element past the
     window (outside a box that scrolls by itself), a text cut short, a chart label that is not
     a whole agent name."""
     found = [f"past the {measured['clientWidth']} px window: {o}" for o in measured["offscreen"]]
     found += [f"cut short: {c}" for c in measured["clipped"]]
     found += [f"{label['id']} is not a whole agent name: {label['text']!r}" for label in measured["chart_labels"]
-              if label["text"].replace(" ", "") not in {a.replace(" ", "") for a in AGENTS}]
+              if label["text"].replace(" ", "") not in {a.replace(" ", "") for a in agents}]
     return found
 
 

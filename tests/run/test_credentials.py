@@ -36,7 +36,7 @@ def _refused(suite: pytest.Pytester, *args: str) -> pytest.RunResult:  # noqa: F
     return result
 
 
-@pytest.mark.unit
+@pytest.mark.extras  # litellm's knowledge of the models
 def test_litellm_names_the_variable_a_model_needs(no_keys: None) -> None:
     assert missing_model_keys("anthropic/claude-sonnet-4-5") == ["ANTHROPIC_API_KEY"]
     assert missing_model_keys("hosted_vllm/served", api_base="http://127.0.0.1:9/v1") == []

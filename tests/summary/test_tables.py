@@ -10,7 +10,7 @@ from pathlib import Path
 from handoff_records import default_records, view_records
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
-from swe_residual.report.tables import html_across, html_table
+from swe_residual.report.tables import html_grouped, html_table
 from swe_residual.summary.aggregate import render_markdown, summarize
 from swe_residual.summary.render import markdown_table, terminal_table
 from swe_residual.summary.tables import (
@@ -77,8 +77,8 @@ def test_a_column_added_once_is_drawn_by_every_renderer() -> None:
 
     html = html_table(table, rows)
     assert "<th class=\"\">Solved tasks</th>" in html
-    across = html_across(table, table.rows_of(summary, Scopes.SHARED_ALL), key=AGENT, across=TRACK)
-    assert re.search(r'title="\d+ tasks, \d+ states, \d+ solved tasks"', across)  # the counts behind a figure
+    grouped = html_grouped(table, table.rows_of(summary, Scopes.SHARED_ALL), key=AGENT, group=TRACK)
+    assert re.search(r'title="\d+ tasks, \d+ states, \d+ solved tasks"', grouped)  # the counts behind a figure
 
 
 def test_an_empty_table_says_so_where_its_declaration_says() -> None:
