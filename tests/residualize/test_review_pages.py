@@ -13,39 +13,25 @@ from pathlib import Path
 
 import pytest
 from dockerneeded import docker_test, engine_needed  # noqa: F401 - engine_needed is autouse
-from taskfactory import make_machine_task, make_task
+from reviewwork import make_review_work
+from taskfactory import make_machine_task
 
 from swe_residual.cli.main import main
 from swe_residual.dataset.task import load_task
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.environments.docker.base_image import ensure_base_image
-from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import ConfigError
-from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import review, review_page, review_record
-from swe_residual.residualize.generate import generate
-from swe_residual.residualize.predecessors import parse_predecessor
 from swe_residual.residualize.review_machine import machine_changes_path, replay_candidates
 from swe_residual.residualize.workdir import RunRef, Workdir, write_json
 
-FIX = "sed -i 's/    return value$/    return max(low, value)  # {tag}/' calc.py\n"
 # A summary holding markup: the page must show it as text.
 SUMMARIZER = "python3 -c \"import json,sys; d=json.load(sys.stdin); print('<b>SUMMARY</b>', len(d['steps']), 'steps')\""
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("pages")
-    make_task(root / "dataset", "calc")
-    predecessors = []
-    for tag in ("alpha", "beta"):
-        (root / "pred" / tag).mkdir(parents=True)
-        (root / "pred" / tag / "calc.sh").write_text(FIX.format(tag=tag))
-        predecessors.append(parse_predecessor(f"{tag}=script:{root / 'pred' / tag}"))
-    generate(root / "dataset", predecessors, root / "work", backend=LocalBackend(cache_dir=root / "cache"),
-             timeout_sec=60, progress=lambda _: None)
-    stage_ii.filter_runs(root / "work", progress=lambda _: None)
-    return root / "work"
+    return make_review_work(tmp_path_factory.mktemp("review"), ("alpha", "beta"))
 
 
 @pytest.fixture()
