@@ -14,6 +14,8 @@ the trajectory itself, and a decisions block two reviewers fill in independently
     reviewer_2: consistent = no
 
 (`?` = undecided). An existing packet is never rewritten, so decisions survive reruns.
+The answers are typed into the block, or recorded per reviewer with `swe-residual review
+WORKDIR --record` (review_record.py); each candidate's HTML page (review_page.py) shows them.
 
 `collect` reads them back: a candidate is retained only when both reviewers answer `yes` to both
 criteria (task-directed; request and hidden tests consistent); a criterion on which the two
@@ -74,7 +76,7 @@ def _clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
 
 
-def _interaction_line(number: int, entry: dict[str, Any]) -> str:
+def interaction_line(number: int, entry: dict[str, Any]) -> str:
     if is_keystrokes(entry):  # typed into the terminal session: shown exactly, control keys and all
         wait = entry.get("duration_sec", DEFAULT_KEYSTROKE_WAIT_SEC)
         return f"[{number}] keys {json.dumps(entry[KEYSTROKES], ensure_ascii=False)}, then wait {wait}s"
@@ -108,7 +110,7 @@ def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | No
     payload = work.payload(ref).decode("utf-8", errors="replace")
     if record.get("track") == Track.MACHINE:
         commands = [json.loads(line) for line in payload.splitlines() if line.strip()]
-        listing = "\n".join(_interaction_line(i, c) for i, c in enumerate(commands, start=1))
+        listing = "\n".join(interaction_line(i, c) for i, c in enumerate(commands, start=1))
         parts += ["\n## Changes from the clean state (commands replayed on a fresh machine)\n\n",
                   _fence(listing or "(none)", "console")]
     else:

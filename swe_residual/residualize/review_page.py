@@ -33,7 +33,7 @@ from swe_residual.report.paths import href, link
 from swe_residual.report.style import CSS
 from swe_residual.report.tables import e, heading, table
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
-from swe_residual.residualize.review import CRITERIA, REVIEWERS, _interaction_line, packet_path, read_decisions
+from swe_residual.residualize.review import CRITERIA, REVIEWERS, interaction_line, packet_path, read_decisions
 from swe_residual.residualize.review_machine import machine_changes_path, read_changes
 from swe_residual.residualize.review_summary import summary_path
 from swe_residual.residualize.workdir import RunRef, Workdir
@@ -121,7 +121,7 @@ def _listing(title: str, items: list[str]) -> str:
 
 def _machine_section(work: Workdir, ref: RunRef, payload: str) -> str:
     entries = [json.loads(line) for line in payload.splitlines() if line.strip()]
-    listing = "\n".join(_interaction_line(i, entry) for i, entry in enumerate(entries, start=1))
+    listing = "\n".join(interaction_line(i, entry) for i, entry in enumerate(entries, start=1))
     out = [f"<h3>Interactions replayed on a fresh machine ({len(entries)})</h3>", _pre(listing or "(none)", MAX_PATCH_CHARS)]
     found = machine_changes_path(work, ref)
     if not found.is_file():
