@@ -20,6 +20,7 @@ from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images, states
 from swe_residual.environments.docker.base_image import ensure_base_image
 from swe_residual.environments.docker.machine_changes import (
+    PROC_PROCESSES,
     MachineListing,
     Process,
     kept_changes,
@@ -160,6 +161,9 @@ def test_machine_changes_name_files_packages_and_processes(machine_task: Task, b
             "(setsid sleep 600 </dev/null >/dev/null 2>&1 &) && touch /tmp/scratch")
         assert made.exit_code == 0, made.output
         changes = machine_changes(clean, before)
+        # An image without `ps`: the same processes, read from /proc.
+        listed = clean.run(["sh", "-c", f'echo "## self $$"; echo "## processes"; {PROC_PROCESSES}'])
+        assert parse_listing(listed.stdout.decode()).processes == list_machine(clean).processes
     assert changes.files["added"][:3] == ["/etc/hostname.conf", "/srv/data", "/srv/data/x"]
     assert "/usr/bin/patch" in changes.files["deleted"] and "/etc/issue.net" in changes.files["deleted"]
     assert not any(path.startswith(("/tmp", "/var/lib/dpkg")) for kind in changes.files.values() for path in kind)

@@ -9,7 +9,7 @@ for the choice of how a machine state starts (restore.py):
   directory listed as changed only because something under it is listed too;
 - packages: `dpkg-query` and the Python distributions of `python3`'s default path, listed by
   `list_machine` before and after, compared by name and version;
-- processes: `ps` before and after, less the container's own init and idle sleep (idle.py) and
+- processes: `ps` (or /proc, where the image has no `ps`) before and after, less the container's own init and idle sleep (idle.py) and
   the listing itself; a process is new when its pid was not running at the clean start.
 
 `list_machine` is one exec; `file_changes` one engine call; neither writes into the container.
@@ -41,9 +41,17 @@ _PYTHON_DISTRIBUTIONS = (
     "for d in m.distributions():\n"
     "    print(f\"{d.metadata['Name']}={d.version}\")\n"
 )
+# The processes from /proc, for an image without `ps` (slim images have no procps): the same
+# three columns, with only the shell's builtins and `tr`.
+PROC_PROCESSES = (
+    "for d in /proc/[0-9]*; do pid=${d#/proc/}; ppid=; "
+    "while read -r key value; do if [ \"$key\" = PPid: ]; then ppid=$value; break; fi; done < $d/status; "
+    "args=$(tr '\\0' ' ' < $d/cmdline); [ -n \"$args\" ] && echo \"$pid $ppid $args\"; done 2>/dev/null"
+)
 # One exec: its own pid first (so it and its children are left out), then each section.
 _LISTING = (
-    'echo "## self $$"; echo "## processes"; ps -eo pid=,ppid=,args= 2>/dev/null; '
+    'echo "## self $$"; echo "## processes"; '
+    f"if command -v ps >/dev/null 2>&1; then ps -eo pid=,ppid=,args=; else {PROC_PROCESSES}; fi 2>/dev/null; "
     "echo '## dpkg'; dpkg-query -W -f='${Package}=${Version}\\n' 2>/dev/null; "
     f"echo '## python'; python3 -c {shlex.quote(_PYTHON_DISTRIBUTIONS)} 2>/dev/null; true"
 )
@@ -97,7 +105,7 @@ def parse_listing(text: str) -> MachineListing:
         if section == "processes":
             parts = line.split(None, 2)
             if len(parts) == 3:
-                rows.append((parts[0], parts[1], parts[2]))
+                rows.append((parts[0], parts[1], parts[2].strip()))  # /proc's cmdline ends with a space
         elif section in ("dpkg", "python"):
             name, _, version = line.strip().partition("=")
             listing.packages.setdefault(section, {})[name if section == "dpkg" else name.lower()] = version
