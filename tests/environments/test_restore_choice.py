@@ -164,6 +164,7 @@ def test_machine_changes_name_files_packages_and_processes(machine_task: Task, b
         # An image without `ps`: the same processes, read from /proc.
         listed = clean.run(["sh", "-c", f'echo "## self $$"; echo "## processes"; {PROC_PROCESSES}'])
         assert parse_listing(listed.stdout.decode()).processes == list_machine(clean).processes
+        assert states.live_processes(clean) == ["sleep 600"]
     assert changes.files["added"][:3] == ["/etc/hostname.conf", "/srv/data", "/srv/data/x"]
     assert "/usr/bin/patch" in changes.files["deleted"] and "/etc/issue.net" in changes.files["deleted"]
     assert not any(path.startswith(("/tmp", "/var/lib/dpkg")) for kind in changes.files.values() for path in kind)

@@ -49,9 +49,12 @@ PROC_PROCESSES = (
     "args=$(tr '\\0' ' ' < $d/cmdline); [ -n \"$args\" ] && echo \"$pid $ppid $args\"; done 2>/dev/null"
 )
 # One exec: its own pid first (so it and its children are left out), then each section.
-_LISTING = (
+_PROCESSES = (
     'echo "## self $$"; echo "## processes"; '
     f"if command -v ps >/dev/null 2>&1; then ps -eo pid=,ppid=,args=; else {PROC_PROCESSES}; fi 2>/dev/null; "
+)
+_LISTING = (
+    _PROCESSES +
     "echo '## dpkg'; dpkg-query -W -f='${Package}=${Version}\\n' 2>/dev/null; "
     f"echo '## python'; python3 -c {shlex.quote(_PYTHON_DISTRIBUTIONS)} 2>/dev/null; true"
 )
@@ -118,6 +121,12 @@ def list_machine(environment: DockerEnvironment) -> MachineListing:
     """The packages installed and the processes running in the container now."""
     raw = environment.run(["sh", "-c", _LISTING], timeout_sec=LISTING_TIMEOUT_SEC)
     return parse_listing(raw.stdout.decode(errors="replace"))
+
+
+def list_processes(environment: DockerEnvironment) -> list[Process]:
+    """The processes running in the container now, besides its own idle ones."""
+    raw = environment.run(["sh", "-c", _PROCESSES], timeout_sec=LISTING_TIMEOUT_SEC)
+    return parse_listing(raw.stdout.decode(errors="replace")).processes
 
 
 def is_volatile(path: str) -> bool:

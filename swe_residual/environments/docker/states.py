@@ -47,9 +47,8 @@ from swe_residual.environments.docker.engine import (
 )
 from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, owner_labels
-from swe_residual.environments.docker.idle import IDLE_SLEEP
 from swe_residual.environments.docker.images import STATE_REPO, slug
-from swe_residual.environments.docker.machine_changes import list_machine
+from swe_residual.environments.docker.machine_changes import list_machine, list_processes
 from swe_residual.environments.docker.restore import RESTORE_RULE, live_after_replay
 from swe_residual.errors import DatasetError
 from swe_residual.states.patch_safety import check_patch_text
@@ -68,14 +67,6 @@ FIDELITY_CRIU, FIDELITY_REPLAY, FIDELITY_SNAPSHOT = "criu", "replay", "snapshot"
 LIVE_LABEL = f"{LABEL}.live-processes"
 LIVE_LIST_LABEL = f"{LABEL}.live-process-list"
 LIVE_LIST_MAX_CHARS = 2000
-# Processes left behind by a replay: everything but the container's own init and its idle
-# sleep (idle.py) and the listing itself (the shell running it and its children).
-_LIST_PROCESSES = (
-    "ps -eo pid=,ppid=,args= 2>/dev/null | "
-    "awk -v me=$$ '$1 != 1 && $1 != me && $2 != me && $3 != \"ps\" "
-    f"&& !($2 == 1 && $3 == \"{IDLE_SLEEP[0]}\" && $4 == \"{IDLE_SLEEP[1]}\" && NF == 4) "
-    "{ $1 = \"\"; $2 = \"\"; sub(/^ +/, \"\"); print }'"
-)
 
 
 # -- commits -------------------------------------------------------------------------------------
@@ -185,8 +176,7 @@ def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> N
 
 def live_processes(environment: DockerEnvironment) -> list[str]:
     """Command lines of the processes running in a container besides its own idle ones."""
-    raw = environment.run(["sh", "-c", _LIST_PROCESSES])
-    return [line for line in raw.stdout.decode(errors="replace").splitlines() if line.strip()]
+    return [process.args for process in list_processes(environment)]
 
 
 def state_fidelity(client: docker.DockerClient, tag: str) -> str:
