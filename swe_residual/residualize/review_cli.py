@@ -47,14 +47,15 @@ def run_review(args: argparse.Namespace) -> int:
         from swe_residual.residualize.review_machine import replay_candidates
 
         replay_candidates(args.workdir)
-    write_pages(args.workdir)
+    status = 0
+    if args.collect or args.accept_all_as:
+        try:
+            collect(args.workdir, accept_all_as=args.accept_all_as)
+        except ReviewIncomplete as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = 3
+    write_pages(args.workdir)  # after collect: they show the answers --accept-all-as wrote
     if not (args.collect or args.accept_all_as):
         print("record each reviewer's verdict (`--record TASK/CANDIDATE --reviewer NAME --task-directed yes|no "
               "--consistent yes|no`, or the packets' decision lines), then run with --collect")
-        return 0
-    try:
-        collect(args.workdir, accept_all_as=args.accept_all_as)
-    except ReviewIncomplete as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    return 0
+    return status

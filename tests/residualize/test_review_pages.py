@@ -82,6 +82,14 @@ def test_verdicts_recorded_per_reviewer_and_a_third_is_refused(work: Path) -> No
     assert [entry["candidate"] for entry in result["retained"]] == ["alpha-a1"]
 
 
+def test_pages_written_after_collect_show_its_answers(work: Path) -> None:
+    assert main(["review", str(work), "--collect"]) == 3  # undecided: blocks, the pages are still written
+    assert "0 kept, 0 rejected, 2 undecided" in (work / "review" / "index.html").read_text()
+    assert main(["review", str(work), "--accept-all-as", "bot"]) == 0
+    assert "2 kept, 0 rejected, 0 undecided" in (work / "review" / "index.html").read_text()
+    assert "bot (accept-all)" in (work / "review" / "calc" / "beta-a1.html").read_text()
+
+
 def test_the_built_states_carry_each_reviewers_verdict(work: Path, tmp_path: Path) -> None:
     review.write_packets(work, progress=lambda _: None)
     for name in ("ann", "bo"):
