@@ -7,6 +7,7 @@
     swe-residual setup harbor                    Harbor in its own Python >= 3.12 environment (--agent=harbor:NAME)
     swe-residual import SOURCE ...               Harbor jobs, prediction files or fix commits in (docs/importing.md)
     swe-residual residualize STAGE ...           build Residual States (generate, filter, review, build)
+    swe-residual review WORKDIR ...              Stage III: review pages, reviewers' verdicts (--record), --collect
     swe-residual stats DATASET                   Table 2 / Appendix A statistics of a dataset
 """
 

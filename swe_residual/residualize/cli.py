@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from swe_residual.errors import ConfigError
+from swe_residual.residualize.review_cli import add_review_arguments
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -28,25 +29,12 @@ def _filter(args: argparse.Namespace) -> int:
     return 0
 
 
-def _review(args: argparse.Namespace) -> int:
-    from swe_residual.residualize.review import ReviewIncomplete, collect, write_packets
-
-    write_packets(args.workdir, summarizer=args.summarizer)
-    if not (args.collect or args.accept_all_as):
-        print("edit the packets' decision lines, then run `swe-residual residualize review WORKDIR --collect`")
-        return 0
-    try:
-        collect(args.workdir, accept_all_as=args.accept_all_as)
-    except ReviewIncomplete as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
-    return 0
-
-
 def _build(args: argparse.Namespace) -> int:
     from swe_residual.residualize.reconstruct import build
+    from swe_residual.residualize.review_record import stamp_states
 
     build(args.workdir, args.out, backend_name=args.backend)
+    stamp_states(args.workdir)  # each reviewer's verdict into the states' state.toml ([review])
     return 0
 
 
@@ -101,13 +89,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     flt.add_argument("--no-default-artifacts", action="store_true", help="drop the default artifact patterns")
     flt.set_defaults(func=_filter)
 
-    rev = stages.add_parser("review", help="Stage III: write review packets; --collect reads the decisions")
-    rev.add_argument("workdir")
-    rev.add_argument("--summarizer", metavar="CMD", help="a command printing a summary of the trajectory JSON on stdin")
-    rev.add_argument("--collect", action="store_true", help="read the decisions back (undecided packets block)")
-    rev.add_argument("--accept-all-as", metavar="NAME",
-                     help="scripted pipelines: accept every undecided packet under NAME (recorded in provenance)")
-    rev.set_defaults(func=_review)
+    rev = stages.add_parser("review", help="Stage III: review packets and pages; --record a verdict; --collect")
+    add_review_arguments(rev)
+    alias = sub.add_parser("review", help="Stage III review (as `residualize review`): pages, verdicts, collect")
+    add_review_arguments(alias)
 
     bld = stages.add_parser("build", help="Stage IV: reconstruct, validate, write the dataset and Table 5")
     bld.add_argument("workdir")

@@ -14,6 +14,8 @@ the trajectory itself, and a decisions block two reviewers fill in independently
     reviewer_2: consistent = no
 
 (`?` = undecided). An existing packet is never rewritten, so decisions survive reruns.
+The answers are typed into the block, or recorded per reviewer with `swe-residual review
+WORKDIR --record` (review_record.py); each candidate's HTML page (review_page.py) shows them.
 
 `collect` reads them back: a candidate is retained only when both reviewers answer `yes` to both
 criteria (task-directed; request and hidden tests consistent); a criterion on which the two
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
+from swe_residual.residualize.review_summary import summarize
 from swe_residual.residualize.workdir import RunRef, Workdir
 from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
 from swe_residual.trial.values import Track
@@ -43,7 +45,6 @@ REVIEWERS = ("reviewer_1", "reviewer_2")
 DECISIONS_HEADING = "## Decisions"
 _DECISION = re.compile(r"^(reviewer_[12])\s*:\s*(name|task_directed|consistent)\s*=[ \t]*(.*?)\s*$")
 MAX_OUTPUT_CHARS = 1500
-SUMMARIZER_TIMEOUT_SEC = 600
 
 
 class ReviewIncomplete(ConfigError):
@@ -75,20 +76,7 @@ def _clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more characters]"
 
 
-def _summarize(command: str, trajectory_path: Path | None, request: str) -> str:
-    data = trajectory_path.read_text(encoding="utf-8") if trajectory_path and trajectory_path.is_file() else "{}"
-    try:
-        done = subprocess.run(command, shell=True, input=data, capture_output=True, text=True,
-                              timeout=SUMMARIZER_TIMEOUT_SEC, check=False,
-                              env={**__import__("os").environ, "SWE_RESIDUAL_INSTRUCTION": request})
-    except subprocess.TimeoutExpired:
-        return f"(the summarizer did not finish within {SUMMARIZER_TIMEOUT_SEC}s)"
-    if done.returncode != 0:
-        return f"(the summarizer exited with {done.returncode}: {done.stderr.strip()[-500:]})"
-    return done.stdout.strip() or "(the summarizer printed nothing)"
-
-
-def _interaction_line(number: int, entry: dict[str, Any]) -> str:
+def interaction_line(number: int, entry: dict[str, Any]) -> str:
     if is_keystrokes(entry):  # typed into the terminal session: shown exactly, control keys and all
         wait = entry.get("duration_sec", DEFAULT_KEYSTROKE_WAIT_SEC)
         return f"[{number}] keys {json.dumps(entry[KEYSTROKES], ensure_ascii=False)}, then wait {wait}s"
@@ -118,11 +106,11 @@ def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | No
         "\n## Request\n\n", request.rstrip() + "\n",
     ]
     if summarizer:
-        parts += ["\n## Summary of the trajectory\n\n", _summarize(summarizer, trajectory_path, request) + "\n"]
+        parts += ["\n## Summary of the trajectory\n\n", summarize(work, ref, request, summarizer) + "\n"]
     payload = work.payload(ref).decode("utf-8", errors="replace")
     if record.get("track") == Track.MACHINE:
         commands = [json.loads(line) for line in payload.splitlines() if line.strip()]
-        listing = "\n".join(_interaction_line(i, c) for i, c in enumerate(commands, start=1))
+        listing = "\n".join(interaction_line(i, c) for i, c in enumerate(commands, start=1))
         parts += ["\n## Changes from the clean state (commands replayed on a fresh machine)\n\n",
                   _fence(listing or "(none)", "console")]
     else:

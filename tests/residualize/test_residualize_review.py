@@ -8,30 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from taskfactory import make_task
+from reviewwork import make_review_work
 
-from swe_residual.environments.local import LocalBackend
-from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import review
-from swe_residual.residualize.generate import generate
-from swe_residual.residualize.predecessors import parse_predecessor
-
-FIX = "sed -i 's/    return value$/    return max(low, value)  # {tag}/' calc.py\n"
 
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("review")
-    make_task(root / "dataset", "calc")
-    predecessors = []
-    for tag in ("alpha", "beta", "gamma"):
-        (root / "pred" / tag).mkdir(parents=True)
-        (root / "pred" / tag / "calc.sh").write_text(FIX.format(tag=tag))
-        predecessors.append(parse_predecessor(f"{tag}=script:{root / 'pred' / tag}"))
-    generate(root / "dataset", predecessors, root / "work", backend=LocalBackend(cache_dir=root / "cache"),
-             timeout_sec=60, progress=lambda _: None)
-    stage_ii.filter_runs(root / "work", progress=lambda _: None)
-    return root / "work"
+    return make_review_work(tmp_path_factory.mktemp("review"), ("alpha", "beta", "gamma"))
 
 
 @pytest.fixture()

@@ -16,12 +16,13 @@ instance is then a new container of that snapshot.
 
 A machine-track state is rebuilt by replaying its `commands.jsonl` in a fresh container and
 committing the result (one-command entries run on their own; keystroke entries are typed into
-a tmux session that stays running, terminal.py). A commit holds files, installed software and configuration, not running
-processes, so the snapshot records whether the replay left processes running (or the state
-declares `[machine] live_processes`). Such a state cannot be restored from its snapshot alone:
-without engine checkpoints (CRIU, see `checkpoint_support()`), every instance is a fresh
-container of the task image into which the commands are replayed again ("replay"); other
-machine states start from the snapshot ("snapshot").
+a tmux session, terminal.py). A commit holds files, installed software and configuration, not
+running processes, so the snapshot records whether the replay left processes running that the
+clean start did not have (restore.py; the replay's own idle terminal session does not count),
+or what the state declares (`[machine] live_processes`). Such a state cannot be restored from
+its snapshot alone: without engine checkpoints (CRIU, see `checkpoint_support()`), every
+instance is a fresh container of the task image into which the commands are replayed again
+("replay"); other machine states, keystroke ones included, start from the snapshot ("snapshot").
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ from swe_residual.environments.docker.engine import (
 )
 from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, owner_labels
-from swe_residual.environments.docker.idle import IDLE_SLEEP
 from swe_residual.environments.docker.images import STATE_REPO, slug
+from swe_residual.environments.docker.machine_changes import list_machine, list_processes
+from swe_residual.environments.docker.restore import RESTORE_RULE, live_after_replay
 from swe_residual.errors import DatasetError
 from swe_residual.states.patch_safety import check_patch_text
 from swe_residual.environments.docker.terminal import TerminalSession
@@ -63,14 +65,8 @@ if TYPE_CHECKING:
 # snapshot (files only).
 FIDELITY_CRIU, FIDELITY_REPLAY, FIDELITY_SNAPSHOT = "criu", "replay", "snapshot"
 LIVE_LABEL = f"{LABEL}.live-processes"
-# Processes left behind by a replay: everything but the container's own init and its idle
-# sleep (idle.py) and the listing itself (the shell running it and its children).
-_LIST_PROCESSES = (
-    "ps -eo pid=,ppid=,args= 2>/dev/null | "
-    "awk -v me=$$ '$1 != 1 && $1 != me && $2 != me && $3 != \"ps\" "
-    f"&& !($2 == 1 && $3 == \"{IDLE_SLEEP[0]}\" && $4 == \"{IDLE_SLEEP[1]}\" && NF == 4) "
-    "{ $1 = \"\"; $2 = \"\"; sub(/^ +/, \"\"); print }'"
-)
+LIVE_LIST_LABEL = f"{LABEL}.live-process-list"
+LIVE_LIST_MAX_CHARS = 2000
 
 
 # -- commits -------------------------------------------------------------------------------------
@@ -102,7 +98,10 @@ def state_tag(prepared: PreparedImage, task: Task, state: ResidualState) -> str:
         payload = state.patch_path.read_bytes() if state.patch_path else b""
     else:
         payload = state.commands_path.read_bytes() if state.commands_path else b""
-    key = hashlib.sha256(b"\0".join([prepared.image_id.encode(), state.track.encode(), payload])).hexdigest()[:16]
+    parts = [prepared.image_id.encode(), state.track.encode(), payload]
+    if state.track == Track.MACHINE:
+        parts.append(f"restore-rule-{RESTORE_RULE}".encode())  # how its fidelity was decided
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
     return f"{STATE_REPO}:{slug(task.id, 50)}-{slug(state.id, 50)}-{key}"
 
 
@@ -119,11 +118,15 @@ def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, 
         if state.track == Track.REPO:
             apply_state_patch(builder, state)
         else:
+            clean = list_machine(builder)  # the clean start's processes, to tell the replay's own
             replay(builder, state)
-            live = state.live_processes if state.live_processes is not None else bool(live_processes(builder))
+            left = live_after_replay(clean, list_machine(builder))
+            live = state.live_processes if state.live_processes is not None else bool(left)
         labels = {"kind": "state", "task": task.id, "state": state.id, "base-commit": prepared.head or ""}
         if state.track == Track.MACHINE:
             labels["live-processes"] = "1" if live else "0"
+            # What decided it, for `docker inspect` and the restore benchmark (bounded: a label).
+            labels["live-process-list"] = json.dumps(left)[:LIVE_LIST_MAX_CHARS]
         candidate = backend.commit(builder.container_id, labels)
     try:
         if backend.validate_state is not None:
@@ -173,8 +176,7 @@ def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> N
 
 def live_processes(environment: DockerEnvironment) -> list[str]:
     """Command lines of the processes running in a container besides its own idle ones."""
-    raw = environment.run(["sh", "-c", _LIST_PROCESSES])
-    return [line for line in raw.stdout.decode(errors="replace").splitlines() if line.strip()]
+    return [process.args for process in list_processes(environment)]
 
 
 def state_fidelity(client: docker.DockerClient, tag: str) -> str:
