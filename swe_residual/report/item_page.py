@@ -34,7 +34,7 @@ MAX_STEP_CHARS = 4_000  # of each step's output; the trajectory JSON holds all o
 MAX_STEPS = 500
 
 
-def _pre(text: str, limit: int, *, tail: bool = False, css: str = "wrap") -> str:
+def preformatted(text: str, limit: int, *, tail: bool = False, css: str = "wrap") -> str:
     shown = text
     cut = ""
     if len(text) > limit:
@@ -121,7 +121,7 @@ def _tests(r: RunRecord) -> str:
     return "".join(out)
 
 
-def _steps(trajectory: Path | None) -> str:
+def trajectory_steps(trajectory: Path | None) -> str:
     text = _read(trajectory)
     if text is None:
         return ""
@@ -139,7 +139,7 @@ def _steps(trajectory: Path | None) -> str:
         code = step.get("exit_code")
         summary = f"{step.get('index')}: {step.get('action')} {what}" + (f" (exit {code})" if code is not None else "")
         output = str(step.get("output") or "")
-        out.append(f"<details><summary>{e(summary)}</summary>{_pre(output, MAX_STEP_CHARS, tail=True)}</details>")
+        out.append(f"<details><summary>{e(summary)}</summary>{preformatted(output, MAX_STEP_CHARS, tail=True)}</details>")
     if len(steps) > MAX_STEPS:
         out.append(f'<p class="note">{len(steps) - MAX_STEPS} more step(s) in the trajectory file.</p>')
     return "".join(out)
@@ -151,11 +151,11 @@ def _agent_output(item: Item, page_dir: Path) -> str:
     out = []
     message = r.message
     out.append("<h3>Its final message</h3>")
-    out.append(_pre(str(message), MAX_LOG_CHARS) if message else '<p class="note">The agent left no message.</p>')
+    out.append(preformatted(str(message), MAX_LOG_CHARS) if message else '<p class="note">The agent left no message.</p>')
     out.append("<h3>Its trajectory</h3>")
     if trajectory is not None:
         out.append(f"<p>{link(trajectory, page_dir, 'trajectory JSON')} (every step, the full output of each)</p>")
-        out.append(_steps(trajectory))
+        out.append(trajectory_steps(trajectory))
     elif r.trajectory:
         out.append(f'<p class="note">The trajectory file {e(r.trajectory)} is not there.</p>')
     else:
@@ -173,11 +173,11 @@ def _diff(item: Item, report_dir: Path, page_dir: Path) -> str:
         out = ['<p class="note">Empty: the final state is the base commit.</p>']
     else:
         out = [f"<p>{link(report_dir / diff_href(r), page_dir, 'final diff')} against the base commit "
-               f"({len(str(patch).splitlines())} lines)</p>", _pre(str(patch), MAX_DIFF_CHARS, css="code")]
+               f"({len(str(patch).splitlines())} lines)</p>", preformatted(str(patch), MAX_DIFF_CHARS, css="code")]
     inherited = r.inherited_patch
     if inherited:
         out.append("<details><summary>The Residual State's inherited changes (what the agent started from)"
-                   f"</summary>{_pre(str(inherited), MAX_DIFF_CHARS, css='code')}</details>")
+                   f"</summary>{preformatted(str(inherited), MAX_DIFF_CHARS, css='code')}</details>")
     return "".join(out)
 
 
@@ -188,7 +188,7 @@ def _verifier_log(item: Item, page_dir: Path) -> str:
         why = "it is not there" if item.record.verifier_log else "no verification ran, or the run predates it"
         return f'<p class="note">No verifier output kept ({e(why)}).</p>'
     return (f"<p>{link(path, page_dir, 'test-stdout.txt')}: what test.sh printed (stdout and stderr) for the "
-            f"verdict</p>{_pre(text, MAX_LOG_CHARS, tail=True)}")
+            f"verdict</p>{preformatted(text, MAX_LOG_CHARS, tail=True)}")
 
 
 def _artifacts(item: Item, page_dir: Path) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.docker.machine_changes import MachineChanges
-from swe_residual.report.item_page import _pre, _steps
+from swe_residual.report.item_page import preformatted, trajectory_steps
 from swe_residual.report.paths import href, link
 from swe_residual.report.style import CSS
 from swe_residual.report.tables import e, heading, table
@@ -108,7 +108,7 @@ def _patch_section(payload: str) -> str:
     removed = sum(len(f.removed) for f in files)
     return (f"<p>{len(files)} file(s), +{added} / -{removed} lines.</p>"
             + table(["File", "Status", "Added", "Removed"], rows, left=2)
-            + _pre(payload, MAX_PATCH_CHARS, css=""))
+            + preformatted(payload, MAX_PATCH_CHARS, css=""))
 
 
 def _listing(title: str, items: list[str]) -> str:
@@ -122,7 +122,7 @@ def _listing(title: str, items: list[str]) -> str:
 def _machine_section(work: Workdir, ref: RunRef, payload: str) -> str:
     entries = [json.loads(line) for line in payload.splitlines() if line.strip()]
     listing = "\n".join(interaction_line(i, entry) for i, entry in enumerate(entries, start=1))
-    out = [f"<h3>Interactions replayed on a fresh machine ({len(entries)})</h3>", _pre(listing or "(none)", MAX_PATCH_CHARS)]
+    out = [f"<h3>Interactions replayed on a fresh machine ({len(entries)})</h3>", preformatted(listing or "(none)", MAX_PATCH_CHARS)]
     found = machine_changes_path(work, ref)
     if not found.is_file():
         out.append('<p class="note">Not replayed in a container yet: run <code>swe-residual review '
@@ -130,7 +130,7 @@ def _machine_section(work: Workdir, ref: RunRef, payload: str) -> str:
         return "".join(out)
     data = read_changes(found)
     if "error" in data:
-        out.append(f'<p class="bad">The replay in a container failed:</p>{_pre(data["error"], 20_000)}')
+        out.append(f'<p class="bad">The replay in a container failed:</p>{preformatted(data["error"], 20_000)}')
         return "".join(out)
     changes = MachineChanges.from_dict(data)
     out.append(f"<p>Replayed in a container of the task's image ({link(found, page_path(work, ref).parent, 'JSON')}); "
@@ -157,7 +157,7 @@ def render_page(work: Workdir, ref: RunRef, request: str) -> str:
         f"<h1>{e(ref.task)}: {e(ref.candidate)}</h1>",
         _facts(ref, record),
         heading(2, "decisions", "Decisions"), _decisions(work, ref, values),
-        heading(2, "request", "Request"), _pre(request, MAX_PATCH_CHARS),
+        heading(2, "request", "Request"), preformatted(request, MAX_PATCH_CHARS),
         heading(2, "changes", "Changes from the clean state"),
         _machine_section(work, ref, payload) if record.get("track") == Track.MACHINE else _patch_section(payload),
         heading(2, "tests", "Hidden tests at the end of the run"),
@@ -165,9 +165,9 @@ def render_page(work: Workdir, ref: RunRef, request: str) -> str:
         else '<p class="note">No per-test result.</p>',
     ]
     if summary.is_file():
-        body += [heading(2, "summary", "Summary of the trajectory"), _pre(summary.read_text(encoding="utf-8"), 20_000)]
+        body += [heading(2, "summary", "Summary of the trajectory"), preformatted(summary.read_text(encoding="utf-8"), 20_000)]
     body += [heading(2, "trajectory", "Trajectory"),
-             _steps(trajectory) or '<p class="note">No trajectory was recorded.</p>']
+             trajectory_steps(trajectory) or '<p class="note">No trajectory was recorded.</p>']
     return _document(f"Review: {ref.task} / {ref.candidate}", body)
 
 
