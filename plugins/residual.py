@@ -300,10 +300,15 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return reason.removeprefix("Skipped: ")
 
 
-def _interruption(session: pytest.Session) -> str | None:
-    """Why the session stopped before its last item (Ctrl-C, -x, --maxfail), or None."""
+def _interruption(session: pytest.Session, collect_errors: int = 0) -> str | None:
+    """Why the session stopped before its last item (Ctrl-C, -x, --maxfail, errors while
+    collecting), or None."""
     if session.exitstatus == pytest.ExitCode.INTERRUPTED:
-        return str(session.shouldstop or session.shouldfail or "Ctrl-C")
+        if session.shouldstop or session.shouldfail:
+            return str(session.shouldstop or session.shouldfail)
+        if collect_errors:  # pytest stops before the first item: not a Ctrl-C
+            return f"{collect_errors} error{'s' if collect_errors > 1 else ''} during collection"
+        return "Ctrl-C"
     if session.shouldstop or session.shouldfail:
         return str(session.shouldstop or session.shouldfail)
     return None
@@ -337,6 +342,7 @@ class ResidualReporter:
         self.run_dir = config.stash[run_dir_key]
         self.results_path = self.run_dir / "results.jsonl"
         self.seen: set[str] = set()
+        self.collect_errors = 0  # collection errors: pytest stops before the first item
         self.finished = 0
         self.solved = 0
         self.summary: dict[str, Any] | None = None
@@ -390,6 +396,10 @@ class ResidualReporter:
                        f"written to {self.fallback_path}")
             if terminal is not None:
                 terminal.write_line(message, red=True)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors += 1
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.skipped and report.nodeid.endswith("]") and settings_of(self.config).agents:
@@ -487,7 +497,7 @@ class ResidualReporter:
         """Compute the summary once and apply the gates before pytest settles its exit status."""
         self.session_done = True
         self.session = session
-        interrupted = _interruption(session)
+        interrupted = _interruption(session, self.collect_errors)
         if not self.results_path.exists() and not self.unsaved and not self.skipped and interrupted is None:
             return
         if interrupted is not None and not settings_of(self.config).agents:
