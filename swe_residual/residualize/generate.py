@@ -33,6 +33,41 @@ from swe_residual.trial.values import Track
 DEFAULT_TIMEOUT_SEC = 8 * 3600.0  # the paper's predecessor budget: eight hours per run
 
 
+
+def _with_earlier_calls(work: Workdir, current: dict[str, Any], order: list[str]) -> dict[str, Any]:
+    """`current` joined with what earlier calls on the same work directory recorded: the runs of
+    a `--task A` call and a later `--task B` call are one Stage I, and every later stage reads
+    its tasks from here (a task left out would have states but no task folder in Stage IV)."""
+    path = work.root / "generate.json"
+    if not path.is_file():
+        return current
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    if earlier.get("dataset") != current["dataset"]:
+        raise ConfigError(f"{work.root} holds runs of another dataset ({earlier.get('dataset')}): "
+                          f"use a new --out for {current['dataset']}")
+    for name, spec in (earlier.get("predecessors") or {}).items():
+        if current["predecessors"].get(name, spec) != spec:
+            raise ConfigError(f"--predecessor {name}: {work.root} already holds runs of {name}={spec}, "
+                              f"not {current['predecessors'][name]}: name it differently")
+    joined = dict(current)
+    joined["predecessors"] = {**(earlier.get("predecessors") or {}), **current["predecessors"]}
+    joined["attempts"] = max(int(earlier.get("attempts") or 1), current["attempts"])
+    tasks = set(earlier.get("tasks") or []) | set(current["tasks"])
+    joined["tasks"] = [task_id for task_id in order if task_id in tasks]
+    joined["skipped"] = {**(earlier.get("skipped") or {}), **current["skipped"]}
+    not_scripted: dict[str, list[str]] = {}
+    for source in (earlier.get("not_scripted") or {}, current["not_scripted"]):
+        for name, task_ids in source.items():
+            not_scripted[name] = sorted(set(not_scripted.get(name, [])) | set(task_ids))
+    # A task a predecessor has a script for now is not "not scripted" because an earlier call
+    # left it out.
+    for predecessor_name, task_ids in current["not_scripted"].items():
+        ran = set(current["tasks"]) - set(task_ids)
+        not_scripted[predecessor_name] = [t for t in not_scripted[predecessor_name] if t not in ran]
+    joined["not_scripted"] = not_scripted
+    return joined
+
+
 def generate(
     dataset_path: Path | str,
     predecessors: Sequence[Predecessor],
@@ -65,7 +100,7 @@ def generate(
         if unknown:
             raise ConfigError(f"--task: no such task(s) in {dataset_path}: {', '.join(unknown)}")
     skipped = {e.task.id: skip_tracks[e.task.track] for e in entries if e.task.track in skip_tracks}
-    write_json(work.root / "generate.json", {
+    write_json(work.root / "generate.json", _with_earlier_calls(work, {
         "dataset": str(Path(dataset_path).resolve()),
         "predecessors": {p.name: p.spec for p in predecessors},
         "attempts": attempts,
@@ -75,7 +110,7 @@ def generate(
         "tasks": [e.task.id for e in entries if e.task.id not in skipped],
         "skipped": skipped,
         "not_scripted": {p.name: [e.task.id for e in entries if not p.has_run_for(e.task.id)] for p in predecessors},
-    })
+    }, [e.task.id for e in dataset.entries]))
     for task_id, reason in skipped.items():
         progress(f"skip {task_id}: {reason}")
     for predecessor in predecessors:  # a scripted predecessor runs only the tasks it has a script for

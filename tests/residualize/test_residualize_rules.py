@@ -11,7 +11,7 @@ from taskfactory import make_task
 
 from swe_residual.environments.base import VerifierOutput
 from swe_residual.environments.local import LocalBackend
-from swe_residual.errors import InfraError
+from swe_residual.errors import ConfigError, InfraError
 from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import reconstruct, review
 from swe_residual.residualize.generate import generate
@@ -174,3 +174,33 @@ def test_output_must_not_be_the_source(pipeline: dict[str, Any]) -> None:
     config = json.loads((pipeline["work"] / "generate.json").read_text())
     with pytest.raises(ConfigError, match="must not be the source"):
         reconstruct.build(pipeline["work"], config["dataset"], backend=LocalBackend(), progress=lambda _: None)
+
+
+@pytest.mark.slow
+def test_generate_calls_per_task_add_up_to_one_stage_i(tmp_path: Path) -> None:
+    """`generate --task a` then `generate --task b` on one work directory: Stage IV writes both
+    tasks' folders beside their states (the second call once replaced the first's task list, and
+    the first task's state was written without its task)."""
+    dataset = tmp_path / "dataset"
+    for task_id in ("alpha", "beta"):
+        make_task(dataset, task_id)
+    scripts = tmp_path / "predecessors" / "good"
+    scripts.mkdir(parents=True)
+    for task_id in ("alpha", "beta"):
+        (scripts / f"{task_id}.sh").write_text(SCRIPTS["good"])
+    work, backend = tmp_path / "work", LocalBackend(cache_dir=tmp_path / "cache")
+    good = [parse_predecessor(f"good=script:{scripts}")]
+    for task_id in ("alpha", "beta"):
+        generate(dataset, good, work, backend=backend, timeout_sec=120, tasks=[task_id], progress=lambda _: None)
+    recorded = json.loads((work / "generate.json").read_text())
+    assert recorded["tasks"] == ["alpha", "beta"] and recorded["not_scripted"] == {"good": []}
+    stage_ii.filter_runs(work, progress=lambda _: None)
+    review.write_packets(work, progress=lambda _: None)
+    review.collect(work, accept_all_as="tests", progress=lambda _: None)
+    reconstruct.build(work, tmp_path / "out", backend=backend, progress=lambda _: None)
+    for task_id in ("alpha", "beta"):
+        assert (tmp_path / "out" / task_id / "task.toml").is_file()
+        assert (tmp_path / "out" / task_id / "residual" / "good-1" / "state.toml").is_file()
+    other = [parse_predecessor(f"good=script:{tmp_path}")]  # the same name for another predecessor
+    with pytest.raises(ConfigError, match="already holds runs of good="):
+        generate(dataset, other, work, backend=backend, timeout_sec=120, tasks=["alpha"], progress=lambda _: None)
