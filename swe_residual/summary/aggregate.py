@@ -320,15 +320,15 @@ TERMINAL_LEGEND = (
 
 
 def uncertainty_line(summary: Summary) -> str | None:
-    """What the brackets are, e.g. ``[low, high]: 95% intervals over tasks (score-over-tasks:
-    ...)``; None for a summary without intervals."""
+    """What the brackets are, e.g. ``[low, high]: 95% score/Newcombe/t intervals over tasks
+    (score-over-tasks, docs/uncertainty.md)``: rates by the score interval, the Gap by
+    Newcombe's, a pair's differences by t; None for a summary without intervals."""
     u = summary.uncertainty
     if u is None:
         return None
     conf = f"{100 * u.confidence:g}%"
     if u.method == METHOD:
-        return (f"[low, high]: {conf} intervals over tasks ({u.method}: rates by the score interval, the Gap by "
-                "Newcombe's, pairs by t; docs/uncertainty.md)")
+        return f"[low, high]: {conf} score/Newcombe/t intervals over tasks ({u.method}, docs/uncertainty.md)"
     if u.method == T_METHOD:  # a summary of the method before the score interval, read back
         return f"[low, high]: {conf} t interval over tasks ({u.method}, docs/uncertainty.md)"
     # an older summary, read back: say what made its bounds

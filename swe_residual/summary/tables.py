@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
+from swe_residual.metrics.power import NO_SPREAD
 from swe_residual.summary.model import (
     AcceptanceBias, AgentInfra, Comparison, ContradictedItem, ExcludedItem, FailedItem, HandoffView, Pair, PredecessorGroup, ScopeMetrics,
     Summary, TakeoverCost,
@@ -304,23 +305,32 @@ class PowerRow:
     n_tasks: int
     sd: float | None
     detectable: float | None
-    reason: str | None = None
+    #: why there is no figure, or what it means when it is beyond the figure's range
+    note: str | None = None
+
+
+def _power_row(of: str, scope: str, figure: str, n_tasks: int, sd: float | None, mde: float | None,
+               reason: str | None, largest: float) -> PowerRow:
+    if mde is not None and mde > largest:
+        reason = f"beyond {largest:.0f} points, the largest possible: too few tasks"
+    return PowerRow(of, scope, figure, n_tasks, sd, mde, reason)
 
 
 def power_rows(summary: Summary, scopes: Scopes) -> list[PowerRow]:
     """Per agent and scope its Gap, then per pair (on the scopes the other tables list) its
     Residual and Gap differences: the smallest detectable value (docs/uncertainty.md)."""
-    rows = [PowerRow(row.agent, row.scope, "Gap", p.n_tasks, p.gap_sd, p.gap_detectable, p.reason)
+    rows = [_power_row(row.agent, row.scope, "Gap", p.n_tasks, p.gap_sd, p.gap_detectable, p.reason, 100.0)
             for row in scope_rows(summary, scopes) if (p := row.figures.power) is not None]
     for pair_row in pair_rows(summary, scopes):
         pair = pair_row.pair
         if pair.reason is not None:
             continue  # fewer than two common tasks: the pairs table says so
-        for figure, sd, mde in (("Residual a - b", pair.residual_sd, pair.residual_detectable),
-                                ("Gap a - b", pair.gap_sd, pair.gap_detectable)):
-            if sd is not None or mde is not None:
-                rows.append(PowerRow(f"{pair.a} - {pair.b}", pair_row.scope, figure, pair.n_tasks, sd, mde,
-                                     None if mde is not None else "no spread to plan from"))
+        # a difference of two rates is at most 100 points, of two Gaps 200
+        for figure, sd, mde, largest in (("Residual a - b", pair.residual_sd, pair.residual_detectable, 100.0),
+                                         ("Gap a - b", pair.gap_sd, pair.gap_detectable, 200.0)):
+            if sd is not None:
+                rows.append(_power_row(f"{pair.a} - {pair.b}", pair_row.scope, figure, pair.n_tasks, sd, mde,
+                                       None if mde is not None else NO_SPREAD, largest))
     return rows
 
 
@@ -685,7 +695,7 @@ POWER = Table(
      Column("Smallest detectable", lambda r: r.detectable, Format.POINTS, markdown="Smallest detectable (points)",
             terminal="detectable", emphasis=True,
             note="(t(1 - a/2, n - 1) + t(0.8, n - 1)) sd / sqrt(n): detected with 80% power at the run's confidence"),
-     Column("Why none", lambda r: r.reason, align=Align.LEFT, terminal="why none", given_only=True)),
+     Column("Note", lambda r: r.note, align=Align.LEFT, terminal="note", given_only=True)),
     power_rows,
 )  # fmt: skip
 
