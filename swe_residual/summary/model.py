@@ -116,7 +116,7 @@ class PassAtK:
     gap: float | None = None
     #: the tasks whose Clean Start and >= 1 state have K valid rollouts (None: an older summary)
     n_tasks: int | None = None
-    #: t intervals over those tasks: {residual, clean, gap: [low, high] or None}
+    #: intervals over those tasks (score, Newcombe for the Gap): {residual, clean, gap: [low, high] or None}
     intervals: Mapping[str, tuple[float, float] | None] | None = None
 
     @classmethod
