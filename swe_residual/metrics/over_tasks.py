@@ -21,7 +21,8 @@ from 10 tasks up where another did not.
   interval fell to 82-88% coverage in the study; in the middle it is the t interval's width.
 * **Gap** (one agent's Clean minus Residual, per task ``c - r``): **Newcombe's hybrid score
   interval** for a paired difference, from the two rates' score intervals ``[l1, u1]`` of ``c``
-  and ``[l2, u2]`` of ``r`` and the correlation ``phi`` of ``c`` and ``r`` across tasks:
+  and ``[l2, u2]`` of ``r`` (each at its ``n_eff`` with ``t``, 0/1 values too: ``n_eff = n - 1``
+  for them) and the correlation ``phi`` of ``c`` and ``r`` across tasks:
   ``d - sqrt((p1 - l1)^2 + (u2 - p2)^2 - 2 phi (p1 - l1)(u2 - p2))`` to
   ``d + sqrt((u1 - p1)^2 + (p2 - l2)^2 - 2 phi (u1 - p1)(p2 - l2))``. A Gap near 0 rests on
   a handful of tasks whose Clean and Residual differ; the t interval of ``c - r`` collapsed
@@ -218,8 +219,10 @@ def difference_interval(first: Sequence[float], second: Sequence[float], confide
     d = sum(diffs) / n
     if _spread_free(diffs):
         return _all_equal(d, n, confidence, -1.0, 1.0)
-    one, two = mean_interval(first, confidence), mean_interval(second, confidence)
-    assert one is not None and two is not None  # two tasks or more
+    # Each rate's score interval at its effective number of tasks with t, 0/1 values too: with
+    # Wilson's z interval for 0/1 values the Gap covered 92-93% at 10 tasks in the study
+    one = _from_spread(sum(first) / n, list(first), n, confidence, 0.0, 1.0)
+    two = _from_spread(sum(second) / n, list(second), n, confidence, 0.0, 1.0)
     phi = correlation(first, second)
     below_1, above_1 = one.value - one.low, one.high - one.value
     below_2, above_2 = two.value - two.low, two.high - two.value

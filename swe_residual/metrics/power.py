@@ -26,7 +26,7 @@ __all__ = ["POWER", "NO_SPREAD", "TOO_FEW", "detectable", "spread"]
 POWER = 0.8
 #: why a figure has no smallest detectable difference
 TOO_FEW = "fewer than two tasks"
-NO_SPREAD = "no spread between tasks to plan from"
+NO_SPREAD = "all tasks equal: no spread"
 _EQUAL = 1e-12
 
 

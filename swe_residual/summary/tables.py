@@ -312,7 +312,7 @@ class PowerRow:
 def _power_row(of: str, scope: str, figure: str, n_tasks: int, sd: float | None, mde: float | None,
                reason: str | None, largest: float) -> PowerRow:
     if mde is not None and mde > largest:
-        reason = f"beyond {largest:.0f} points, the largest possible: too few tasks"
+        reason = f"over {largest:.0f}: too few tasks"
     return PowerRow(of, scope, figure, n_tasks, sd, mde, reason)
 
 

@@ -1,5 +1,5 @@
-"""Intervals over tasks: the t interval against its formula written here (with published t
-quantiles), the all-equal rule, CondFail's ratio, the intervals in summary.json, the paired
+"""Intervals over tasks: the score, Newcombe and t intervals against their formulas written here
+(with published t quantiles), the all-equal rule, CondFail's ratio, the intervals in summary.json, the paired
 comparison of agents, Holm's adjustment and the gates on the bound (hand-made record sets)."""
 
 from __future__ import annotations
@@ -54,10 +54,10 @@ def _z(confidence: float) -> float:
     return NormalDist().inv_cdf((1 + confidence) / 2)
 
 
-def _rate(values: list[float], t: float, confidence: float, weights: list[float] | None = None
-          ) -> tuple[float, float]:
+def _rate(values: list[float], t: float, confidence: float, weights: list[float] | None = None,
+          trials: bool = True) -> tuple[float, float]:
     """docs/uncertainty.md: a rate (a ratio when weighted) over tasks; 0/1 values: Wilson at n
-    with z; otherwise Wilson at n_eff = p (1 - p) / se^2 with t."""
+    with z (unless not ``trials``: the Gap's parts); otherwise Wilson at n_eff = p (1 - p) / se^2 with t."""
     w = weights or [1.0] * len(values)
     n = len(values)
     p = sum(wi * v for wi, v in zip(w, values)) / sum(w)
@@ -66,7 +66,7 @@ def _rate(values: list[float], t: float, confidence: float, weights: list[float]
     if sd == 0:
         h = _z(confidence) ** 2 / (n + _z(confidence) ** 2)
         return max(0.0, p - h), min(1.0, p + h)
-    if weights is None and all(v in (0, 1) for v in values):
+    if trials and weights is None and all(v in (0, 1) for v in values):
         return _score(p, n, _z(confidence))
     se = sd / math.sqrt(n)
     return _score(p, p * (1 - p) / se ** 2, t)
@@ -75,8 +75,8 @@ def _rate(values: list[float], t: float, confidence: float, weights: list[float]
 def _newcombe(c: list[float], r: list[float], t: float, confidence: float) -> tuple[float, float]:
     n = len(c)
     p1, p2 = sum(c) / n, sum(r) / n
-    l1, u1 = _rate(c, t, confidence)
-    l2, u2 = _rate(r, t, confidence)
+    l1, u1 = _rate(c, t, confidence, trials=False)  # the Gap's parts: n_eff and t, 0/1 values too
+    l2, u2 = _rate(r, t, confidence, trials=False)
     s12 = sum((x - p1) * (y - p2) for x, y in zip(c, r))
     s11, s22 = sum((x - p1) ** 2 for x in c), sum((y - p2) ** 2 for y in r)
     phi = s12 / math.sqrt(s11 * s22) if s11 > 0 and s22 > 0 else 0.0
@@ -131,9 +131,11 @@ def test_a_hand_computed_golden() -> None:
     assert got.residual == pytest.approx((42.2183, 92.4912), abs=1e-3)
     # Clean 1, 1, 0, 1, 1, 0: Bernoulli trials, Wilson at 6 with z = 1.959964: [29.999, 90.323]
     assert got.clean == pytest.approx((29.9993, 90.3229), abs=1e-3)
-    # the Gap, Newcombe's: d = 2/3 - 3/4 = -1/12; phi = s12 / sqrt(s11 s22) = 0.5 / sqrt(4/3 * 3/8)
+    # the Gap, Newcombe's: d = 2/3 - 3/4 = -1/12; phi = s12 / sqrt(s11 s22) = 0.5 / sqrt(4/3 * 3/8);
+    # its Clean part at n_eff with t: sd^2 = (4/3) / 5, se^2 = 4/90, n_eff = (2/9) / (4/90) = 5,
+    # Wilson at 5 with t(0.95, 5) = 2.570582: [0.203682, 0.939898]
     phi = 0.5 / math.sqrt(0.5)
-    below_c, above_c = 2 / 3 - 0.299993, 0.903229 - 2 / 3
+    below_c, above_c = 2 / 3 - 0.203682, 0.939898 - 2 / 3
     below_r, above_r = 0.75 - 0.422183, 0.924912 - 0.75
     low = -1 / 12 - math.sqrt(below_c ** 2 + above_r ** 2 - 2 * phi * below_c * above_r)
     high = -1 / 12 + math.sqrt(above_c ** 2 + below_r ** 2 - 2 * phi * above_c * below_r)

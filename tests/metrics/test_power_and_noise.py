@@ -76,7 +76,7 @@ def test_no_spread_and_too_few_tasks_say_why() -> None:
     # every task the same Gap (solved from clean, not from its state): no spread to plan from
     summary = build_summary(_records("A", [(S, [F])] * 4) + _records("B", [(S, [F])]), compare=False)
     assert summary["agents"]["A"]["overall"]["power"]["gap_detectable"] is None
-    assert summary["agents"]["A"]["overall"]["power"]["reason"] == "no spread between tasks to plan from"
+    assert summary["agents"]["A"]["overall"]["power"]["reason"] == "all tasks equal: no spread"
     assert summary["agents"]["B"]["overall"]["power"]["reason"] == "fewer than two tasks"
 
 
