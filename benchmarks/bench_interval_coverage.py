@@ -17,11 +17,11 @@ of a figure is its expectation over tasks, computed once per scenario from 200,0
 success probabilities (no Bernoulli noise: an error below 0.1 point), and exactly 0 for the
 difference of two agents with the same skill.
 
-Scenarios: ``typical`` (a_A = 0.5, a_B = 0, delta = 1.5: Clean near 55%, Residual near 30%),
+Scenarios: ``typical`` (a_A = 0.5, a_B = 0, delta = 1.5: Clean near 58%, Residual near 35%),
 ``null`` (two agents of the same skill a = 0.5: every difference is truly 0), ``low``
 (a = -2.5, delta = 1.5: rates near 0%, the hard case for any interval) and ``rollouts``
-(``typical`` with K = 3). Figures: Residual, Gap and CondFail of agent A; A minus B in Residual
-and Gap (``d_residual``, ``d_gap``).
+(``typical`` with K = 3). Figures: Residual, Clean, Gap and CondFail of agent A; A minus B in
+Residual and Gap (``d_residual``, ``d_gap``).
 
 Methods: ``percentile`` (the paired percentile bootstrap over tasks this project used first:
 ``--resamples`` resamples, on the first ``--boot-datasets`` datasets of ``typical`` and

@@ -16,7 +16,7 @@ Every interval lies in the figure's range (0-100, the Gap -100-100); where a fig
 values are all equal the all-equal rule gives a bound of non-zero width (its name is in
 ``all_equal``). Fewer than two tasks: no interval, and the reason. Why these methods: in the
 project's coverage study (``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md) each
-held its coverage from 10 tasks up where the alternatives measured did not.
+was the one nearest 95% from 10 tasks up among those measured.
 
 A paired comparison of two agents (:func:`paired_difference`) is the t interval over the
 per-task differences on their common tasks (what a task's difficulty adds to both cancels);

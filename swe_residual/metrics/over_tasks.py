@@ -5,8 +5,9 @@ Pure functions on per-task values as fractions (a success share in [0, 1], a dif
 in [-1, 1]); the callers turn them into percent. The task is the unit: a task's states (and
 rollouts) are averaged into its value first, so what they share never counts as independent
 evidence. Which rule each figure gets was chosen by the project's coverage study
-(``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md): the one that held 94-96%
-from 10 tasks up where another did not.
+(``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md): the one nearest 95% from 10
+tasks up among those measured; where it still misses 94-96%, docs/uncertainty.md says by how
+much and why.
 
 * **Rates** (Residual, Clean, pass@K, the share of disagreeing rollouts; CondFail as a ratio):
   the **score interval over tasks**. ``p`` the mean, ``se = sd / sqrt(n)`` (``sd`` with
@@ -18,7 +19,7 @@ from 10 tasks up where another did not.
   interval in place of Clopper-Pearson's). Where every value is 0 or 1 the tasks are Bernoulli
   trials and nothing about the spread is estimated: Wilson's interval at ``n`` with the normal
   ``z``. Near 0% and 100% the interval is skewed the way the rate is, where the symmetric t
-  interval fell to 82-88% coverage in the study; in the middle it is the t interval's width.
+  interval fell to 88% coverage in the study; in the middle it has the t interval's width.
 * **Gap** (one agent's Clean minus Residual, per task ``c - r``): **Newcombe's hybrid score
   interval** for a paired difference, from the two rates' score intervals ``[l1, u1]`` of ``c``
   and ``[l2, u2]`` of ``r`` (each at its ``n_eff`` with ``t``, 0/1 values too: ``n_eff = n - 1``
