@@ -63,7 +63,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from swe_residual.metrics import over_tasks  # noqa: E402
-from swe_residual.metrics.over_tasks import difference_interval, mean_interval, ratio_interval  # noqa: E402
+from swe_residual.metrics.over_tasks import (  # noqa: E402
+    difference_interval,
+    mean_interval,
+    ratio_interval,
+)
 from swe_residual.metrics.tdist import normal_quantile, t_quantile  # noqa: E402
 
 SIZES = (5, 10, 20, 50, 100)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from swe_residual.metrics.tdist import t_quantile
 
-__all__ = ["POWER", "NO_SPREAD", "TOO_FEW", "detectable", "spread"]
+__all__ = ["NO_SPREAD", "POWER", "TOO_FEW", "detectable", "spread"]
 
 #: the power the smallest detectable difference is stated at
 POWER = 0.8

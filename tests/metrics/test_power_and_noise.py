@@ -13,7 +13,11 @@ import pytest
 from recordfactory import make_record
 
 from swe_residual.report.html import render_html
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.aggregate import (
+    build_summary,
+    render_markdown,
+    render_terminal,
+)
 
 pytestmark = pytest.mark.unit
 
