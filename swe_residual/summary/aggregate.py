@@ -9,38 +9,95 @@ Nothing is rounded in the summary dict; only the renderers round.
 from __future__ import annotations
 
 import textwrap
-
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
 from swe_residual.agents.identity import check_agent_configs
-from swe_residual.metrics.comparison import clip_left, comparison, headline_line
-from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.handoff.metrics import primary_records
+from swe_residual.handoff.summary import (
+    handoff_markdown,
+    handoff_summary,
+    handoff_terminal,
+)
+from swe_residual.metrics.acceptance import acceptance_bias
+from swe_residual.metrics.comparison import clip_left, comparison, headline_line
 from swe_residual.metrics.headline import (
-    Record, RecordLike, dropped_tasks, headline, is_excluded, pass_at_k_per_task, short_starts, task_table,
+    Record,
+    RecordLike,
+    dropped_tasks,
+    headline,
+    is_excluded,
+    pass_at_k_per_task,
+    short_starts,
+    task_table,
 )  # fmt: skip
-from swe_residual.metrics.intervals import METHOD, T_METHOD, Uncertainty, gap_power, percent_bound, task_intervals
+from swe_residual.metrics.intervals import (
+    METHOD,
+    T_METHOD,
+    Uncertainty,
+    gap_power,
+    percent_bound,
+    task_intervals,
+)
 from swe_residual.metrics.over_tasks import difference_interval, mean_interval
 from swe_residual.metrics.rollout_noise import disagreement_intervals, variance_splits
+from swe_residual.run.status import (
+    partial_text,
+    skipped_markdown,
+    skipped_terminal,
+    status_markdown,
+)
+from swe_residual.summary.fidelity import (
+    fidelity_markdown,
+    fidelity_summary,
+    fidelity_terminal,
+)
+from swe_residual.summary.model import (
+    AgentInfra,
+    AgentSummary,
+    Comparison,
+    HandoffView,
+    Infra,
+    OracleSummary,
+    ScopeMetrics,
+    Summary,
+    as_summary,
+)  # fmt: skip
+from swe_residual.summary.names import distinct_names
 from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_summary
+from swe_residual.summary.render import (
+    markdown_table,
+    md_cell,
+    terminal_across,
+    terminal_table,
+)
+from swe_residual.summary.tables import (
+    ACCEPTANCE,
+    AGENT,
+    CLEAN,
+    CONTRADICTED,
+    EXCLUDED,
+    FAILED_ITEMS,
+    HEADLINE,
+    LEFT_OUT,
+    NOISE_NOTE,
+    PAIRS,
+    POWER,
+    POWER_NOTE,
+    PREDECESSOR,
+    PREDECESSOR_NAME,
+    RESIDUAL,
+    ROLLOUT_NOISE,
+    PredecessorRow,
+    Scopes,
+    excluded_groups,
+    state_label,
+)  # fmt: skip
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Termination, Track
-from swe_residual.summary.names import distinct_names
-from swe_residual.run.status import partial_text, skipped_markdown, skipped_terminal, status_markdown
-from swe_residual.summary.fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
-from swe_residual.handoff.summary import handoff_markdown, handoff_summary, handoff_terminal
-from swe_residual.summary.model import (
-    AgentInfra, AgentSummary, Comparison, HandoffView, Infra, OracleSummary, ScopeMetrics, Summary, as_summary,
-)  # fmt: skip
-from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
-from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CLEAN, CONTRADICTED, EXCLUDED, HEADLINE, LEFT_OUT, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL,
-    FAILED_ITEMS, NOISE_NOTE, POWER, POWER_NOTE, ROLLOUT_NOISE,
-    PredecessorRow, Scopes, excluded_groups, state_label,
-)  # fmt: skip
 
 __all__ = [
     "ACCEPTANCE_TRACK", "DURATION_KEYS", "SCHEMA", "build_summary", "in_agent_order", "infra_summary",
@@ -480,10 +537,19 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if left_out:
         lines.append("left out of the figures:")
         lines += terminal_table(LEFT_OUT, left_out, first=_agent_cell)
-    power = [replace(row, of=clip_left(row.of, AGENT_WIDTH)) for row in POWER.rows_of(s)]
+    # At a glance: the rows with a figure; those without are counted by reason (summary.md and
+    # report.html list them all).
+    power_all = POWER.rows_of(s)
+    power = [replace(row, of=clip_left(row.of, AGENT_WIDTH)) for row in power_all if row.detectable is not None]
     if power:
         lines.append("smallest difference detectable (points; t test, 80% power, the run's confidence):")
         lines += terminal_table(POWER, power)
+    without = Counter(row.note or "no figure" for row in power_all if row.detectable is None)
+    if without:
+        if not power:
+            lines.append("smallest difference detectable (points; t test, 80% power, the run's confidence):")
+        reasons = "; ".join(f"{count} {why}" for why, count in without.most_common())
+        lines.append(f"  no figure for {sum(without.values())} of {len(power_all)}: {reasons}")
     noise = ROLLOUT_NOISE.rows_of(s)
     if noise:
         lines.append("rollout noise: % of each rate's per-task variance within tasks (between rollouts):")

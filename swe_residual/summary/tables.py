@@ -37,8 +37,12 @@ __all__ = [
 
 
 def pct(value: Any, digits: int = 1) -> str:
-    """A figure with ``digits`` decimals, ``-`` when there is none."""
-    return "-" if value is None else f"{value:.{digits}f}"
+    """A figure with ``digits`` decimals, ``-`` when there is none (never "-0.0": a difference
+    that rounds to zero has no sign)."""
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 class Format(StrEnum):

@@ -82,6 +82,12 @@ def test_no_spread_and_too_few_tasks_say_why() -> None:
     assert summary["agents"]["A"]["overall"]["power"]["gap_detectable"] is None
     assert summary["agents"]["A"]["overall"]["power"]["reason"] == "all tasks equal: no spread"
     assert summary["agents"]["B"]["overall"]["power"]["reason"] == "fewer than two tasks"
+    # The terminal, read at a glance, counts the rows without a figure by reason instead of listing them.
+    lines = render_terminal(summary)
+    assert not any(line.startswith("A ") and "no spread" in line for line in lines)
+    (counted,) = [line for line in lines if line.startswith("  no figure for")]
+    assert "no figure for 2 of 2:" in counted and "all tasks equal: no spread" in counted \
+        and "fewer than two tasks" in counted
 
 
 def rolled(task: str, state: str | None, outcomes: str) -> list[dict[str, Any]]:
