@@ -27,6 +27,9 @@ from swe_residual.errors import ConfigError
 RECORD = "record.json"
 PATCH = "changes.patch"
 COMMANDS = "commands.jsonl"
+# The recorded terminal at the end of the predecessor's run (an imported Terminal-Bench trial's
+# `panes/post-agent.txt`): Stage IV compares the replayed pane with it.
+RECORDED_PANE = "recorded-pane.txt"
 
 
 @dataclass(frozen=True)
