@@ -118,6 +118,13 @@ def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunR
     """Steps 1-3 above on one staged state; never raises for the state's own faults."""
     outcome = Outcome(ref, task.track, INCLUDED)
     spec = StartSpec("residualize-build", f"validate:{task.id}/{ref.candidate}", 1)
+    task_image = getattr(backend, "task_image", None)
+    if task_image is not None:
+        try:  # the task's own image first: one that cannot be had here makes no environment at all
+            task_image(task)
+        except (DatasetError, InfraError) as exc:
+            outcome.category, outcome.detail = UNUSABLE, f"the task's image cannot be had here: {exc}"
+            return outcome
     try:
         environment = backend.start(task, state, spec)
     except DatasetError as exc:
@@ -277,7 +284,7 @@ def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
 
     try:
         remove_image(tag_of(task, state))
-    except InfraError:
+    except (InfraError, DatasetError):  # DatasetError: the task's image is not here, nor its snapshot
         pass
 
 
