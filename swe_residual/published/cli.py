@@ -30,6 +30,13 @@ def _build(args: argparse.Namespace) -> int:
     return 1 if report.problems else 0
 
 
+def _record(args: argparse.Namespace) -> int:
+    from swe_residual.published.record import record
+
+    print(record(Path(args.work), Path(args.built), Path(args.sources), Path(args.out)))
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("dataset", help="published datasets: rebuild one from its sources (manifest.toml)")
     commands = parser.add_subparsers(dest="dataset_command", required=True)
@@ -44,3 +51,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                             "agree, replayed pane matches) and compare with the manifest; exit 1 on a difference")
     build.add_argument("--backend", default="docker", help="backend for --validate (default docker)")
     build.set_defaults(func=_build)
+    rec = commands.add_parser("record", help="write manifest.toml for a dataset the pipeline built from fetched "
+                                             "sources (docs/datasets.md)")
+    rec.add_argument("work", help="the residualize work directory (import, filter, review, build done)")
+    rec.add_argument("--built", required=True, help="the dataset `residualize build --out` wrote")
+    rec.add_argument("--sources", required=True, metavar="SOURCES.toml",
+                     help="the repositories: [sources.NAME] repository, clone, commit, licence, tasks|runs")
+    rec.add_argument("--out", required=True, help="the published dataset's directory (manifest.toml goes there)")
+    rec.set_defaults(func=_record)
