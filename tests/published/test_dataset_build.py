@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,65 @@ def test_a_missing_source_or_commit_is_named(tmp_path: Path, sources: dict[str, 
     _write(directory, manifest)
     with pytest.raises(ConfigError, match="commit f{40} of https://example.org/runs is not in it"):
         build(directory, {"bench": sources["tasks"], "collection": sources["runs"]}, progress=lambda _: None)
+
+
+def test_record_writes_a_manifest_that_builds_the_same_state(tmp_path: Path, sources: dict[str, Any]) -> None:
+    """`dataset record` on a work directory and its built dataset, then `dataset build` from the
+    manifest alone: the same commands.jsonl and state.toml, the funnel kept."""
+    runs_dir = str(sources["runs"] / "runs" / "collected")
+    work, built = tmp_path / "work", tmp_path / "built"
+    run = work / "runs" / "tiny-task" / "terminus__openai_gpt_4o_mini" / "1"
+    run.mkdir(parents=True)
+    trial = "0a1b-tiny-task/tiny-task.1-of-1"
+    (run / "record.json").write_text(json.dumps({
+        "outcome": "failure", "termination": "submitted", "submitted": True, "reward": 0.0,
+        "tests": {"t.test_solved": "failed"},
+        "residualize": {"source": {"agent": "terminus", "model": "openai/gpt-4o-mini", "declared_complete": True,
+                                   "failure_mode": "unset", "dataset": None},
+                        "import": {"kind": "terminal-bench", "source": runs_dir, "trial": trial,
+                                   "command": f"swe-residual import terminal-bench {runs_dir} --dataset /x/y"}}}))
+    (work / "generate.json").write_text(json.dumps({"source": runs_dir, "import": {
+        "trials": 3, "unknown_tasks": {"other-task": 1}}}))
+    (work / "filter.json").write_text(json.dumps({"n_runs": 2, "counts": {"not_submitted": 1},
+                                                  "candidates": [{"task": "tiny-task"}]}))
+    candidate = {"task": "tiny-task", "candidate": "terminus__openai_gpt_4o_mini-a1",
+                 "run": "runs/tiny-task/terminus__openai_gpt_4o_mini/1", "category": "included", "detail": "",
+                 "state": "terminus__openai_gpt_4o_mini-1", "oracle_solvable": True,
+                 "replay": {"pane": "matches", "replays_agree": True}}
+    table = {row: 0 for row in ("passed_review", "replay_failed", "environment_unusable",
+                                "no_valid_verdict_or_not_failing", "not_oracle_solvable", "included")}
+    (work / "table5.json").write_text(json.dumps({"candidates": [candidate], "table5": {
+        "total": {**table, "passed_review": 1, "included": 1}}}))
+    (work / "review" / "tiny-task").mkdir(parents=True)
+    (work / "review" / "tiny-task" / "terminus__openai_gpt_4o_mini-a1.md").write_text(
+        "reviewer_1: name = maintainer-a\nreviewer_1: task_directed = yes\nreviewer_1: consistent = yes\n"
+        "reviewer_2: name =\nreviewer_2: task_directed = ?\nreviewer_2: consistent = ?\n")
+    state_dir = built / "tiny-task" / "residual" / "terminus__openai_gpt_4o_mini-1"
+    state_dir.mkdir(parents=True)
+    (state_dir / "commands.jsonl").write_bytes(EXPECTED_COMMANDS)
+    (state_dir / "state.toml").write_text(tomlwrite.dumps({
+        **_manifest(sources)["states"]["tiny-task/terminus__openai_gpt_4o_mini-1"]["state"],
+        "provenance": {"import": {"source": runs_dir, "trial": trial,
+                                  "command": f"swe-residual import terminal-bench {runs_dir} --dataset /x/y"}}}))
+    (tmp_path / "sources.toml").write_text(tomlwrite.dumps({"sources": {
+        "bench": {"repository": "https://example.org/bench", "clone": str(sources["tasks"]),
+                  "commit": sources["tasks_commit"], "licence": "Apache-2.0", "licence_path": "tasks/LICENSE",
+                  "tasks": "tasks"},
+        "collection": {"repository": "https://example.org/runs", "clone": str(sources["runs"]),
+                       "commit": sources["runs_commit"], "runs": "runs/collected"}}}))
+    out = tmp_path / "published"
+    assert cli_main(["dataset", "record", str(work), "--built", str(built), "--sources",
+                     str(tmp_path / "sources.toml"), "--out", str(out)]) == 0
+    text = (out / "manifest.toml").read_text()
+    assert str(sources["runs"]) not in text and str(sources["tasks"]) not in text  # no local path
+    assert "https://example.org/runs@" in text and "--dataset" not in text
+    report = build(out, {"bench": sources["tasks"], "collection": sources["runs"]}, progress=lambda _: None)
+    assert report.states == ["tiny-task/terminus__openai_gpt_4o_mini-1"]
+    written = out / "tiny-task" / "residual" / "terminus__openai_gpt_4o_mini-1"
+    assert (written / "commands.jsonl").read_bytes() == EXPECTED_COMMANDS
+    funnel = dataset_stats(load_dataset(out))["funnel"]
+    assert funnel["stage_ii"] == {"not_submitted": 1} and funnel["runs_of_tasks_not_in_tb2"] == 1
+    assert funnel["stage_iv"]["Included"] == 1
+    recorded = tomllib.loads(text)["states"]["tiny-task/terminus__openai_gpt_4o_mini-1"]
+    assert recorded["stage_iii"]["reviewer_1"] == {"name": "maintainer-a", "task_directed": "yes", "consistent": "yes"}
+    assert recorded["trial"] == "runs/collected/0a1b-tiny-task/tiny-task.1-of-1" and recorded["agent"] == "terminus"
