@@ -106,7 +106,8 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         folder = f"{tasks_source['tasks'].rstrip('/')}/{task_id}"
         _, contents = git_source.read_folder(Path(tasks_source["clone"]), tasks_source["commit"], folder)
         manifest["tasks"][task_id] = {"source": tasks_name, "path": folder,
-                                      "sha256": git_source.folder_checksum(contents), "version": "published"}
+                                      "sha256": git_source.folder_checksum(contents), "version": "published",
+                                      "licence": tasks_source.get("licence", "not stated")}
     for candidate in included:
         task_id, state_id = candidate["task"], candidate["state"]
         state_dir = built / task_id / "residual" / state_id
