@@ -7,8 +7,8 @@ what every rollout gets):
   replay: the files the replay changed against the image (the engine's own `docker diff`), each
   with its kind, mode and content digest, and the processes left running (command lines, without
   pids or times). Paths under volatile places (`/proc`, `/sys`, `/dev`, `/run`, `/tmp`,
-  `/var/tmp`, `/var/log`, `/var/cache`, `/root/.cache`) and Python bytecode are set aside: they
-  change with every run whatever the state. The rule: the two replays must change the same paths,
+  `/var/tmp`, `/var/log`, `/var/cache`, `/root/.cache`), Python bytecode and `*.log` files are
+  set aside: they change with every run whatever the state. The rule: the two replays must change the same paths,
   each with the same kind and mode, and leave the same processes; a file whose content differs
   (a key made by `openssl genrsa`, a timestamp written by the agent's own command) is not a
   divergence but is listed, so a state whose content is not reproducible is visible.
@@ -29,7 +29,10 @@ from typing import Any
 from swe_residual.states.pane_fidelity import describe, first_divergence
 
 VOLATILE_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/log", "/var/cache", "/root/.cache")
-VOLATILE_NAME = re.compile(r"(^|/)__pycache__(/|$)|\.pyc$")
+# Python bytecode, and log files (`*.log`, Stage II's incidental artifacts too): a tool that names
+# its log by the time it ran (pipx's `logs/cmd_2026-12-02_01.31.54.log`) makes another path in
+# every replay.
+VOLATILE_NAME = re.compile(r"(^|/)__pycache__(/|$)|\.pyc$|\.log$")
 DIGEST_CHARS = 16
 # One line per path: kind, octal mode, digest (files only) and the path, NUL-free.
 _DESCRIBE = (

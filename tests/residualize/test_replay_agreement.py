@@ -47,4 +47,6 @@ def test_a_server_left_running_by_one_replay_only_diverges() -> None:
 def test_volatile_places_are_set_aside() -> None:
     assert volatile("/tmp/tmux-0/default") and volatile("/var/log/apt/history.log") and volatile("/proc")
     assert volatile("/app/__pycache__/x.cpython-311.pyc") and volatile("/usr/lib/python3/x.pyc")
+    # A log named by the time it was written (pipx) is another path in every replay.
+    assert volatile("/root/.local/pipx/logs/cmd_2026-12-02_01.31.54.log")
     assert not volatile("/app/ssl/server.key") and not volatile("/tmpfile") and not volatile("/etc/nginx")
