@@ -10,7 +10,8 @@ between any two machines or moments is set aside (the tolerance rule):
 - hexadecimal runs of 16 digits or more and colon-separated byte lists (digests, fingerprints,
   container ids: a key generated again differs);
 - the `; tmux wait -S done` Terminal-Bench appended to a blocking command it typed (the replay
-  types the command as the agent wrote it);
+  types the command as the agent wrote it), with the line break tmux put inside or after it when
+  the suffix took the line past the pane's width;
 - trailing spaces and trailing blank lines.
 
 Everything else must be equal. The result names the first line, counted from the top of the
@@ -25,8 +26,10 @@ from dataclasses import dataclass
 LAST_LINES = 10
 # A shell prompt's user@host: a container's host name is its id, different on every machine.
 _HOST = re.compile(r"\b([a-z_][a-z0-9_-]*)@[0-9a-f]{12}\b")
+# The `; tmux wait -S done` Terminal-Bench appended to a command it typed, which often pushes the
+# command past the pane's width: tmux wraps it anywhere, even inside the suffix.
+_HARNESS_SUFFIX = re.compile("\n?".join(re.escape(char) for char in "; tmux wait -S done") + "(?:[ \t]*\n)?")
 _MASKS = (
-    (re.compile(r"; tmux wait -S done"), ""),
     (re.compile(r"\b[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){7,}\b"), "<HEX>"),
     (re.compile(r"\b[0-9a-fA-F]{16,}\b"), "<HEX>"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"), "<DATE>"),
@@ -50,8 +53,15 @@ def _masked(line: str) -> str:
     return line.rstrip()
 
 
+def _unwrapped(pane: str) -> str:
+    """The pane without the harness's suffix, a line it wrapped joined again."""
+    def drop(found: re.Match[str]) -> str:
+        return "\n" if found.group(0).endswith("\n") else ""
+    return _HARNESS_SUFFIX.sub(drop, pane.replace("\r\n", "\n"))
+
+
 def normalized(pane: str) -> list[str]:
-    lines = [_masked(line) for line in pane.splitlines()]
+    lines = [_masked(line) for line in _unwrapped(pane).splitlines()]
     while lines and not lines[-1]:
         lines.pop()
     return lines

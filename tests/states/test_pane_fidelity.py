@@ -51,3 +51,17 @@ def test_the_tolerance_rule_masks_what_differs_between_moments() -> None:
     # Anything else is compared as written: another size is a divergence.
     assert first_divergence(recorded, replayed.replace("1704", "1700")) == Divergence(
         2, "-rw------- 1 root root 1704 <DATE> server.key", "-rw------- 1 root root 1700 <DATE> server.key")
+
+
+def test_the_harness_suffix_is_dropped_where_tmux_wrapped_it() -> None:
+    # The appended `; tmux wait -S done` took the command past the pane's width: tmux broke the
+    # line inside the suffix, or right before its last word.
+    recorded = ("root@c81a8e516b61:/app# echo 'Backup database is also not valid.' > /app/status.txt; tmux wait -S\n"
+                " done\n"
+                "root@c81a8e516b61:/app# echo 'No tools found.' > /app/status.txt; tmux wait -S do\n"
+                "ne\n"
+                "root@c81a8e516b61:/app#\n")
+    replayed = ("root@0a1b2c3d4e5f:/app# echo 'Backup database is also not valid.' > /app/status.txt\n"
+                "root@0a1b2c3d4e5f:/app# echo 'No tools found.' > /app/status.txt\n"
+                "root@0a1b2c3d4e5f:/app#\n")
+    assert first_divergence(recorded, replayed) is None
