@@ -9,7 +9,9 @@ the Stage II funnel and Table 5 from the work directory; every candidate Stage I
 row and first divergence.
 
 SOURCES.toml names the repositories and where their clones are on this machine (the clones'
-paths are not written to the manifest):
+paths are not written to the manifest), and may add a note per candidate (`[notes]`,
+`"<task>/<candidate>" = "why ..."`: what the pipeline could not say, e.g. why an image cannot
+be rebuilt here):
 
     [sources.<name>]
     repository = "https://github.com/OWNER/NAME"
@@ -69,7 +71,7 @@ def _one(sources: dict[str, dict[str, Any]], key: str) -> tuple[str, dict[str, A
 def _portable(value: Any, local: str, reference: str) -> Any:
     """Local paths of the clones replaced by repository references, recursively."""
     if isinstance(value, str):
-        return value.replace(local, reference)
+        return value.replace(local, reference) if local else value
     if isinstance(value, dict):
         return {k: _portable(v, local, reference) for k, v in value.items()}
     if isinstance(value, list):
@@ -99,7 +101,9 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
             if key in entry:
                 written[key] = entry[key]
         manifest["sources"][name] = written
-    local_runs = str(generate.get("source") or "")
+    local_runs = str((generate.get("import") or {}).get("source") or "")
+    if not local_runs:
+        raise ConfigError(f"{work}/generate.json: no import source (was WORK made by `swe-residual import`?)")
     runs_reference = f"{runs_source['repository']}@{runs_source['commit'][:12]}:{runs_source['runs']}"
     included = [c for c in table5["candidates"] if c.get("state")]
     for task_id in sorted({c["task"] for c in included}):
@@ -144,10 +148,14 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         "stage_iii_retained": table5["table5"]["total"]["passed_review"],
         "stage_iv": {label: table5["table5"]["total"][row] for row, label in TABLE5_ROWS},
     }
+    tasks_reference = f"{tasks_source['repository']}@{tasks_source['commit'][:12]}:{tasks_source['tasks']}"
+    notes = tomllib.loads(sources_file.read_text(encoding="utf-8")).get("notes") or {}
     manifest["candidates"] = {
-        f"{c['task']}/{c['candidate']}": {k: v for k, v in {
+        f"{c['task']}/{c['candidate']}": _portable({k: v for k, v in {
             "category": c["category"], "detail": c.get("detail") or "", "state": c.get("state") or "",
-            "oracle_solvable": c.get("oracle_solvable"), "replay": c.get("replay")}.items() if v is not None}
+            "oracle_solvable": c.get("oracle_solvable"), "replay": c.get("replay"),
+            "note": notes.get(f"{c['task']}/{c['candidate']}")}.items() if v is not None},
+            str(generate.get("dataset") or "\0"), tasks_reference)
         for c in table5["candidates"]}
     out.mkdir(parents=True, exist_ok=True)
     target = out / MANIFEST

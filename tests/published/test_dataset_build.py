@@ -177,8 +177,8 @@ def test_record_writes_a_manifest_that_builds_the_same_state(tmp_path: Path, sou
                                    "failure_mode": "unset", "dataset": None},
                         "import": {"kind": "terminal-bench", "source": runs_dir, "trial": trial,
                                    "command": f"swe-residual import terminal-bench {runs_dir} --dataset /x/y"}}}))
-    (work / "generate.json").write_text(json.dumps({"source": runs_dir, "import": {
-        "trials": 3, "unknown_tasks": {"other-task": 1}}}))
+    (work / "generate.json").write_text(json.dumps({"dataset": "/x/y", "import": {
+        "source": runs_dir, "trials": 3, "unknown_tasks": {"other-task": 1}}}))
     (work / "filter.json").write_text(json.dumps({"n_runs": 2, "counts": {"not_submitted": 1},
                                                   "candidates": [{"task": "tiny-task"}]}))
     candidate = {"task": "tiny-task", "candidate": "terminus__openai_gpt_4o_mini-a1",
@@ -222,3 +222,6 @@ def test_record_writes_a_manifest_that_builds_the_same_state(tmp_path: Path, sou
     recorded = tomllib.loads(text)["states"]["tiny-task/terminus__openai_gpt_4o_mini-1"]
     assert recorded["stage_iii"]["reviewer_1"] == {"name": "maintainer-a", "task_directed": "yes", "consistent": "yes"}
     assert recorded["trial"] == "runs/collected/0a1b-tiny-task/tiny-task.1-of-1" and recorded["agent"] == "terminus"
+    # The state as Stage IV wrote it, its local paths replaced by the repository's reference.
+    assert recorded["state"]["track"] == "machine" and recorded["state"]["validation"]["tests"] == {"t.test_solved": "failed"}
+    assert recorded["state"]["provenance"]["import"]["source"].startswith("https://example.org/runs@")
