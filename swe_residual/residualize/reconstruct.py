@@ -61,6 +61,7 @@ from swe_residual.residualize.filter import RULES
 from swe_residual.residualize.fidelity import FidelityCheck, check_replay
 from swe_residual.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
+from swe_residual.residualize.review_record import review_table
 from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORDED_PANE, RunRef, Workdir, write_bytes
 from swe_residual.states.state import ResidualState, load_state
 from swe_residual.dataset.task import Task
@@ -265,6 +266,8 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
     imported = (record.get("residualize") or {}).get("import")
     if imported:  # an imported run: its source, the import command and the source's date
         data["provenance"]["import"] = dict(imported)
+    if review.get("decisions"):  # each reviewer's name and answers (review_record.py)
+        data["review"] = review_table(review)
     data["validation"] = _validation_table(outcome.verdict)
     return tomlwrite.dumps(data)
 
