@@ -196,7 +196,6 @@ def render_html(
         heading(3, "counts", "Tasks and states behind each figure"),
         counts_table(s),
         *left_out_section(s),
-        *power_section(s),
         *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),
         matrix_section(matrix_rows(items, raw.get("skipped") or []), every_agent),
@@ -204,6 +203,9 @@ def render_html(
         '<p class="note">Ties share a rank. A reversed pair is ordered one way on Clean and the other way on '
         "Residual; margins in points.</p>",
         comparison_section(block, all_scopes) if block else no_comparison,
+        # What the run could detect belongs with the comparisons; it is long with many agents, so
+        # it comes after the figures, not between the headline and them.
+        *power_section(s),
         heading(2, "acceptance-bias", "Acceptance bias: how each agent treats inherited work, per track",
                 paper="Table 4 (Appendix D)"),
         '<p class="note">Normally submitted runs (declared done, valid verdict); task-level averages in %. '
