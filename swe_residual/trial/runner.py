@@ -28,6 +28,7 @@ Table 3, runs that exhaust the budget count as task failures").
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 import traceback
@@ -138,6 +139,13 @@ AGENT_GRACE_SEC = 5.0
 STOP_POLL_SEC = 0.2
 
 
+def outside_budget(agent: Agent) -> float:
+    """Seconds an agent may take beyond its budget, outside the part the budget bounds: a Harbor
+    agent's start-up and setup() (Harbor bounds run() by the task's agent timeout, setup() by
+    its own), which the agent times and enforces itself; 0 for every other agent."""
+    return float(getattr(agent, "outside_budget_sec", 0.0))
+
+
 def run_agent(
     agent: Agent, session: AgentSession, watchdog_exceptions: tuple[type[BaseException], ...] = (),
 ) -> AgentResult | None:
@@ -161,7 +169,7 @@ def run_agent(
 
     worker = threading.Thread(target=target, name=f"swe-residual agent {agent.name}", daemon=True)
     worker.start()
-    deadline = time.monotonic() + max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC
+    deadline = time.monotonic() + max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC + outside_budget(agent)
     try:
         while worker.is_alive() and time.monotonic() < deadline:
             if session.stopped is not None and session.stopped_at is not None:
@@ -357,7 +365,7 @@ def _agent_run(agent: Agent, session: AgentSession, watchdog_exceptions: tuple[t
         frames = "".join(traceback.format_exception(exc, limit=-5))
         return Termination.AGENT_ERROR, f"{type(exc).__name__}: {exc}\n{frames}", None
     termination = result.termination if result is not None else Termination.SUBMITTED
-    if termination == Termination.SUBMITTED and session.remaining_sec() < 0:
+    if termination == Termination.SUBMITTED and session.remaining_sec() + outside_budget(agent) < 0:
         termination = Termination.TIME_LIMIT  # ran past its wall time without calling the environment
     return termination, result.message if result is not None else None, result
 
@@ -417,6 +425,8 @@ def _one_attempt(
     spec = StartSpec(options.run_id, item, number, install=getattr(agent, "install_step", None))
     # Kept beside the record; a backend falls back to a private directory if it cannot be written.
     artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
+    agent_logs_dir = item_agent_logs_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
+    shutil.rmtree(agent_logs_dir, ignore_errors=True)  # an earlier attempt's: the record is the last one's
     environment = backend.start(task, state, spec)  # InfraError -> retried by the caller
     watch: DiskWatcher | DiskReport | None = None
     try:
@@ -433,6 +443,7 @@ def _one_attempt(
             solution_dir=task.solution_dir if uses_solution else None,
             solution_env=dict(task.config.solution_env) if uses_solution else {},
             track=str(task.track),
+            logs_dir=agent_logs_dir,
         )
         fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()
@@ -448,6 +459,7 @@ def _one_attempt(
             # What the agent spent: charged to the session, or reported on its result.
             cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
             durations["agent_sec"] = time.monotonic() - agent_started
+            durations.update(session.phases)  # the agent's own setup() and run(), when it times them
             _stop_agent_processes(environment, task)
             # A machine-track start has no repository to diff: its work is the machine itself.
             # The whole final working tree against the base commit (what Kept and Left-out read),
@@ -561,7 +573,10 @@ def run_item(
             trajectory_path = relative.as_posix()
         except OSError as exc:  # a read-only or full results disk must not cost the record
             error = "; ".join(filter(None, [error, f"trajectory not written: {exc}"]))
-    _redact_artifacts(options.run_dir, list(verification["artifacts"]), secrets)
+    agent_logs, atif_trajectory = _keep_agent_logs(options.run_dir, item_agent_logs_dir(
+        options.run_dir, agent_name, task, state, options.handoff, options.rollout), trajectory_path)
+    _redact_artifacts(options.run_dir, [*verification["artifacts"], *filter(None, [agent_logs, atif_trajectory])],
+                      secrets)
     verifier_log = _keep_verifier_log(
         final.verification, item_verifier_log(options.run_dir, agent_name, task, state, options.handoff, options.rollout),
         options.run_dir, secrets, verifier_notes)
@@ -586,6 +601,8 @@ def run_item(
         steps=len(final.trajectory.steps) if final.trajectory else None,
         final_patch=final.final_patch,
         trajectory=trajectory_path,
+        atif_trajectory=atif_trajectory,
+        agent_logs=agent_logs,
         attempts=tuple(a.summary() for a in attempts),
         durations=durations,
         inherited_patch=inherited_patch,
@@ -647,6 +664,32 @@ def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: Residu
                        handoff: str = BLIND, rollout: int | None = None) -> Path:
     """Where an item's collected artifacts are kept, beside its trajectory."""
     return run_dir / "artifacts" / agent_slug(agent_name) / task.id / item_file_name(state, handoff, rollout)
+
+
+def item_agent_logs_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
+                        handoff: str = BLIND, rollout: int | None = None) -> Path:
+    """Where an item's agent keeps its own logs (a Harbor agent's /logs/agent, as Harbor keeps
+    them in its trial's `agent/`): under `agent/`, laid out as the artifacts are."""
+    return run_dir / "agent" / agent_slug(agent_name) / task.id / item_file_name(state, handoff, rollout)
+
+
+def _keep_agent_logs(run_dir: Path, logs_dir: Path, trajectory_path: str | None) -> tuple[str | None, str | None]:
+    """(the agent's logs directory, its ATIF trajectory), relative to the run directory, of
+    what the final attempt's agent left in `logs_dir`; the ATIF `trajectory.json` moves beside
+    the suite's trajectory as `<item>.atif.json` (one copy, found where the suite's is)."""
+    atif = logs_dir / "trajectory.json"
+    atif_path: str | None = None
+    if atif.is_file() and trajectory_path is not None:
+        kept = (run_dir / trajectory_path).with_suffix(".atif.json")
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(atif, kept)
+            atif_path = kept.relative_to(run_dir).as_posix()
+        except OSError:
+            pass  # a read-only or full results disk: not kept
+    if not logs_dir.is_dir() or not any(logs_dir.iterdir()):
+        return None, atif_path
+    return logs_dir.relative_to(run_dir).as_posix(), atif_path
 
 
 def item_verifier_log(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
