@@ -22,12 +22,14 @@ Docker backend only: the helper drives a container by id, and the local backend 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,34 +187,37 @@ class HarborAgent:
         container = container_id(session.environment)
         if container is None:
             raise ConfigError(f"--agent={self.spec} needs the docker backend: Harbor's agents drive a container")
-        with tempfile.TemporaryDirectory(prefix="swe-residual-harbor-") as scratch:
-            logs = Path(scratch)
+        helper = take_warm_helper(self.harbor_name)  # Harbor already imported: the item does not wait for it
+        # The next item's, importing while this one runs (its import is seconds; an item is longer).
+        prepare_warm_helper(self.harbor_name)
+        logs = helper.logs
+        try:
+            self._write_request(logs, "run", container, session.workdir, session.instruction,
+                                timeout_sec=session.budget.timeout_sec)
             # The helper times run() under the task's agent timeout and setup() under its own,
             # as Harbor does; it is killed only if it outlives both and its start-up.
-            budget = session.budget.timeout_sec
-            killed = self._call_helper(logs, "run", container, session.workdir, session.instruction,
-                                       budget + self.outside_budget_sec, timeout_sec=budget)
+            killed = helper.serve(logs / "request.json", session.budget.timeout_sec + self.outside_budget_sec)
             return self._collect(session, logs, killed)
+        finally:
+            shutil.rmtree(logs, ignore_errors=True)
 
-    def _call_helper(self, logs: Path, mode: str, container: str, workdir: str, instruction: str,
-                     kill_after_sec: float, timeout_sec: float | None = None) -> bool:
-        """The helper in `mode` on `container`, its files in `logs`, the agent's run() under
-        `timeout_sec`; whether it had to be killed at `kill_after_sec`."""
+    def _write_request(self, logs: Path, mode: str, container: str, workdir: str, instruction: str,
+                       timeout_sec: float | None = None) -> None:
         request = {"mode": mode, "container": container, "agent": self.harbor_name, "kwargs": self.kwargs,
                    "instruction": instruction, "logs_dir": str(logs), "workdir": workdir,
                    "session_id": f"swe-residual-{mode}-{container[:12]}", "timeout_sec": timeout_sec}
         (logs / "request.json").write_text(json.dumps(request))
-        env = {**os.environ, **_HELPER_ENV}
+
+    def _call_helper(self, logs: Path, mode: str, container: str, workdir: str, instruction: str,
+                     kill_after_sec: float) -> bool:
+        """The helper, started now, in `mode` on `container`, its files in `logs`; whether it
+        had to be killed at `kill_after_sec`."""
+        self._write_request(logs, mode, container, workdir, instruction)
         log = (logs / "helper.log").open("wb")  # its logging: read only when it left no result
-        with log, subprocess.Popen([str(harbor_python()), str(HELPER), str(logs / "request.json")], env=env,
-                                   start_new_session=True, stdout=log, stderr=subprocess.STDOUT) as process:
-            try:
-                process.wait(timeout=max(kill_after_sec, 1.0))
-                return False
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)  # its own session: the helper and what it started
-                process.wait()
-                return True
+        with log, subprocess.Popen([str(harbor_python()), str(HELPER), str(logs / "request.json")],
+                                   env={**os.environ, **_HELPER_ENV}, start_new_session=True, stdout=log,
+                                   stderr=subprocess.STDOUT) as process:
+            return wait_or_kill(process, kill_after_sec)
 
     def _collect(self, session: AgentSession, logs: Path, killed: bool) -> AgentResult:
         result = read_result(logs)
@@ -249,6 +254,83 @@ class HarborAgent:
             return AgentResult(AGENT_ERROR, message=f"{self.spec}: the helper process ended without a result\n{tail}",
                                cost=session.cost)
         return AgentResult(SUBMITTED, message=(trajectory.final_message if trajectory else None), cost=session.cost)
+
+
+def wait_or_kill(process: subprocess.Popen[bytes], kill_after_sec: float) -> bool:
+    """Wait for the helper; whether it had to be killed at `kill_after_sec`."""
+    try:
+        process.wait(timeout=max(kill_after_sec, 1.0))
+        return False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # its own session: the helper and what it started
+        process.wait()
+        return True
+
+
+@dataclass
+class WarmHelper:
+    """A helper started ahead of its item (`harbor_helper.py --warm NAME`): it imports Harbor
+    (seconds) while nothing waits, then serves one request. `logs` is its own scratch directory
+    (its `helper.log`, then the request's files), removed after the item."""
+
+    process: subprocess.Popen[bytes]
+    logs: Path
+
+    def serve(self, request: Path, kill_after_sec: float) -> bool:
+        """Hand it `request` and the suite's environment (the model's keys: through the pipe,
+        never a file); whether it had to be killed at `kill_after_sec`."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps({"request": str(request), "env": dict(os.environ)}) + "\n").encode())
+            self.process.stdin.close()
+        except OSError:
+            pass  # it ended already (its log says why: the item's "ended without a result")
+        return wait_or_kill(self.process, kill_after_sec)
+
+
+_WARM: dict[str, WarmHelper] = {}
+_WARM_LOCK = threading.Lock()
+
+
+def _start_warm_helper(harbor_name: str) -> WarmHelper:
+    logs = Path(tempfile.mkdtemp(prefix="swe-residual-harbor-"))
+    with (logs / "helper.log").open("wb") as log:
+        # Its stdin is the suite's pipe: when the suite ends, an unused helper reads EOF and ends.
+        process = subprocess.Popen([str(harbor_python()), str(HELPER), "--warm", harbor_name],
+                                   env={**os.environ, **_HELPER_ENV}, start_new_session=True,
+                                   stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+    return WarmHelper(process, logs)
+
+
+def prepare_warm_helper(harbor_name: str) -> None:
+    """Start the helper of the next item of `harbor_name`, unless one is waiting."""
+    with _WARM_LOCK:
+        if harbor_name not in _WARM:
+            _WARM[harbor_name] = _start_warm_helper(harbor_name)
+
+
+@atexit.register
+def stop_warm_helpers() -> None:
+    """End the helpers no item took (they read EOF and end) and remove their directories."""
+    with _WARM_LOCK:
+        waiting = list(_WARM.values())
+        _WARM.clear()
+    for helper in waiting:
+        if helper.process.stdin is not None:
+            helper.process.stdin.close()
+        wait_or_kill(helper.process, 5.0)
+        shutil.rmtree(helper.logs, ignore_errors=True)
+
+
+def take_warm_helper(harbor_name: str) -> WarmHelper:
+    """The waiting helper of `harbor_name` (one started now for the first item, or when it ended)."""
+    with _WARM_LOCK:
+        helper = _WARM.pop(harbor_name, None)
+    if helper is not None and helper.process.poll() is None:
+        return helper
+    if helper is not None:
+        shutil.rmtree(helper.logs, ignore_errors=True)
+    return _start_warm_helper(harbor_name)
 
 
 @dataclass(frozen=True)

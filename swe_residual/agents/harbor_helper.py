@@ -22,7 +22,8 @@ Usage: python harbor_helper.py --check NAME [MODEL [KWARGS-JSON]] (prints why th
 run, or null, what it needs installed, its setup timeout and the credentials its model lacks),
 or python harbor_helper.py REQUEST.json, where the request holds `mode` ("install" or "run"),
 `container`, `agent`, `kwargs`, `instruction`, `logs_dir`, `workdir`, `session_id` and
-`timeout_sec` (run()'s).
+`timeout_sec` (run()'s), or python harbor_helper.py --warm NAME, which imports Harbor first and
+then reads that request's path from stdin (`serve_warm`).
 """
 
 from __future__ import annotations
@@ -333,9 +334,41 @@ def main() -> int:
         kwargs = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
         print(json.dumps(check(sys.argv[2], model, kwargs)))
         return 0
-    request = json.loads(Path(sys.argv[1]).read_text())
-    result = asyncio.run(install(request) if request.get("mode") == "install" else run(request))
+    if sys.argv[1] == "--warm":  # `--warm NAME`: Harbor imported now, the request when an item starts
+        return serve_warm(sys.argv[2])
+    handle(Path(sys.argv[1]))
+    return 0
+
+
+def handle(request_path: Path) -> None:
+    """Serve one request, write its result and end the process at once: the event loop's and
+    the interpreter's shutdown (litellm's clients and threads: seconds) is nobody's time, and
+    a Harbor job would not pay it per trial."""
+    request = json.loads(request_path.read_text())
+    loop = asyncio.new_event_loop()
+    result = loop.run_until_complete(install(request) if request.get("mode") == "install" else run(request))
     Path(request["logs_dir"], "result.json").write_text(json.dumps(result, default=str))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def serve_warm(name: str) -> int:
+    """Import what running agent `name` needs, then wait for one request on stdin: a line of
+    JSON with the request file (`request`) and the suite's environment variables (`env`: the
+    model's keys, never written to a file). The import (seconds) is done before the item it
+    serves starts, as Harbor imports once per job. EOF (the suite ended) ends it."""
+    from harbor.models.agent.context import AgentContext  # noqa: F401 - imported now, used by run()
+
+    make_environment_class()
+    needs_install(agent_class(name))
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    order = json.loads(line)
+    os.environ.clear()
+    os.environ.update(order["env"])
+    handle(Path(order["request"]))
     return 0
 
 

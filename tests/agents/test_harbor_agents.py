@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -274,6 +275,10 @@ def test_harbor_nop_declares_done_with_an_empty_trajectory(harbor_ready, entry, 
     record = run_item(entry.task, None, resolve_agent("harbor:nop"), backend, options)
     assert (record["outcome"], record["termination"], record["agent"]) == ("failure", "submitted", "harbor:nop")
     assert record["steps"] == 0 and record["tokens"] is None
+    # The runner resolves the agent for every item: Harbor's check (its import, seconds) runs once.
+    started = time.monotonic()
+    resolve_agent("harbor:nop")
+    assert time.monotonic() - started < 0.5
 
 
 def test_the_local_backend_is_one_clear_error_per_item(harbor_ready, tmp_path: Path) -> None:
