@@ -25,6 +25,10 @@ TEST_STATUSES = ("passed", "failed", "skipped", "error")
 MAX_PATCH_BYTES = 64 * 1024 * 1024
 # What a predecessor said, kept beside state.toml when the source has it.
 TRAJECTORY_FILE, NOTES_FILE = "trajectory.jsonl", "notes.md"
+# Machine track: what the predecessor changed on the machine beyond its clean start (files,
+# packages, processes: environments/docker/machine_changes.py's MachineChanges), written by
+# Stage IV; Opened and Inspected are computed against its files.
+MACHINE_FILE = "machine.json"
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,21 @@ class ResidualState:
     # summary. Only non-blind handoff views show them (swe_residual/handoff/views.py).
     trajectory_path: Path | None = None
     notes_path: Path | None = None
+    machine_path: Path | None = None
+
+    def machine_paths(self) -> set[str] | None:
+        """The paths (absolute) the predecessor added, changed or deleted on the machine, from
+        `machine.json`; None when the state records none (a repo-track state, an older one)."""
+        if self.machine_path is None:
+            return None
+        try:
+            files = json.loads(self.machine_path.read_text(encoding="utf-8")).get("files")
+        except (OSError, ValueError, AttributeError):
+            return None
+        if not isinstance(files, dict):
+            return None
+        return {path for paths in files.values() if isinstance(paths, list)
+                for path in paths if isinstance(path, str) and path.startswith("/")}
 
     def read_patch(self) -> str:
         if self.patch_path is None:
@@ -244,6 +263,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
         live_processes=live_processes,
         trajectory_path=_optional_file(toml_path, path, TRAJECTORY_FILE),
         notes_path=_optional_file(toml_path, path, NOTES_FILE),
+        machine_path=_optional_file(toml_path, path, MACHINE_FILE) if track == Track.MACHINE else None,
     )
 
 

@@ -54,7 +54,7 @@ from swe_residual.environments.disk_usage import DiskReport, DiskWatcher, not_en
 from swe_residual.errors import DatasetError, EnvironmentLostByAgent, InfraError
 from swe_residual.handoff.views import BLIND, view_suffix
 from swe_residual.handoff.file import give_handoff
-from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.metrics.inherited import opened_and_inspected
 from swe_residual.environments.harness_git import CaptureFailed
 from swe_residual.states.patches import apply_patch, capture_patch
 from swe_residual.trial.record_model import (
@@ -559,11 +559,11 @@ def run_item(
         # file) may have opened anything: unknown (null), never "nothing" ([] / false).
         if final.actions_recorded:
             steps = [step.as_dict() for step in final.trajectory.steps]
-            predecessor_files = changed_files(inherited_patch) if inherited_patch else set()
-            candidates = set(reference_files or []) | predecessor_files
-            root = final.workdir or task.config.workdir or DEFAULT_WORKDIR
-            opened = sorted(opened_files(steps, candidates, root=root))
-            inspected_any = inspected(steps, predecessor_files, root=root) if state is not None else None
+            opened, inspected_any = opened_and_inspected(
+                steps, workdir=final.workdir or task.config.workdir or DEFAULT_WORKDIR, residual=state is not None,
+                predecessor_files=changed_files(inherited_patch) if inherited_patch else set(),
+                reference_files=reference_files,
+                machine_paths=state.machine_paths() if state is not None and task.track == Track.MACHINE else None)
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
             f"{item_file_name(state, options.handoff, options.rollout)}.json"
         )

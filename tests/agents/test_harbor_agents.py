@@ -181,9 +181,9 @@ def test_terminus_2_repairs_a_residual_state(harbor_ready, entry, backend, tmp_p
     record = run(entry, STATE, REPAIR, backend, tmp_path)
     assert (record["outcome"], record["termination"]) == ("success", "submitted"), record
     assert "target = /srv/backups/data" in record["_trajectory"]["steps"][0]["output"]
-    # computed from its trajectory (a machine-track state has no inherited patch to match files
-    # against: the suite's metrics see only `git status`/`git diff` there, which it did not run)
-    assert record["opened_files"] == [] and record["inspected"] is False
+    # computed from its trajectory against what the predecessor changed on the machine (the
+    # state's machine.json): it read the configuration the predecessor edited
+    assert record["opened_files"] == [CONF] and record["inspected"] is True
 
 
 def test_terminus_2_accepting_a_residual_state_fails_it(harbor_ready, entry, backend, tmp_path: Path) -> None:
