@@ -257,14 +257,19 @@ class HarborAgent:
 
 
 def wait_or_kill(process: subprocess.Popen[bytes], kill_after_sec: float) -> bool:
-    """Wait for the helper; whether it had to be killed at `kill_after_sec`."""
+    """Wait for the helper; whether it had to be killed at `kill_after_sec`. Either way nothing
+    it started outlives it (a `docker exec` under way when run() was cancelled)."""
     try:
         process.wait(timeout=max(kill_after_sec, 1.0))
-        return False
+        killed = False
     except subprocess.TimeoutExpired:
+        killed = True
+    try:
         os.killpg(process.pid, signal.SIGKILL)  # its own session: the helper and what it started
-        process.wait()
-        return True
+    except ProcessLookupError:
+        pass  # nothing left of it
+    process.wait()
+    return killed
 
 
 @dataclass

@@ -305,8 +305,12 @@ def test_run_is_stopped_at_the_time_limit_with_its_tokens(harbor_ready, entry, b
     # the three answered calls, as the server counted them (100/20 each): nothing lost at the limit
     assert record["tokens"] == {"prompt": 300, "completion": 60}
     assert record["atif_trajectory"] is not None
-    helpers = subprocess.run(["pgrep", "-f", "harbor_helper.py"], capture_output=True, text=True, check=False)
-    assert helpers.stdout.strip() == ""  # killed with its process group, nothing left
+    from swe_residual.agents import harbor_bridge
+
+    helpers = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "harbor_helper.py"], capture_output=True,
+                             text=True, check=False).stdout.split()
+    waiting = {str(helper.process.pid) for helper in harbor_bridge._WARM.values()}  # the next item's
+    assert set(helpers) - waiting == set()  # the item's helper ended, nothing of it left
 
 
 # The predecessor typed a ticker into its own tmux session and left it running in the foreground.
