@@ -55,15 +55,25 @@ class ResidualState:
     notes_path: Path | None = None
     machine_path: Path | None = None
 
+    def _machine(self) -> dict[str, Any]:
+        if self.machine_path is None:
+            return {}
+        try:
+            data = json.loads(self.machine_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def machine_digests(self) -> dict[str, str]:
+        """What each file the predecessor changed held when it left it (`machine.json`'s
+        `digests`: SHA-256, `dir`, `-` for deleted); {} when the state records none."""
+        digests = self._machine().get("digests")
+        return {k: v for k, v in digests.items() if isinstance(v, str)} if isinstance(digests, dict) else {}
+
     def machine_paths(self) -> set[str] | None:
         """The paths (absolute) the predecessor added, changed or deleted on the machine, from
         `machine.json`; None when the state records none (a repo-track state, an older one)."""
-        if self.machine_path is None:
-            return None
-        try:
-            files = json.loads(self.machine_path.read_text(encoding="utf-8")).get("files")
-        except (OSError, ValueError, AttributeError):
-            return None
+        files = self._machine().get("files")
         if not isinstance(files, dict):
             return None
         return {path for paths in files.values() if isinstance(paths, list)

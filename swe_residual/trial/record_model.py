@@ -308,6 +308,9 @@ class RunRecord:
     # `reward` is then 0 and `rewards` keeps the file's figures; written only when set.
     contradicted: str | None = None
     disk_limit: DiskLimit | None = None  # the task's storage_mb and how it was enforced; written only when set
+    # Machine track: the share of the predecessor's file changes (the state's machine.json) still
+    # as it left them when the agent stopped (Kept on this track); written only when set.
+    machine_kept: float | None = None
     # Not fields of the record itself: keys this model does not know, and the fields left out.
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = frozenset()
@@ -362,7 +365,7 @@ class RunRecord:
             artifacts=_strings(get("artifacts")) or (), verifier_environment=get("verifier_environment"),
             collect=tuple(get("collect") or ()), verifier_log=get("verifier_log"), harbor_trial=get("harbor_trial"),
             contradicted=get("contradicted"),
-            disk_limit=DiskLimit.from_json(get("disk_limit")),
+            disk_limit=DiskLimit.from_json(get("disk_limit")), machine_kept=get("machine_kept"),
             extra={key: value for key, value in data.items() if key not in _FIELD_NAMES},
             absent=frozenset(name for name in _JSON_FIELDS if name not in data and name not in _WRITTEN_WHEN_SET),
         )
@@ -383,7 +386,7 @@ def _rollout(value: Any) -> int:
 
 
 _JSON_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("extra", "absent"))
-_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "atif_trajectory",
+_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "atif_trajectory", "machine_kept",
                                "agent_logs"})
 
 #: What only the suite's own runner records: the budget, the machine state's restoration, the

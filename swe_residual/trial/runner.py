@@ -232,6 +232,7 @@ class _Attempt:
     notes: tuple[str, ...] = ()  # the harness's own notes on this attempt, for verifier_notes
     canary: Canary | None = None  # the clean state's verdict, when it was asked
     disk: DiskReport | None = None  # how `[environment] storage_mb` was enforced (None: the task sets none)
+    machine_kept: float | None = None  # machine track: share of the predecessor's file changes left as they were
 
     def summary(self) -> Attempt:
         return Attempt(self.number, self.outcome, self.termination, self.error, reverified=self.reverified,
@@ -466,6 +467,7 @@ def _one_attempt(
             # taken before the collect steps run and whatever the task's grading rule is.
             final_patch, capture_note = _capture(environment) if task.track == Track.REPO else (None, None)
             notes = (capture_note,) if capture_note else ()
+            machine_kept = _machine_kept(environment, state) if task.track == Track.MACHINE else None
             verify_started = time.monotonic()
             verification = _verify(backend, environment, task, acceptance, artifacts_dir)
         except EnvironmentLostByAgent as lost:
@@ -505,7 +507,7 @@ def _one_attempt(
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
                         submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record,
-                        disk=disk)
+                        disk=disk, machine_kept=machine_kept)
     finally:
         if isinstance(watch, DiskWatcher):
             watch.halt()  # already stopped, unless the attempt ended early (an engine failure)
@@ -620,10 +622,25 @@ def run_item(
         verifier_notes=tuple(verifier_notes),
         verifier_log=verifier_log,
         contradicted=_contradiction(final.verdict),
+        machine_kept=final.machine_kept,
         disk_limit=_disk_record(final.disk),
         **verification,
     )
     return redact(record.to_json(), secrets)
+
+
+def _machine_kept(environment: Any, state: ResidualState | None) -> float | None:
+    """The share of the predecessor's file changes (the state's machine.json) still as it left
+    them, read before the verifier runs; None without a record of them, or when they cannot be read."""
+    recorded = state.machine_digests() if state is not None else {}
+    if not recorded:
+        return None
+    from swe_residual.environments.docker.machine_changes import file_digests, unchanged_share
+
+    try:
+        return unchanged_share(recorded, file_digests(environment, sorted(recorded)))
+    except (InfraError, OSError):
+        return None
 
 
 def _contradiction(verdict: Verdict | None) -> str | None:

@@ -184,6 +184,7 @@ def test_terminus_2_repairs_a_residual_state(harbor_ready, entry, backend, tmp_p
     # computed from its trajectory against what the predecessor changed on the machine (the
     # state's machine.json): it read the configuration the predecessor edited
     assert record["opened_files"] == [CONF] and record["inspected"] is True
+    assert record["machine_kept"] == 1.0  # the predecessor's edit of the configuration still there
 
 
 def test_terminus_2_accepting_a_residual_state_fails_it(harbor_ready, entry, backend, tmp_path: Path) -> None:
