@@ -30,7 +30,7 @@ class OracleAgent:
     this way, under any grading rule.
 
     The suite's own choice, not Harbor's: on the repo track inherited work is
-    discarded first (`git reset --hard`, `git clean`), so the oracle proves the task solvable
+    discarded first (`git reset --hard` to the base commit, `git clean`), so the oracle proves the task solvable
     from the base; on the machine track it runs on top of the state, which solve.sh itself
     must bring to the solution. What would make a 0 silent is said in the run's message (the
     summary lists every start the oracle did not solve): a solve.sh that printed an error it
@@ -56,8 +56,10 @@ class OracleAgent:
 
     def run(self, session: AgentSession) -> AgentResult:
         if self._discards(session):
-            # The repo track: back to the clean base commit, inherited files and all.
-            reset = session.exec("git reset -q --hard HEAD && git clean -fdxq", timeout_sec=120)
+            # The repo track: back to the clean base commit, inherited files and commits and all
+            # (a state's committed part is a commit on top of the base: states/patches.py).
+            base = shlex.quote(session.environment.base_commit)
+            reset = session.exec(f"git reset -q --hard {base} && git clean -fdxq", timeout_sec=120)
             if reset.exit_code != 0:
                 return AgentResult(AGENT_ERROR, message=f"could not discard inherited work: {reset.output[-300:]}")
         solution = session.solution_dir

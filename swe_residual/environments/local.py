@@ -36,7 +36,7 @@ from swe_residual.environments.disk_usage import WATCHED, DiskMeter, tree_bytes
 from swe_residual.errors import DatasetError, InfraError
 from swe_residual.environments.clean_start import cached_clean_start
 from swe_residual.environments.harness_git import harness_git, tree_patch
-from swe_residual.states.patches import apply_patch
+from swe_residual.states.patches import apply_patch, commit_inherited
 from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import DEFAULT_WORKDIR, Task
 from swe_residual.verifier.environment import SHARED, plan_verifier_environment
@@ -307,6 +307,9 @@ class LocalBackend:
         if state is not None:
             try:
                 apply_patch(environment, state.read_patch(), source=str(state.patch_path), strict=True)
+                committed = state.read_committed_patch()
+                if committed is not None:
+                    commit_inherited(environment, committed, source=str(state.committed_patch_path))
             except BaseException:
                 environment.close()
                 raise

@@ -169,7 +169,9 @@ def paired_comparisons(records: Iterable[RecordLike], scopes: Sequence[str],
     Clean and Gap on their common tasks with t intervals over the per-task differences
     (:func:`swe_residual.metrics.intervals.paired_difference`); ``*_significant``: the
     interval excludes 0 (None without one); ``*_p``: the two-sided p-value; ``*_p_adjusted`` and
-    ``*_significant_adjusted``: after Holm's adjustment across the scope's pairs (:data:`FAMILY`)."""
+    ``*_significant_adjusted``: after Holm's adjustment across the scope's pairs (:data:`FAMILY`);
+    ``*_sd`` and ``*_detectable``: the spread of the per-task differences and the smallest
+    difference the pair's common tasks could detect (:mod:`swe_residual.metrics.power`)."""
     tables = _task_tables(records, scopes)
     alpha = 1.0 - uncertainty.confidence
     out: dict[str, list[dict[str, Any]]] = {}
@@ -186,6 +188,7 @@ def paired_comparisons(records: Iterable[RecordLike], scopes: Sequence[str],
             row["reason"] = d.reason
             for figure in PAIR_FIGURES:
                 row[f"{figure}_p"] = d.p_values.get(figure)
+                row[f"{figure}_sd"], row[f"{figure}_detectable"] = d.power.get(figure, (None, None))
             found.append(row)
         for figure in PAIR_FIGURES:  # one family per figure: the scope's pairs that have a p-value
             tested = [row for row in found if row[f"{figure}_p"] is not None]

@@ -48,6 +48,7 @@ __all__ = [
     "pass_at_k_rates",
     "pass_at_k_per_task",
     "disagreement",
+    "disagrees",
     "dropped_tasks",
     "short_starts",
     "UNKNOWN_PREDECESSOR",
@@ -313,7 +314,8 @@ def pass_at_k_rates(tasks: Sequence[TaskRuns], k: int) -> dict[str, Any]:
     return {"k": k, "residual": res, "clean": cln, "gap": _gap(cln, res), "n_tasks": len(per_task)}
 
 
-def _disagrees(outcomes: Sequence[int]) -> bool:
+def disagrees(outcomes: Sequence[int]) -> bool:
+    """Some of a start's rollouts succeeded and some failed."""
     return 0 < sum(outcomes) < len(outcomes)
 
 
@@ -325,6 +327,6 @@ def disagreement(tasks: Sequence[TaskRuns]) -> dict[str, Any]:
     cleans = [t.clean_outcomes for t in tasks if len(t.clean_outcomes) >= 2]
 
     def share(runs: list[tuple[int, ...]]) -> float | None:
-        return 100.0 * sum(map(_disagrees, runs)) / len(runs) if runs else None
+        return 100.0 * sum(map(disagrees, runs)) / len(runs) if runs else None
 
     return {"residual": share(states), "clean": share(cleans), "states": len(states), "clean_starts": len(cleans)}

@@ -1,26 +1,27 @@
-"""Uncertainty of the headline figures: the t interval over tasks (docs/uncertainty.md).
+"""Uncertainty of the headline figures: intervals over tasks (docs/uncertainty.md).
 
 Pure functions (no I/O, nothing random). For one agent and one scope, the task set T is the one
 the point estimates use (:func:`swe_residual.metrics.headline.task_table`); each task gives one
 value per figure, its states (and rollouts) averaged first, so the task is the unit:
 
-* Residual: the task's mean state outcome ``r``; Clean: its clean outcome ``c``; Gap: ``c - r``;
-  each the t interval of the mean (:func:`swe_residual.metrics.over_tasks.mean_interval`);
+* Residual: the task's mean state outcome ``r``; Clean: its clean outcome ``c``; each the score
+  interval over tasks (:func:`swe_residual.metrics.over_tasks.mean_interval`);
+* Gap: ``c - r`` per task, Newcombe's interval from the two rates' score intervals and their
+  correlation (:func:`~swe_residual.metrics.over_tasks.difference_interval`);
 * CondFail: the ratio ``sum(c (1 - r)) / sum(c)`` over the tasks solved from a clean start
-  (``c > 0``), its linearized t interval (:func:`~swe_residual.metrics.over_tasks.ratio_interval`),
+  (``c > 0``), its linearized score interval (:func:`~swe_residual.metrics.over_tasks.ratio_interval`),
   null with fewer than two such tasks.
 
-Every interval is clamped to the figure's range (0-100, the Gap -100-100); where a figure's
-per-task values are all equal the all-equal rule gives a bound of non-zero width (its name is in
-``all_equal``), and a rate near 0% or 100% is widened to contain its Wilson score interval (its
-name is in ``near_bound``). Fewer than two tasks: no interval, and the reason. Why this method: in
-the project's coverage study (``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md)
-it held 93-97% from 10 tasks up for the Gap and the pair differences, and for the rates away
-from 0%/100%, where the percentile bootstrap used before held 72-94% at 5-20 tasks.
+Every interval lies in the figure's range (0-100, the Gap -100-100); where a figure's per-task
+values are all equal the all-equal rule gives a bound of non-zero width (its name is in
+``all_equal``). Fewer than two tasks: no interval, and the reason. Why these methods: in the
+project's coverage study (``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md) each
+was the one nearest 95% from 10 tasks up among those measured.
 
-A paired comparison of two agents (:func:`paired_difference`) is the same t interval over the
+A paired comparison of two agents (:func:`paired_difference`) is the t interval over the
 per-task differences on their common tasks (what a task's difficulty adds to both cancels);
-its p-values feed Holm's adjustment (:mod:`swe_residual.metrics.comparison`).
+its p-values feed Holm's adjustment (:mod:`swe_residual.metrics.comparison`), and the smallest
+difference it could detect is stated (:mod:`swe_residual.metrics.power`).
 """
 
 from __future__ import annotations
@@ -29,14 +30,13 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from swe_residual.metrics.headline import TaskRuns
-from swe_residual.metrics.over_tasks import (
-    ALL_EQUAL, NEAR_BOUND, NEAR_BOUND_TASKS, Estimate, mean_interval, ratio_interval,
-)  # fmt: skip
+from swe_residual.metrics.over_tasks import ALL_EQUAL, Estimate, difference_interval, mean_interval, ratio_interval
+from swe_residual.metrics.power import NO_SPREAD, POWER, TOO_FEW, detectable, spread
 
 __all__ = [
-    "ALL_EQUAL_RULE", "NEAR_BOUND_RULE", "DEFAULT_CONFIDENCE", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FEW_SOLVED", "FIGURES", "METHOD",
-    "ONE_TASK", "NO_TASK", "Bound", "Intervals", "PairedDifference", "Uncertainty", "gap_of", "includes_zero",
-    "paired_difference", "task_intervals", "task_values",
+    "ALL_EQUAL_RULE", "DIFFERENCE_RULE", "GAP_RULE", "RATE_RULE", "DEFAULT_CONFIDENCE", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FEW_SOLVED", "FIGURES", "METHOD", "T_METHOD",
+    "ONE_TASK", "NO_TASK", "Bound", "Intervals", "PairedDifference", "Uncertainty", "gap_of", "gap_power", "includes_zero",
+    "paired_difference", "percent_bound", "scaled_power", "task_intervals", "task_values",
 ]  # fmt: skip
 
 DEFAULT_CONFIDENCE = 0.95
@@ -44,12 +44,16 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 #: the method every interval of a summary is made by (summary.json's ``uncertainty.method``)
-METHOD = "t-over-tasks"
+METHOD = "score-over-tasks"
+#: the method of the summaries written before the score interval (rates and Gap by the t interval)
+T_METHOD = "t-over-tasks"
 #: what the all-equal rule is, in words (summary.json's ``uncertainty.all_equal_rule``)
 ALL_EQUAL_RULE = "all per-task values equal v: [v - h, v + h] clamped, h = z^2 / (n + z^2)"
-#: what the near-bound rule is, in words (summary.json's ``uncertainty.near_bound_rule``)
-NEAR_BOUND_RULE = (f"a rate with fewer than {NEAR_BOUND_TASKS} tasks above 0% (or below 100%): widened to contain "
-                   "the Wilson score interval, tasks as trials")
+#: each kind of figure's rule, in words (summary.json's ``uncertainty``)
+RATE_RULE = ("Residual, Clean, CondFail, pass@K, Disagree: Wilson's score interval at the effective number of "
+             "tasks n_eff = p (1 - p) / se^2 with the t quantile of n - 1 degrees of freedom (0/1 values: at n, z)")
+GAP_RULE = "Gap: Newcombe's hybrid score interval of the paired difference Clean - Residual over tasks"
+DIFFERENCE_RULE = "a pair's differences: the t interval over the per-task differences on the common tasks"
 #: the figures that get an interval, in the order summary.json lists them
 FIGURES = ("residual", "clean", "gap", "cond_fail")
 ONE_TASK = "cannot be estimated from one task"
@@ -87,8 +91,10 @@ class Uncertainty:
                                   "seed": self.seed}
         if self.method == METHOD:
             out["unit"] = "task"
+            out["rate_rule"] = RATE_RULE
+            out["gap_rule"] = GAP_RULE
+            out["difference_rule"] = DIFFERENCE_RULE
             out["all_equal_rule"] = ALL_EQUAL_RULE
-            out["near_bound_rule"] = NEAR_BOUND_RULE
         return out
 
     def recomputed(self) -> Uncertainty:
@@ -110,8 +116,6 @@ class Intervals:
     reasons: Mapping[str, str] = field(default_factory=dict)
     #: the figures whose per-task values were all equal: their bound is the all-equal rule's
     all_equal: tuple[str, ...] = ()
-    #: the rates near 0% or 100% whose interval the score rule widened
-    near_bound: tuple[str, ...] = ()
 
     def get(self, figure: str) -> Bound | None:
         return getattr(self, figure)
@@ -133,7 +137,7 @@ class Intervals:
         reasons = raw.get("reasons")
         return cls(*(bound(raw.get(f)) for f in FIGURES), reason=raw.get("reason"),
                    reasons=dict(reasons) if isinstance(reasons, Mapping) else {},
-                   all_equal=tuple(raw.get("all_equal") or ()), near_bound=tuple(raw.get("near_bound") or ()))
+                   all_equal=tuple(raw.get("all_equal") or ()))
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {f: list(b) if (b := self.get(f)) is not None else None for f in FIGURES}
@@ -142,8 +146,6 @@ class Intervals:
             out["reasons"] = dict(self.reasons)
         if self.all_equal:
             out["all_equal"] = list(self.all_equal)
-        if self.near_bound:
-            out["near_bound"] = list(self.near_bound)
         return out
 
 
@@ -162,7 +164,8 @@ def task_values(task: TaskRuns) -> tuple[float, float]:
     return float(task.clean), sum(s.y for s in task.states) / len(task.states)
 
 
-def _percent(estimate: Estimate | None) -> Bound | None:
+def percent_bound(estimate: Estimate | None) -> Bound | None:
+    """An estimate's bound in percent (points); None without one."""
     return None if estimate is None else estimate.scaled(100.0).bound
 
 
@@ -181,16 +184,14 @@ def task_intervals(tasks: Mapping[Hashable, TaskRuns] | Sequence[TaskRuns],
     estimates = {
         "residual": mean_interval(residual, conf),
         "clean": mean_interval(clean, conf),
-        "gap": mean_interval([c - r for c, r in values], conf, -1.0, 1.0),
+        "gap": difference_interval(clean, residual, conf),
         "cond_fail": ratio_interval(clean, [1.0 - r for r in residual], conf),
     }
     reasons = {}
     if estimates["cond_fail"] is None and any(c > 0 for c in clean):
         reasons["cond_fail"] = FEW_SOLVED  # a point estimate from one solved task, no interval
     all_equal = tuple(f for f in FIGURES if (e := estimates[f]) is not None and e.rule == ALL_EQUAL)
-    near_bound = tuple(f for f in FIGURES if (e := estimates[f]) is not None and e.rule == NEAR_BOUND)
-    return Intervals(**{f: _percent(e) for f, e in estimates.items()}, reasons=reasons, all_equal=all_equal,
-                     near_bound=near_bound)
+    return Intervals(**{f: percent_bound(e) for f, e in estimates.items()}, reasons=reasons, all_equal=all_equal)
 
 
 def includes_zero(bound: Bound | None) -> bool | None:
@@ -216,6 +217,24 @@ class PairedDifference:
     reason: str | None = None
     #: {figure: p-value} of the differences that have an interval
     p_values: Mapping[str, float] = field(default_factory=dict)
+    #: {figure: (sd of the per-task differences, smallest detectable difference)} in points
+    #: (:mod:`swe_residual.metrics.power`; either None when it cannot be said)
+    power: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
+
+
+def scaled_power(values: Sequence[float], confidence: float) -> tuple[float | None, float | None]:
+    """(sd, smallest detectable mean) of per-task values (fractions), in points."""
+    sd, mde = spread(values), detectable(values, confidence)
+    return (None if sd is None else 100.0 * sd), (None if mde is None else 100.0 * mde)
+
+
+def gap_power(tasks: Mapping[Hashable, TaskRuns] | Sequence[TaskRuns], confidence: float) -> dict[str, object]:
+    """The smallest Gap one agent's run on one scope could detect (summary.json's ``power``):
+    ``{power, n_tasks, gap_sd, gap_detectable, reason}``, sd and Gap in points."""
+    gaps = [c - r for c, r in (task_values(t) for t in _ordered_tasks(tasks) if t.states)]
+    sd, mde = scaled_power(gaps, confidence)
+    reason = None if mde is not None else TOO_FEW if len(gaps) < 2 else NO_SPREAD
+    return {"power": POWER, "n_tasks": len(gaps), "gap_sd": sd, "gap_detectable": mde, "reason": reason}
 
 
 def paired_difference(a: str, tasks_a: Mapping[Hashable, TaskRuns], b: str, tasks_b: Mapping[Hashable, TaskRuns],
@@ -232,8 +251,9 @@ def paired_difference(a: str, tasks_a: Mapping[Hashable, TaskRuns], b: str, task
         diffs["gap"].append((ca - ra) - (cb - rb))
     point = {f: 100.0 * sum(v) / n if n else None for f, v in diffs.items()}
     estimates = {f: mean_interval(v, uncertainty.confidence, -1.0, 1.0) for f, v in diffs.items()}
-    bounds = {f: _percent(e) for f, e in estimates.items()}
+    bounds = {f: percent_bound(e) for f, e in estimates.items()}
     reason = NO_TASK if n == 0 else ONE_TASK if n == 1 else None
     return PairedDifference(a, b, n, point["residual"], bounds["residual"], point["clean"], bounds["clean"],
                             point["gap"], bounds["gap"], reason,
-                            {f: e.p_value for f, e in estimates.items() if e is not None})
+                            {f: e.p_value for f, e in estimates.items() if e is not None},
+                            {f: scaled_power(v, uncertainty.confidence) for f, v in diffs.items()})

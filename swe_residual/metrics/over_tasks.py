@@ -1,36 +1,46 @@
-"""The t interval over tasks: a mean (or a ratio) of per-task values, its standard error from
-the spread between tasks, and Student's t quantile with ``n - 1`` degrees of freedom.
+"""Intervals over tasks: a mean (or a ratio) of per-task values, its standard error from the
+spread between tasks, and the rule each kind of figure gets by measured coverage.
 
 Pure functions on per-task values as fractions (a success share in [0, 1], a difference of two
-in [-1, 1]); the callers turn them into percent. Why this method: the project's coverage study
-(``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md) measured it near the stated
-confidence from 10 tasks up (93-97% at 95%), where the percentile bootstrap fell short.
+in [-1, 1]); the callers turn them into percent. The task is the unit: a task's states (and
+rollouts) are averaged into its value first, so what they share never counts as independent
+evidence. Which rule each figure gets was chosen by the project's coverage study
+(``benchmarks/bench_interval_coverage.py``, docs/uncertainty.md): the one nearest 95% from 10
+tasks up among those measured; where it still misses 94-96%, docs/uncertainty.md says by how
+much and why.
 
-* **Mean** (Residual, Clean, Gap, a pair's differences, pass@K): ``m = mean(v)``,
-  ``se = sd(v) / sqrt(n)`` (``sd`` with ``n - 1``), ``m -/+ t(conf, n - 1) * se``, clamped to
-  the values' range. The task is the unit: a task's states (and rollouts) are averaged into its
-  value first, so what they share never counts as independent evidence.
-* **Ratio** (CondFail, the share of disagreeing rollouts): ``R = sum(w f) / sum(w)`` over the
-  ``m`` tasks with ``w > 0``; its linearized (delta-method) error is the spread of
-  ``z = w (f - R) / mean(w)``: ``se = sd(z) / sqrt(m)``, ``R -/+ t(conf, m - 1) * se``. With
-  every ``w = 1`` this is the mean interval of ``f``.
+* **Rates** (Residual, Clean, pass@K, the share of disagreeing rollouts; CondFail as a ratio):
+  the **score interval over tasks**. ``p`` the mean, ``se = sd / sqrt(n)`` (``sd`` with
+  ``n - 1``); the effective number of tasks ``n_eff = p (1 - p) / se^2`` (the tasks' spread
+  read as if they were Bernoulli trials: more than ``n`` when a task's value is an average of
+  several starts), and Wilson's score interval at ``n_eff`` with the two-sided t quantile
+  ``q = t(conf, n - 1)``: ``(p + q^2/2n_eff -/+ q sqrt(p(1-p)/n_eff + q^2/4n_eff^2)) /
+  (1 + q^2/n_eff)`` (Korn and Graubard's effective-sample-size interval, with Wilson's
+  interval in place of Clopper-Pearson's). Where every value is 0 or 1 the tasks are Bernoulli
+  trials and nothing about the spread is estimated: Wilson's interval at ``n`` with the normal
+  ``z``. Near 0% and 100% the interval is skewed the way the rate is, where the symmetric t
+  interval fell to 88% coverage in the study; in the middle it has the t interval's width.
+* **Gap** (one agent's Clean minus Residual, per task ``c - r``): **Newcombe's hybrid score
+  interval** for a paired difference, from the two rates' score intervals ``[l1, u1]`` of ``c``
+  and ``[l2, u2]`` of ``r`` (each at its ``n_eff`` with ``t``, 0/1 values too: ``n_eff = n - 1``
+  for them) and the correlation ``phi`` of ``c`` and ``r`` across tasks:
+  ``d - sqrt((p1 - l1)^2 + (u2 - p2)^2 - 2 phi (p1 - l1)(u2 - p2))`` to
+  ``d + sqrt((u1 - p1)^2 + (p2 - l2)^2 - 2 phi (u1 - p1)(p2 - l2))``. A Gap near 0 rests on
+  a handful of tasks whose Clean and Residual differ; the t interval of ``c - r`` collapsed
+  there (85% coverage at 10 tasks with fewer than 5 such tasks).
+* **A pair's differences** (agent a minus agent b per common task): the **t interval**
+  ``m -/+ t(conf, n - 1) se``, clamped to [-1, 1]; its p-value (the two-sided t test's) feeds
+  Holm's adjustment.
 * **All values equal** (every task solved, or none; a difference of 0 on every task): the
-  spread is 0 and the t interval would have no width, a bound no data can justify. The rule:
-  ``[v - h, v + h]`` clamped to the range, ``h = z^2 / (n + z^2)`` with ``z`` the normal
-  quantile, which is the Wilson score interval's upper end for 0 departures among ``n`` tasks
-  (``[0, h]`` for a rate of 0 is exactly Wilson's interval). It never has zero width.
-* **Near 0% or 100%** (a rate, in [0, 1], where fewer than :data:`NEAR_BOUND_TASKS` tasks have
-  a value above 0, or fewer below 1): the spread of a handful of non-zero tasks says little
-  about the rate, and the t interval fell to 86-89% coverage there in the study. The interval
-  is widened to contain the Wilson score interval of the mean with the tasks as trials
-  (``(p + z^2/2n -/+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)``), which holds its coverage
-  near the bounds. A rate of exactly 0 (or 1) on every task gets the same bound as the
-  all-equal rule below, so the two rules agree.
+  spread is 0 and an interval from it would have no width, a bound no data can justify. The
+  rule: ``[v - h, v + h]`` clamped to the range, ``h = z^2 / (n + z^2)``, Wilson's upper end
+  for 0 departures among ``n`` tasks (for a rate of 0 it is Wilson's interval itself). Never
+  zero width.
 * Fewer than two tasks: no interval (None), and the caller says why.
 
-The p-value of a mean against 0 (Holm's adjustment of the pairs) is the two-sided t test's,
-and under the all-equal rule the level at which ``[v - h, v + h]`` would just touch 0, so a
-difference is significant at a level exactly when its interval at that level excludes 0.
+The p-value of a mean against 0 is the two-sided t test's, and under the all-equal rule the
+level at which ``[v - h, v + h]`` would just touch 0, so a pair's difference is significant at
+a level exactly when its interval at that level excludes 0.
 """
 
 from __future__ import annotations
@@ -43,15 +53,15 @@ from statistics import NormalDist
 
 from swe_residual.metrics.tdist import normal_quantile, t_quantile, t_two_sided_p
 
-__all__ = ["ALL_EQUAL", "NEAR_BOUND", "NEAR_BOUND_TASKS", "T_RULE", "Estimate", "all_equal_half_width",
-           "mean_interval", "ratio_interval", "wilson"]
+__all__ = ["ALL_EQUAL", "NEWCOMBE", "SCORE", "T_RULE", "Estimate", "all_equal_half_width", "correlation",
+           "difference_interval", "mean_interval", "ratio_interval", "score", "wilson"]
 
-#: how an interval was made: from the spread between tasks, or by the all-equal rule
+#: how an interval was made: from the spread between tasks (t), the score interval over tasks,
+#: Newcombe's interval of a paired difference, or the all-equal rule
 T_RULE = "t"
+SCORE = "score"
+NEWCOMBE = "newcombe"
 ALL_EQUAL = "all-equal"
-NEAR_BOUND = "t+score"
-#: a rate with fewer tasks than this above 0 (or below 1) is near its bound (the score rule)
-NEAR_BOUND_TASKS = 5
 #: values closer than this are equal (outcomes are means of a few 0/1: exact in binary but for rounding)
 _EQUAL = 1e-12
 
@@ -101,66 +111,80 @@ def _all_equal_p(value: float, n: int) -> float:
     return 2.0 * (1.0 - NormalDist().cdf(z))
 
 
-def wilson(p: float, n: int, confidence: float) -> tuple[float, float]:
-    """The Wilson score interval of a share ``p`` of ``n`` trials."""
-    z = normal_quantile(confidence)
-    z2 = z * z
-    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = z * math.sqrt(max(0.0, p * (1 - p)) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+def score(p: float, n: float, q: float) -> tuple[float, float]:
+    """Wilson's score interval of a share ``p`` of ``n`` trials (``n`` need not be whole) at the
+    two-sided quantile ``q``, within [0, 1]."""
+    q2 = q * q
+    centre = (p + q2 / (2 * n)) / (1 + q2 / n)
+    half = q * math.sqrt(max(0.0, p * (1 - p)) / n + q2 / (4 * n * n)) / (1 + q2 / n)
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _near_bound(values: Sequence[float], lower: float, upper: float) -> bool:
-    if (lower, upper) != (0.0, 1.0):
-        return False  # a difference has no score interval: the rule is for rates
-    above = sum(1 for v in values if v > _EQUAL)
-    below = sum(1 for v in values if v < 1.0 - _EQUAL)
-    return above < NEAR_BOUND_TASKS or below < NEAR_BOUND_TASKS
-
-
-def _widened(estimate: Estimate, values: Sequence[float], confidence: float) -> Estimate:
-    """The near-bound rule: the interval widened to contain Wilson's (module docstring)."""
-    if estimate.rule == ALL_EQUAL or not _near_bound(values, 0.0, 1.0):
-        return estimate
-    low, high = wilson(estimate.value, estimate.n, confidence)
-    return Estimate(estimate.value, min(estimate.low, low), max(estimate.high, high), estimate.n, estimate.se,
-                    NEAR_BOUND, estimate.p_value)
+def wilson(p: float, n: int, confidence: float) -> tuple[float, float]:
+    """The Wilson score interval of a share ``p`` of ``n`` trials."""
+    return score(p, n, normal_quantile(confidence))
 
 
 def _clamp(value: float, lower: float, upper: float) -> float:
     return min(upper, max(lower, value))
 
 
+def _sd(deviations: Sequence[float]) -> float:
+    n = len(deviations)
+    mean = sum(deviations) / n
+    return math.sqrt(sum((d - mean) ** 2 for d in deviations) / (n - 1))
+
+
+def _all_equal(center: float, n: int, confidence: float, lower: float, upper: float) -> Estimate:
+    h = all_equal_half_width(n, confidence)
+    return Estimate(center, _clamp(center - h, lower, upper), _clamp(center + h, lower, upper), n, 0.0,
+                    ALL_EQUAL, _all_equal_p(center, n))
+
+
+def _spread_free(deviations: Sequence[float]) -> bool:
+    return max(deviations) - min(deviations) <= _EQUAL
+
+
 def _from_spread(center: float, deviations: Sequence[float], n: int, confidence: float,
-                 lower: float, upper: float) -> Estimate:
-    if max(deviations) - min(deviations) <= _EQUAL:
-        h = all_equal_half_width(n, confidence)
-        return Estimate(center, _clamp(center - h, lower, upper), _clamp(center + h, lower, upper), n, 0.0,
-                        ALL_EQUAL, _all_equal_p(center, n))
-    mean_dev = sum(deviations) / n
-    sd = math.sqrt(sum((d - mean_dev) ** 2 for d in deviations) / (n - 1))
-    se = sd / math.sqrt(n)
+                 lower: float, upper: float, binary: bool = False) -> Estimate:
+    """The interval of ``center`` from the spread of the tasks' ``deviations``: the all-equal
+    rule without spread, the score interval for a rate (``[lower, upper] = [0, 1]``), else t."""
+    if _spread_free(deviations):
+        return _all_equal(center, n, confidence, lower, upper)
+    se = _sd(deviations) / math.sqrt(n)
+    p_value = t_two_sided_p(center / se, n - 1)
+    if (lower, upper) == (0.0, 1.0):
+        if binary:  # Bernoulli trials: nothing about the spread is estimated
+            low, high = wilson(center, n, confidence)
+        else:
+            low, high = score(center, center * (1 - center) / (se * se), _t(confidence, n - 1))
+        return Estimate(center, low, high, n, se, SCORE, p_value)
     half = _t(confidence, n - 1) * se
     return Estimate(center, _clamp(center - half, lower, upper), _clamp(center + half, lower, upper), n, se, T_RULE,
-                    t_two_sided_p(center / se, n - 1))
+                    p_value)
+
+
+def _binary(values: Sequence[float]) -> bool:
+    return all(v <= _EQUAL or v >= 1.0 - _EQUAL for v in values)
 
 
 def mean_interval(values: Sequence[float], confidence: float, lower: float = 0.0,
                   upper: float = 1.0) -> Estimate | None:
-    """The t interval of the mean of per-task ``values`` in ``[lower, upper]`` (module
-    docstring); None with fewer than two tasks."""
+    """The interval of the mean of per-task ``values`` in ``[lower, upper]``: the score interval
+    over tasks for a rate (``[0, 1]``), the t interval for a difference (module docstring);
+    None with fewer than two tasks."""
     n = len(values)
     if n < 2:
         return None
     mean = sum(values) / n
-    estimate = _from_spread(mean, list(values), n, confidence, lower, upper)
-    return _widened(estimate, values, confidence) if (lower, upper) == (0.0, 1.0) else estimate
+    return _from_spread(mean, list(values), n, confidence, lower, upper, binary=_binary(values))
 
 
 def ratio_interval(weights: Sequence[float], values: Sequence[float], confidence: float,
                    lower: float = 0.0, upper: float = 1.0) -> Estimate | None:
-    """The interval of ``sum(w f) / sum(w)`` over the tasks with ``w > 0`` (module docstring);
-    None with fewer than two such tasks."""
+    """The interval of ``sum(w f) / sum(w)`` over the ``m`` tasks with ``w > 0``: its linearized
+    (delta-method) error, the spread of ``z = w (f - R) / mean(w)``, then the rule of a mean
+    (module docstring); None with fewer than two such tasks."""
     pairs = [(w, f) for w, f in zip(weights, values, strict=True) if w > 0]
     m = len(pairs)
     if m < 2:
@@ -169,5 +193,42 @@ def ratio_interval(weights: Sequence[float], values: Sequence[float], confidence
     ratio = sum(w * f for w, f in pairs) / total
     mean_w = total / m
     deviations = [w * (f - ratio) / mean_w for w, f in pairs]
-    estimate = _from_spread(ratio, deviations, m, confidence, lower, upper)
-    return _widened(estimate, [f for _, f in pairs], confidence) if (lower, upper) == (0.0, 1.0) else estimate
+    binary = all(w == 1.0 for w, _ in pairs) and _binary([f for _, f in pairs])
+    return _from_spread(ratio, deviations, m, confidence, lower, upper, binary=binary)
+
+
+def correlation(first: Sequence[float], second: Sequence[float]) -> float:
+    """Pearson's correlation of two per-task series; 0 when either has no spread."""
+    n = len(first)
+    m1, m2 = sum(first) / n, sum(second) / n
+    s11 = sum((x - m1) ** 2 for x in first)
+    s22 = sum((y - m2) ** 2 for y in second)
+    if s11 <= _EQUAL or s22 <= _EQUAL:
+        return 0.0
+    s12 = sum((x - m1) * (y - m2) for x, y in zip(first, second))
+    return _clamp(s12 / math.sqrt(s11 * s22), -1.0, 1.0)
+
+
+def difference_interval(first: Sequence[float], second: Sequence[float], confidence: float) -> Estimate | None:
+    """Newcombe's hybrid score interval of ``mean(first) - mean(second)``, two rates measured on
+    the same tasks (module docstring), within [-1, 1]; the all-equal rule when every task's
+    difference is the same; None with fewer than two tasks."""
+    n = len(first)
+    if n < 2:
+        return None
+    diffs = [x - y for x, y in zip(first, second, strict=True)]
+    d = sum(diffs) / n
+    if _spread_free(diffs):
+        return _all_equal(d, n, confidence, -1.0, 1.0)
+    # Each rate's score interval at its effective number of tasks with t, 0/1 values too: with
+    # Wilson's z interval for 0/1 values the Gap covered 92-93% at 10 tasks in the study
+    one = _from_spread(sum(first) / n, list(first), n, confidence, 0.0, 1.0)
+    two = _from_spread(sum(second) / n, list(second), n, confidence, 0.0, 1.0)
+    phi = correlation(first, second)
+    below_1, above_1 = one.value - one.low, one.high - one.value
+    below_2, above_2 = two.value - two.low, two.high - two.value
+    low = d - math.sqrt(max(0.0, below_1 ** 2 + above_2 ** 2 - 2 * phi * below_1 * above_2))
+    high = d + math.sqrt(max(0.0, above_1 ** 2 + below_2 ** 2 - 2 * phi * above_1 * below_2))
+    se = _sd(diffs) / math.sqrt(n)
+    return Estimate(d, _clamp(low, -1.0, 1.0), _clamp(high, -1.0, 1.0), n, se, NEWCOMBE,
+                    t_two_sided_p(d / se, n - 1))

@@ -16,8 +16,8 @@ from typing import Any
 
 from swe_residual.summary.model import OVERALL, Comparison, Summary, as_summary
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, PAIRS, PREDECESSOR, RANKS,
-    TRACK, UNSOLVED, Align, Column, Format,
+    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, NOISE_NOTE, PAIRS, POWER,
+    POWER_NOTE, PREDECESSOR, RANKS, ROLLOUT_NOISE, TRACK, UNSOLVED, Align, Column, Format,
     Scopes, Table, pct, rank_rows,
 )  # fmt: skip
 
@@ -33,6 +33,7 @@ __all__ = [
     "infra_section",
     "left_out_section",
     "pct",
+    "power_section",
     "predecessor_table",
     "scopes",
     "table",
@@ -177,6 +178,20 @@ def left_out_section(summary: Summary | Mapping[str, Any]) -> list[str]:
     return [heading(3, "left-out", LEFT_OUT.title),
             '<p class="note">Tasks no figure counts, starts left out of pass@K and figures without an interval, '
             "with why.</p>", html_table(LEFT_OUT, rows)]
+
+
+def power_section(summary: Summary | Mapping[str, Any]) -> list[str]:
+    """The smallest Gap and pair difference the run could detect; with rollouts, the rollout noise."""
+    s = as_summary(summary)
+    out = []
+    rows = POWER.rows_of(s)
+    if rows:
+        out += [heading(3, "power", POWER.title), f'<p class="note">{e(POWER_NOTE)}</p>', html_table(POWER, rows)]
+    noise = ROLLOUT_NOISE.rows_of(s)
+    if noise:
+        out += [heading(3, "rollout-noise", ROLLOUT_NOISE.title), f'<p class="note">{e(NOISE_NOTE)}</p>',
+                html_table(ROLLOUT_NOISE, noise)]
+    return out
 
 
 def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:

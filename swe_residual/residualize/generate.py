@@ -26,7 +26,7 @@ from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.residualize.predecessors import Predecessor
 from swe_residual.residualize.recording import RecordingBackend
-from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
+from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.trial.values import Track
 
@@ -154,6 +154,7 @@ def _run_one(work: Workdir, ref: RunRef, task: Any, predecessor: Predecessor, ba
         infra_retries=infra_retries,
         # The predecessor's own budget, whatever the task's evaluation budget is.
         timeout_multiplier=timeout_sec / task.config.agent_timeout_sec,
+        capture_commits=True,
     )
     try:
         record = run_item(task, None, predecessor.factory(task.id), recorder, options)
@@ -162,6 +163,9 @@ def _run_one(work: Workdir, ref: RunRef, task: Any, predecessor: Predecessor, ba
     if task.track == Track.REPO:
         payload = (record.get("final_patch") or "").encode("utf-8", errors="surrogateescape")
         write_bytes(run_dir / PATCH, payload)
+        committed = record.get("committed_patch")
+        if committed:  # a task graded on committed work sees only this part (states/patches.py)
+            write_bytes(run_dir / COMMITTED, committed.encode("utf-8", errors="surrogateescape"))
     else:
         payload = "".join(json.dumps(entry, ensure_ascii=True) + "\n" for entry in recorder.log).encode("ascii")
         write_bytes(run_dir / COMMANDS, payload)

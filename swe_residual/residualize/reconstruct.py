@@ -56,7 +56,7 @@ from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import RULES
 from swe_residual.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
-from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir, write_bytes
+from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RunRef, Workdir, write_bytes
 from swe_residual.residualize.review_machine import machine_changes_path, replay_changes
 from swe_residual.states.state import MACHINE_FILE, ResidualState, load_state
 from swe_residual.dataset.task import Task
@@ -106,8 +106,12 @@ def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
     payload_name = PATCH if task.track == Track.REPO else COMMANDS
     write_bytes(directory / payload_name, work.payload(ref))
     key = "patch" if task.track == Track.REPO else "commands"
-    (directory / "state.toml").write_text(tomlwrite.dumps(
-        {"schema": STATE_SCHEMA, "track": task.track, "predecessor": ref.predecessor, key: payload_name}))
+    fields = {"schema": STATE_SCHEMA, "track": task.track, "predecessor": ref.predecessor, key: payload_name}
+    committed = work.committed(ref)
+    if committed is not None:
+        write_bytes(directory / COMMITTED, committed)
+        fields["committed_patch"] = COMMITTED
+    (directory / "state.toml").write_text(tomlwrite.dumps(fields))
     return directory
 
 
@@ -194,6 +198,7 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
         "predecessor": ref.predecessor,
         "source_run": f"residualize:{ref.relative}",
         ("patch" if outcome.track == Track.REPO else "commands"): PATCH if outcome.track == Track.REPO else COMMANDS,
+        **({"committed_patch": COMMITTED} if record.get("committed_patch") else {}),
         "prior_attempt": {
             "submitted": bool(record.get("submitted")),
             "termination": record.get("termination"),
@@ -335,6 +340,9 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dic
         directory.mkdir(parents=True, exist_ok=True)
         payload_name = PATCH if outcome.track == Track.REPO else COMMANDS
         write_bytes(directory / payload_name, work.payload(ref))
+        committed = work.committed(ref)
+        if committed is not None:
+            write_bytes(directory / COMMITTED, committed)
         text = state_toml(outcome, work.record(ref), config, rules)
         write_bytes(directory / "state.toml", text.encode("utf-8"))
         for name, data in predecessor_files(work.run_dir(ref), work.record(ref)).items():

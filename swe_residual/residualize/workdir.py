@@ -26,6 +26,7 @@ from swe_residual.errors import ConfigError
 
 RECORD = "record.json"
 PATCH = "changes.patch"
+COMMITTED = "committed.patch"  # repo track: the part of changes.patch the predecessor had committed
 COMMANDS = "commands.jsonl"
 
 
@@ -75,6 +76,11 @@ class Workdir:
             if (run / name).is_file():
                 return (run / name).read_bytes()
         return b""
+
+    def committed(self, ref: RunRef) -> bytes | None:
+        """What the predecessor had committed (repo track), or None when it committed nothing."""
+        path = self.run_dir(ref) / COMMITTED
+        return path.read_bytes() if path.is_file() else None
 
     def runs(self) -> list[RunRef]:
         """Every recorded run, in generation order (task, predecessor order, attempt)."""

@@ -5,7 +5,7 @@
 to `overall`; `TRACK:VALUE` applies to one track. Every agent in the summary must pass.
 
 `--gate-on=point` (the default) compares the point estimate; `--gate-on=bound` compares the
-pessimistic end of its interval (summary.json's `intervals`, the t interval over tasks): the
+pessimistic end of its interval (summary.json's `intervals`, docs/uncertainty.md): the
 Residual's lower bound, the Gap's upper bound, so a gate passes only when the figure clears the
 threshold beyond its noise. A bound a release cannot trust fails the gate, closed, as a figure
 that was not measured does, and the line says why: fewer tasks than `--gate-min-tasks`

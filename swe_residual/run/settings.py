@@ -310,12 +310,12 @@ SETTINGS: tuple[Setting, ...] = (
             ini="residual_confidence", ini_help="confidence level of the intervals (0 < C < 1)",
             default=DEFAULT_CONFIDENCE, parse=parse_confidence),
     Setting("--bootstrap-resamples", "bootstrap_resamples",
-            f"resamples of a bootstrap (default {DEFAULT_RESAMPLES}; recorded, unused by the t interval over tasks)",
+            f"resamples of a bootstrap (default {DEFAULT_RESAMPLES}; recorded, unused by the intervals over tasks)",
             metavar="N",
             ini="residual_bootstrap_resamples", ini_help="resamples of the bootstrap over tasks",
             default=DEFAULT_RESAMPLES, parse=parse_positive_int),
     Setting("--bootstrap-seed", "bootstrap_seed",
-            f"seed of a bootstrap's random generator (default {DEFAULT_SEED}; recorded, unused by the t interval "
+            f"seed of a bootstrap's random generator (default {DEFAULT_SEED}; recorded, unused by the intervals "
             "over tasks)", metavar="SEED",
             ini="residual_bootstrap_seed", ini_help="seed of the bootstrap's random generator",
             default=DEFAULT_SEED, parse=int),

@@ -1,7 +1,8 @@
 """Residual States: `residual/<state-id>/state.toml` beside a task (DESIGN §4).
 
 A repo-track state carries `changes.patch` (everything the predecessor left, against the base
-commit); a machine-track state carries `commands.jsonl` (the ordered terminal interactions).
+commit) and, when the predecessor committed, `committed.patch` (the part it had committed, named
+by `committed_patch`: a start makes it one commit on top of the base); a machine-track state carries `commands.jsonl` (the ordered terminal interactions).
 `[validation]` holds what Stage IV measured: the verdict and the per-test statuses of the state.
 """
 
@@ -53,6 +54,10 @@ class ResidualState:
     # summary. Only non-blind handoff views show them (swe_residual/handoff/views.py).
     trajectory_path: Path | None = None
     notes_path: Path | None = None
+    # Repo track, `committed_patch`: the part of the changes the predecessor had committed; a
+    # start makes it one commit on top of the base (states/patches.py `commit_inherited`).
+    committed_patch_path: Path | None = None
+    # Machine track, `machine.json` beside state.toml (MACHINE_FILE): what the predecessor changed.
     machine_path: Path | None = None
 
     def _machine(self) -> dict[str, Any]:
@@ -83,6 +88,12 @@ class ResidualState:
         if self.patch_path is None:
             return ""
         return self.patch_path.read_bytes().decode("utf-8", errors="surrogateescape")
+
+    def read_committed_patch(self) -> str | None:
+        """What the predecessor had committed (its HEAD against the base), when it committed."""
+        if self.committed_patch_path is None:
+            return None
+        return self.committed_patch_path.read_bytes().decode("utf-8", errors="surrogateescape")
 
     def read_commands(self) -> list[dict[str, Any]]:
         """The commands to replay, checked again (the file may have changed since load)."""
@@ -226,16 +237,14 @@ def load_state(task: Task, path: Path) -> ResidualState:
     if not predecessor:
         raise DatasetError(toml_path, "names no predecessor", field="predecessor")
     patch_path = commands_path = None
+    committed_path = None
     if track == Track.REPO:
-        patch_path = path / reader.get("patch", str, "changes.patch")
-        _check_inside(toml_path, path, patch_path, "patch")
-        if not patch_path.is_file():
-            raise DatasetError(patch_path, "file is missing (the predecessor's changes)", field="patch")
-        size = patch_path.stat().st_size
-        if size > MAX_PATCH_BYTES:
-            raise DatasetError(patch_path, f"patch of {size} bytes exceeds the {MAX_PATCH_BYTES} byte limit")
-        # Rejected at load, so a hostile patch never reaches any backend.
-        check_patch_text(patch_path.read_bytes().decode("utf-8", errors="surrogateescape"), source=str(patch_path))
+        patch_path = _patch_file(toml_path, path, reader.get("patch", str, "changes.patch"), "patch",
+                                 "the predecessor's changes")
+        committed_name = reader.get("committed_patch", str, None)
+        if committed_name is not None:
+            committed_path = _patch_file(toml_path, path, committed_name, "committed_patch",
+                                         "what the predecessor committed")
     else:
         commands_path = path / reader.get("commands", str, "commands.jsonl")
         _check_inside(toml_path, path, commands_path, "commands")
@@ -265,6 +274,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
         predecessor=predecessor,
         source_run=reader.get("source_run", str, ""),
         patch_path=patch_path,
+        committed_patch_path=committed_path,
         commands_path=commands_path,
         initial_tests=dict(tests) if tests is not None else None,
         prior_steps=steps,
@@ -284,6 +294,21 @@ def _optional_file(toml_path: Path, state_dir: Path, name: str) -> Path | None:
     # A symlink out of the state would hand a host file to the agent: refused at load.
     _check_inside(toml_path, state_dir, candidate, name)
     return candidate
+
+
+
+def _patch_file(toml_path: Path, path: Path, name: str, field: str, what: str) -> Path:
+    """A patch file of the state, checked at load: inside the state, present, within the size
+    limit, and safe to apply (a hostile patch never reaches any backend)."""
+    patch_path = path / name
+    _check_inside(toml_path, path, patch_path, field)
+    if not patch_path.is_file():
+        raise DatasetError(patch_path, f"file is missing ({what})", field=field)
+    size = patch_path.stat().st_size
+    if size > MAX_PATCH_BYTES:
+        raise DatasetError(patch_path, f"patch of {size} bytes exceeds the {MAX_PATCH_BYTES} byte limit")
+    check_patch_text(patch_path.read_bytes().decode("utf-8", errors="surrogateescape"), source=str(patch_path))
+    return patch_path
 
 
 def _check_inside(toml_path: Path, state_dir: Path, target: Path, field_name: str) -> None:

@@ -9,37 +9,95 @@ Nothing is rounded in the summary dict; only the renderers round.
 from __future__ import annotations
 
 import textwrap
-
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
 from swe_residual.agents.identity import check_agent_configs
-from swe_residual.metrics.comparison import clip_left, comparison, headline_line
-from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.handoff.metrics import primary_records
+from swe_residual.handoff.summary import (
+    handoff_markdown,
+    handoff_summary,
+    handoff_terminal,
+)
+from swe_residual.metrics.acceptance import acceptance_bias
+from swe_residual.metrics.comparison import clip_left, comparison, headline_line
 from swe_residual.metrics.headline import (
-    Record, RecordLike, dropped_tasks, headline, is_excluded, pass_at_k_per_task, short_starts, task_table,
+    Record,
+    RecordLike,
+    dropped_tasks,
+    headline,
+    is_excluded,
+    pass_at_k_per_task,
+    short_starts,
+    task_table,
 )  # fmt: skip
-from swe_residual.metrics.intervals import METHOD, Uncertainty, task_intervals
-from swe_residual.metrics.over_tasks import mean_interval
+from swe_residual.metrics.intervals import (
+    METHOD,
+    T_METHOD,
+    Uncertainty,
+    gap_power,
+    percent_bound,
+    task_intervals,
+)
+from swe_residual.metrics.over_tasks import difference_interval, mean_interval
+from swe_residual.metrics.rollout_noise import disagreement_intervals, variance_splits
+from swe_residual.run.status import (
+    partial_text,
+    skipped_markdown,
+    skipped_terminal,
+    status_markdown,
+)
+from swe_residual.summary.fidelity import (
+    fidelity_markdown,
+    fidelity_summary,
+    fidelity_terminal,
+)
+from swe_residual.summary.model import (
+    AgentInfra,
+    AgentSummary,
+    Comparison,
+    HandoffView,
+    Infra,
+    OracleSummary,
+    ScopeMetrics,
+    Summary,
+    as_summary,
+)  # fmt: skip
+from swe_residual.summary.names import distinct_names
 from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_summary
+from swe_residual.summary.render import (
+    markdown_table,
+    md_cell,
+    terminal_across,
+    terminal_table,
+)
+from swe_residual.summary.tables import (
+    ACCEPTANCE,
+    AGENT,
+    CLEAN,
+    CONTRADICTED,
+    EXCLUDED,
+    FAILED_ITEMS,
+    HEADLINE,
+    LEFT_OUT,
+    NOISE_NOTE,
+    PAIRS,
+    POWER,
+    POWER_NOTE,
+    PREDECESSOR,
+    PREDECESSOR_NAME,
+    RESIDUAL,
+    ROLLOUT_NOISE,
+    PredecessorRow,
+    Scopes,
+    excluded_groups,
+    state_label,
+)  # fmt: skip
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Termination, Track
-from swe_residual.summary.names import distinct_names
-from swe_residual.run.status import partial_text, skipped_markdown, skipped_terminal, status_markdown
-from swe_residual.summary.fidelity import fidelity_markdown, fidelity_summary, fidelity_terminal
-from swe_residual.handoff.summary import handoff_markdown, handoff_summary, handoff_terminal
-from swe_residual.summary.model import (
-    AgentInfra, AgentSummary, Comparison, HandoffView, Infra, OracleSummary, ScopeMetrics, Summary, as_summary,
-)  # fmt: skip
-from swe_residual.summary.render import markdown_table, md_cell, terminal_across, terminal_table
-from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CLEAN, CONTRADICTED, EXCLUDED, HEADLINE, LEFT_OUT, PAIRS, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL,
-    FAILED_ITEMS,
-    PredecessorRow, Scopes, excluded_groups, state_label,
-)  # fmt: skip
 
 __all__ = [
     "ACCEPTANCE_TRACK", "DURATION_KEYS", "SCHEMA", "build_summary", "in_agent_order", "infra_summary",
@@ -156,18 +214,22 @@ def _block(records: Sequence[Record], *, pooled: bool, uncertainty: Uncertainty)
     else:
         block["acceptance_bias"] = acceptance_bias(records)
     block["intervals"] = task_intervals(tasks, uncertainty).to_json()
+    block["power"] = gap_power(tasks, uncertainty.confidence)
     block["dropped"] = dropped_tasks(records, key_by_track=pooled)
     passes = block.get("pass_at_k")
-    if passes is not None:  # with rollouts: pass@K's intervals, and the starts it leaves out
+    if passes is not None:  # with rollouts: pass@K's intervals, the starts it leaves out, the noise
         k = passes["k"]
-        per_task = pass_at_k_per_task(list(tasks.values()), k)
+        runs = list(tasks.values())
+        per_task = pass_at_k_per_task(runs, k)
         conf = uncertainty.confidence
         estimates = {"residual": mean_interval([r for _, r in per_task], conf),
                      "clean": mean_interval([c for c, _ in per_task], conf),
-                     "gap": mean_interval([c - r for c, r in per_task], conf, -1.0, 1.0)}
-        passes["intervals"] = {f: list(e.scaled(100.0).bound) if e is not None else None
-                               for f, e in estimates.items()}
-        block["short_starts"] = short_starts(list(tasks.values()), k)
+                     "gap": difference_interval([c for c, _ in per_task], [r for _, r in per_task], conf)}
+        passes["intervals"] = {f: percent_bound(e) for f, e in estimates.items()}
+        block["short_starts"] = short_starts(runs, k)
+        block["disagreement"]["intervals"] = {
+            f: percent_bound(e) for f, e in disagreement_intervals(runs, conf).items()}
+        block["rollout_variance"] = variance_splits(runs)
     return block
 
 
@@ -315,15 +377,19 @@ TERMINAL_LEGEND = (
 
 
 def uncertainty_line(summary: Summary) -> str | None:
-    """What the brackets are, e.g. ``[low, high]: 95% t interval over tasks (t-over-tasks)``;
-    None for a summary without intervals."""
+    """What the brackets are, e.g. ``[low, high]: 95% score/Newcombe/t intervals over tasks
+    (score-over-tasks, docs/uncertainty.md)``: rates by the score interval, the Gap by
+    Newcombe's, a pair's differences by t; None for a summary without intervals."""
     u = summary.uncertainty
     if u is None:
         return None
-    if u.method != METHOD:  # an older summary, read back: say what made its bounds
-        return (f"[low, high]: {100 * u.confidence:g}% paired bootstrap interval over tasks "
-                f"({u.resamples} resamples, seed {u.seed})")
-    return f"[low, high]: {100 * u.confidence:g}% t interval over tasks ({u.method}, docs/uncertainty.md)"
+    conf = f"{100 * u.confidence:g}%"
+    if u.method == METHOD:
+        return f"[low, high]: {conf} score/Newcombe/t intervals over tasks ({u.method}, docs/uncertainty.md)"
+    if u.method == T_METHOD:  # a summary of the method before the score interval, read back
+        return f"[low, high]: {conf} t interval over tasks ({u.method}, docs/uncertainty.md)"
+    # an older summary, read back: say what made its bounds
+    return f"[low, high]: {conf} paired bootstrap interval over tasks ({u.resamples} resamples, seed {u.seed})"
 
 
 def _compared(summary: Summary) -> bool:
@@ -369,6 +435,16 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
         out += [f"### {LEFT_OUT.title}", ""]
         out += ["What the figures leave out, and why.", ""]
         out += markdown_table(LEFT_OUT, left_out) + [""]
+    power = POWER.rows_of(s)
+    if power:
+        out += [f"### {POWER.title}", ""]
+        out += [POWER_NOTE, ""]
+        out += markdown_table(POWER, power) + [""]
+    noise = ROLLOUT_NOISE.rows_of(s)
+    if noise:
+        out += [f"### {ROLLOUT_NOISE.title}", ""]
+        out += [NOISE_NOTE, ""]
+        out += markdown_table(ROLLOUT_NOISE, noise) + [""]
 
     if _compared(s):
         out += ["## Agents compared", ""]
@@ -461,6 +537,23 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if left_out:
         lines.append("left out of the figures:")
         lines += terminal_table(LEFT_OUT, left_out, first=_agent_cell)
+    # At a glance: the rows with a figure; those without are counted by reason (summary.md and
+    # report.html list them all).
+    power_all = POWER.rows_of(s)
+    power = [replace(row, of=clip_left(row.of, AGENT_WIDTH)) for row in power_all if row.detectable is not None]
+    if power:
+        lines.append("smallest difference detectable (points; t test, 80% power, the run's confidence):")
+        lines += terminal_table(POWER, power)
+    without = Counter(row.note or "no figure" for row in power_all if row.detectable is None)
+    if without:
+        if not power:
+            lines.append("smallest difference detectable (points; t test, 80% power, the run's confidence):")
+        reasons = "; ".join(f"{count} {why}" for why, count in without.most_common())
+        lines.append(f"  no figure for {sum(without.values())} of {len(power_all)}: {reasons}")
+    noise = ROLLOUT_NOISE.rows_of(s)
+    if noise:
+        lines.append("rollout noise: % of each rate's per-task variance within tasks (between rollouts):")
+        lines += terminal_table(ROLLOUT_NOISE, noise, first=_agent_cell)
     lines += handoff_terminal(s, _clip)
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)

@@ -20,7 +20,7 @@ from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 from swe_residual.metrics.intervals import Intervals, Uncertainty
 
 __all__ = [
-    "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "Disagreement", "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity",
+    "AcceptanceBias", "AgentInfra", "Power", "VarianceSplit", "AgentSummary", "Comparison", "Disagreement", "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity",
     "FidelityState", "HandoffView", "Infra", "Intervals", "OracleMiss", "OracleSummary", "Pair", "PassAtK", "PredecessorGroup", "Rank",
     "Reversal", "ScopeMetrics", "Skipped", "ShortStart", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
     "Uncertainty", "UnsolvedState", "as_summary",
@@ -116,7 +116,7 @@ class PassAtK:
     gap: float | None = None
     #: the tasks whose Clean Start and >= 1 state have K valid rollouts (None: an older summary)
     n_tasks: int | None = None
-    #: t intervals over those tasks: {residual, clean, gap: [low, high] or None}
+    #: intervals over those tasks (score, Newcombe for the Gap): {residual, clean, gap: [low, high] or None}
     intervals: Mapping[str, tuple[float, float] | None] | None = None
 
     @classmethod
@@ -177,15 +177,66 @@ class Disagreement:
     clean: float | None = None
     states: int = 0
     clean_starts: int = 0
+    #: {residual, clean}: each share's interval over tasks (None in an older summary)
+    intervals: Mapping[str, tuple[float, float] | None] | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> Disagreement:
         raw = _map(raw)
-        return cls(raw.get("residual"), raw.get("clean"), raw.get("states", 0), raw.get("clean_starts", 0))
+        intervals = raw.get("intervals")
+        return cls(raw.get("residual"), raw.get("clean"), raw.get("states", 0), raw.get("clean_starts", 0),
+                   {f: _bound(b) for f, b in intervals.items()} if isinstance(intervals, Mapping) else None)
 
     def to_json(self) -> Json:
-        return {"residual": self.residual, "clean": self.clean, "states": self.states,
-                "clean_starts": self.clean_starts}
+        out: Json = {"residual": self.residual, "clean": self.clean, "states": self.states,
+                     "clean_starts": self.clean_starts}
+        if self.intervals is not None:
+            out["intervals"] = {f: _list(b) for f, b in self.intervals.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class Power:
+    """The smallest Gap one agent's run on one scope could detect (docs/uncertainty.md):
+    ``gap_detectable`` in points at ``power`` and the run's confidence, from ``gap_sd`` (the
+    per-task Gaps' spread) over ``n_tasks``; None and ``reason`` when it cannot be said."""
+
+    power: float = 0.8
+    n_tasks: int = 0
+    gap_sd: float | None = None
+    gap_detectable: float | None = None
+    reason: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Power:
+        raw = _map(raw)
+        return cls(raw.get("power", 0.8), raw.get("n_tasks", 0), raw.get("gap_sd"), raw.get("gap_detectable"),
+                   raw.get("reason"))
+
+    def to_json(self) -> Json:
+        return {"power": self.power, "n_tasks": self.n_tasks, "gap_sd": self.gap_sd,
+                "gap_detectable": self.gap_detectable, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class VarianceSplit:
+    """One rate's per-task variance split into rollout noise (``within``) and tasks
+    (``between``), in points squared; ``within_share`` in percent, over ``n_tasks``."""
+
+    within: float
+    between: float
+    within_share: float | None
+    n_tasks: int
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VarianceSplit | None:
+        if not isinstance(raw, Mapping):
+            return None
+        return cls(raw.get("within", 0.0), raw.get("between", 0.0), raw.get("within_share"), raw.get("n_tasks", 0))
+
+    def to_json(self) -> Json:
+        return {"within": self.within, "between": self.between, "within_share": self.within_share,
+                "n_tasks": self.n_tasks}
 
 
 @dataclass(frozen=True)
@@ -212,6 +263,10 @@ class ScopeMetrics:
     dropped: tuple[DroppedTask, ...] = ()
     #: with rollouts, the starts with fewer than K valid rollouts (the key only when there are some)
     short_starts: tuple[ShortStart, ...] = ()
+    #: the smallest Gap detectable (None in an older summary)
+    power: Power | None = None
+    #: with rollouts: {residual, clean} split of the per-task variance (None where it cannot be said)
+    rollout_variance: Mapping[str, VarianceSplit | None] | None = None
 
     @classmethod
     def from_json(cls, raw: Any) -> ScopeMetrics:
@@ -229,6 +284,9 @@ class ScopeMetrics:
             intervals=Intervals.from_json(raw.get("intervals")),
             dropped=tuple(DroppedTask.from_json(d) for d in raw.get("dropped") or ()),
             short_starts=tuple(ShortStart.from_json(d) for d in raw.get("short_starts") or ()),
+            power=Power.from_json(raw["power"]) if raw.get("power") is not None else None,
+            rollout_variance={f: VarianceSplit.from_json(v) for f, v in raw["rollout_variance"].items()}
+            if isinstance(raw.get("rollout_variance"), Mapping) else None,
         )  # fmt: skip
 
     def to_json(self) -> Json:
@@ -249,6 +307,11 @@ class ScopeMetrics:
             out["dropped"] = [d.to_json() for d in self.dropped]
         if self.short_starts:
             out["short_starts"] = [d.to_json() for d in self.short_starts]
+        if self.power is not None:
+            out["power"] = self.power.to_json()
+        if self.rollout_variance is not None:
+            out["rollout_variance"] = {f: v.to_json() if v is not None else None
+                                       for f, v in self.rollout_variance.items()}
         return out
 
     def interval(self, figure: str) -> tuple[float, float] | None:
@@ -508,6 +571,13 @@ class Pair:
     residual_significant_adjusted: bool | None = None
     clean_significant_adjusted: bool | None = None
     gap_significant_adjusted: bool | None = None
+    #: the spread of the per-task differences and the smallest difference detectable (points)
+    residual_sd: float | None = None
+    residual_detectable: float | None = None
+    clean_sd: float | None = None
+    clean_detectable: float | None = None
+    gap_sd: float | None = None
+    gap_detectable: float | None = None
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Pair:

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
+from swe_residual.metrics.power import NO_SPREAD
 from swe_residual.summary.model import (
     AcceptanceBias, AgentInfra, Comparison, ContradictedItem, ExcludedItem, FailedItem, HandoffView, Pair, PredecessorGroup, ScopeMetrics,
     Summary, TakeoverCost,
@@ -29,15 +30,19 @@ from swe_residual.summary.model import (
 
 __all__ = [
     "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "Align", "Column", "CONTRADICTED", "DURATIONS", "EXCLUDED", "FAILED_ITEMS",
-    "Format", "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "LEFT_OUT", "PAIRS", "PREDECESSOR", "RANKS", "Scopes",
+    "Format", "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "LEFT_OUT", "NOISE_NOTE", "PAIRS", "POWER", "POWER_NOTE", "PREDECESSOR", "RANKS", "ROLLOUT_NOISE", "Scopes",
     "TAKEOVER", "TERMINATIONS",
     "Table", "UNSOLVED", "pct", "rank_rows", "state_label",
 ]  # fmt: skip
 
 
 def pct(value: Any, digits: int = 1) -> str:
-    """A figure with ``digits`` decimals, ``-`` when there is none."""
-    return "-" if value is None else f"{value:.{digits}f}"
+    """A figure with ``digits`` decimals, ``-`` when there is none (never "-0.0": a difference
+    that rounds to zero has no sign)."""
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 class Format(StrEnum):
@@ -294,6 +299,68 @@ def left_out_rows(summary: Summary, scopes: Scopes) -> list[LeftOutRow]:
 
 
 @dataclass(frozen=True)
+class PowerRow:
+    """The smallest value of one figure a run could tell from 0: an agent's Gap on a scope, or a
+    pair's difference on its common tasks (``of``: the agent, or ``a - b``)."""
+
+    of: str
+    scope: str
+    figure: str
+    n_tasks: int
+    sd: float | None
+    detectable: float | None
+    #: why there is no figure, or what it means when it is beyond the figure's range
+    note: str | None = None
+
+
+def _power_row(of: str, scope: str, figure: str, n_tasks: int, sd: float | None, mde: float | None,
+               reason: str | None, largest: float) -> PowerRow:
+    if mde is not None and mde > largest:
+        reason = f"over {largest:.0f}: too few tasks"
+    return PowerRow(of, scope, figure, n_tasks, sd, mde, reason)
+
+
+def power_rows(summary: Summary, scopes: Scopes) -> list[PowerRow]:
+    """Per agent and scope its Gap, then per pair (on the scopes the other tables list) its
+    Residual and Gap differences: the smallest detectable value (docs/uncertainty.md)."""
+    rows = [_power_row(row.agent, row.scope, "Gap", p.n_tasks, p.gap_sd, p.gap_detectable, p.reason, 100.0)
+            for row in scope_rows(summary, scopes) if (p := row.figures.power) is not None]
+    for pair_row in pair_rows(summary, scopes):
+        pair = pair_row.pair
+        if pair.reason is not None:
+            continue  # fewer than two common tasks: the pairs table says so
+        # a difference of two rates is at most 100 points, of two Gaps 200
+        for figure, sd, mde, largest in (("Residual a - b", pair.residual_sd, pair.residual_detectable, 100.0),
+                                         ("Gap a - b", pair.gap_sd, pair.gap_detectable, 200.0)):
+            if sd is not None:
+                rows.append(_power_row(f"{pair.a} - {pair.b}", pair_row.scope, figure, pair.n_tasks, sd, mde,
+                                       None if mde is not None else NO_SPREAD, largest))
+    return rows
+
+
+@dataclass(frozen=True)
+class NoiseRow:
+    """One agent's rollout noise on one scope: each rate's per-task variance split."""
+
+    agent: str
+    scope: str
+    figures: ScopeMetrics
+
+
+def noise_rows(summary: Summary, scopes: Scopes) -> list[NoiseRow]:
+    return [NoiseRow(row.agent, row.scope, row.figures) for row in scope_rows(summary, scopes)
+            if row.figures.rollout_variance is not None]
+
+
+def _split(figure: str, part: str) -> Callable[[NoiseRow], Any]:
+    def read(row: NoiseRow) -> Any:
+        split = (row.figures.rollout_variance or {}).get(figure)
+        return None if split is None else getattr(split, part)
+
+    return read
+
+
+@dataclass(frozen=True)
 class TerminationRow:
     """One agent's items by how they ended (``counts`` per termination column; ``budget`` the
     budget cell, its kinds named)."""
@@ -440,15 +507,18 @@ COND_FAIL = Column("CondFail", lambda r: r.figures.cond_fail, Format.PCT, markdo
 PASS_AT_K_RESIDUAL = Column(
     "pass@K Residual", lambda r: r.figures.pass_at_k.residual if r.figures.pass_at_k else None, Format.PCT,
     markdown="pass@K Residual (%)", terminal="res@K", given_only=True,
-    note="pass@K over the K rollouts of each Residual State (unbiased estimator), averaged as Residual is")
+    note="pass@K over the K rollouts of each Residual State (unbiased estimator), averaged as Residual is",
+    interval=lambda r: (r.figures.pass_at_k.intervals or {}).get("residual") if r.figures.pass_at_k else None)
 PASS_AT_K_CLEAN = Column(
     "pass@K Clean", lambda r: r.figures.pass_at_k.clean if r.figures.pass_at_k else None, Format.PCT,
     markdown="pass@K Clean (%)", terminal="cln@K", given_only=True,
-    note="pass@K over the K rollouts of each Clean Start, on the same tasks")
+    note="pass@K over the K rollouts of each Clean Start, on the same tasks",
+    interval=lambda r: (r.figures.pass_at_k.intervals or {}).get("clean") if r.figures.pass_at_k else None)
 DISAGREE = Column(
     "Disagree", lambda r: r.figures.disagreement.residual if r.figures.disagreement else None, Format.PCT,
     markdown="Disagree (%)", terminal="disagree", given_only=True,
-    note="the share of Residual States whose rollouts disagree (some succeeded, some failed)")
+    note="the share of Residual States whose rollouts disagree (some succeeded, some failed)",
+    interval=lambda r: (r.figures.disagreement.intervals or {}).get("residual") if r.figures.disagreement else None)
 N_TASKS = Column("Tasks", lambda r: r.figures.n_tasks, Format.COUNT, markdown="n_tasks", terminal="tasks")
 N_STATES = Column("States", lambda r: r.figures.n_states, Format.COUNT, markdown="n_states", terminal="states")
 
@@ -604,6 +674,48 @@ LEFT_OUT = Table(
     (AGENT, _key("Track", "scope", terminal="track"), _key("Item", "item", terminal="item"),
      _key("Why", "why", terminal="why")),
     left_out_rows,
+)  # fmt: skip
+
+#: what the power table is, for summary.md and report.html
+POWER_NOTE = ("The smallest true Gap (per agent) or difference (per pair, on its common tasks) the t test at "
+              "this run's confidence detects with 80% power over its tasks: MDE = (t(1 - a/2, n - 1) + "
+              "t(0.8, n - 1)) * sd / sqrt(n), sd the spread of the per-task values. A smaller effect can be real "
+              "and still not show.")
+#: what the rollout-noise table is
+NOISE_NOTE = ("With rollouts: of the variance of each rate's per-task values, the share that is rollout noise "
+              "(within tasks, between their rollouts: more rollouts shrink it) and the variance between tasks "
+              "(points squared: only more tasks shrink it).")
+
+
+#: What each run could detect: the smallest Gap (per agent and scope) and pair difference that
+#: the t test at the run's confidence finds with 80% power (metrics/power.py).
+POWER = Table(
+    "power", "Smallest difference the run could detect",
+    (_key("Of", "of", terminal="of"), _key("Track", "scope", terminal="track"),
+     _key("Figure", "figure", terminal="figure"),
+     Column("Tasks", lambda r: r.n_tasks, Format.COUNT, terminal="tasks"),
+     Column("SD per task", lambda r: r.sd, Format.POINTS, markdown="SD per task (points)", terminal="sd",
+            note="the sample standard deviation of the per-task values"),
+     Column("Smallest detectable", lambda r: r.detectable, Format.POINTS, markdown="Smallest detectable (points)",
+            terminal="detectable", emphasis=True,
+            note="(t(1 - a/2, n - 1) + t(0.8, n - 1)) sd / sqrt(n): detected with 80% power at the run's confidence"),
+     Column("Note", lambda r: r.note, align=Align.LEFT, terminal="note", given_only=True)),
+    power_rows,
+)  # fmt: skip
+
+#: With rollouts: how much of each rate's per-task variance is rollout noise (metrics/rollout_noise.py).
+ROLLOUT_NOISE = Table(
+    "rollout_noise", "Rollout noise and task sampling",
+    (AGENT, TRACK,
+     Column("Residual within (%)", _split("residual", "within_share"), Format.PCT, terminal="residual within %",
+            note="the share of the per-task Residual variance that is rollout noise (between a task's rollouts)"),
+     Column("Residual between", _split("residual", "between"), Format.NUMBER, terminal="between",
+            note="the variance between tasks, points squared"),
+     Column("Clean within (%)", _split("clean", "within_share"), Format.PCT, terminal="clean within %"),
+     Column("Clean between", _split("clean", "between"), Format.NUMBER, terminal="between"),
+     Column("Tasks", _split("residual", "n_tasks"), Format.COUNT, terminal="tasks",
+            note="the tasks whose states all have two or more valid rollouts")),
+    noise_rows,
 )  # fmt: skip
 
 UNSOLVED = Table(

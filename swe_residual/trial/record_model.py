@@ -308,6 +308,9 @@ class RunRecord:
     # `reward` is then 0 and `rewards` keeps the file's figures; written only when set.
     contradicted: str | None = None
     disk_limit: DiskLimit | None = None  # the task's storage_mb and how it was enforced; written only when set
+    # Stage I runs (repo track): the predecessor's commits flattened, `git diff BASE HEAD` (the
+    # state's committed.patch); written only when set.
+    committed_patch: str | None = None
     # Machine track: the share of the predecessor's file changes (the state's machine.json) still
     # as it left them when the agent stopped (Kept on this track); written only when set.
     machine_kept: float | None = None
@@ -365,7 +368,8 @@ class RunRecord:
             artifacts=_strings(get("artifacts")) or (), verifier_environment=get("verifier_environment"),
             collect=tuple(get("collect") or ()), verifier_log=get("verifier_log"), harbor_trial=get("harbor_trial"),
             contradicted=get("contradicted"),
-            disk_limit=DiskLimit.from_json(get("disk_limit")), machine_kept=get("machine_kept"),
+            disk_limit=DiskLimit.from_json(get("disk_limit")), committed_patch=get("committed_patch"),
+            machine_kept=get("machine_kept"),
             extra={key: value for key, value in data.items() if key not in _FIELD_NAMES},
             absent=frozenset(name for name in _JSON_FIELDS if name not in data and name not in _WRITTEN_WHEN_SET),
         )
@@ -386,8 +390,8 @@ def _rollout(value: Any) -> int:
 
 
 _JSON_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("extra", "absent"))
-_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "atif_trajectory", "machine_kept",
-                               "agent_logs"})
+_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "committed_patch",
+                               "atif_trajectory", "agent_logs", "machine_kept"})
 
 #: What only the suite's own runner records: the budget, the machine state's restoration, the
 #: engine, and the account of the verification (notes, artifacts, collect steps, its log).

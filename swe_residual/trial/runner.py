@@ -56,7 +56,7 @@ from swe_residual.handoff.views import BLIND, view_suffix
 from swe_residual.handoff.file import give_handoff
 from swe_residual.metrics.inherited import opened_and_inspected
 from swe_residual.environments.harness_git import CaptureFailed
-from swe_residual.states.patches import apply_patch, capture_patch
+from swe_residual.states.patches import apply_patch, capture_patch, committed_patch
 from swe_residual.trial.record_model import (
     AgentConfig, Attempt, Canary, DiskLimit, Durations, RecordBudget, RunRecord, Tokens,
 )
@@ -94,6 +94,9 @@ class RunOptions:
     handoff: str = BLIND  # what a Residual State's agent is told of its predecessor (swe_residual/handoff/views.py)
     agent_spec: str | None = None  # the `--agent` value, when the agent is named by a label
     rollout: int | None = None  # which run of the start with `--rollouts` above 1; None: the only one
+    # Stage I (residualize generate): also record the predecessor's commits (repo track), by the
+    # environment's own git; never for a graded run.
+    capture_commits: bool = False
 
     @classmethod
     def from_settings(
@@ -216,6 +219,7 @@ class _Attempt:
     final_patch: str | None = None
     trajectory: Trajectory | None = None
     message: str | None = None
+    committed_patch: str | None = None  # options.capture_commits: the predecessor's commits
     error: str | None = None
     durations: dict[str, float] | None = None
     reverified: bool = False
@@ -466,6 +470,8 @@ def _one_attempt(
             # The whole final working tree against the base commit (what Kept and Left-out read),
             # taken before the collect steps run and whatever the task's grading rule is.
             final_patch, capture_note = _capture(environment) if task.track == Track.REPO else (None, None)
+            committed = committed_patch(environment) \
+                if options.capture_commits and task.track == Track.REPO and final_patch is not None else None
             notes = (capture_note,) if capture_note else ()
             machine_kept = _machine_kept(environment, state) if task.track == Track.MACHINE else None
             verify_started = time.monotonic()
@@ -507,7 +513,7 @@ def _one_attempt(
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
                         submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record,
-                        disk=disk, machine_kept=machine_kept)
+                        disk=disk, committed_patch=committed, machine_kept=machine_kept)
     finally:
         if isinstance(watch, DiskWatcher):
             watch.halt()  # already stopped, unless the attempt ended early (an engine failure)
@@ -602,6 +608,7 @@ def run_item(
         initial_tests=dict(state.initial_tests) if state and state.initial_tests is not None else None,
         steps=len(final.trajectory.steps) if final.trajectory else None,
         final_patch=final.final_patch,
+        committed_patch=final.committed_patch,
         trajectory=trajectory_path,
         atif_trajectory=atif_trajectory,
         agent_logs=agent_logs,

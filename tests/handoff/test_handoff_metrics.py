@@ -110,7 +110,7 @@ def test_default_summary_is_byte_identical_to_the_frozen_one() -> None:
     """The frozen files were written by the summary code before handoff views existed (the
     Markdown and terminal ones rewritten since for the plain-words lines, the legend and the
     agent order, the JSON for `infra.verifier_failed`; all three for the bootstrap intervals and the
-    paired comparison; the Markdown for the excluded items' Items column: regenerate them only for a deliberate
+    paired comparison, and again for the score and Newcombe intervals and the power table (the terminal counting the rows without a figure); the Markdown for the excluded items' Items column: regenerate them only for a deliberate
     change of the default layout)."""
     summary = build_summary(default_records(), compare=True)
     assert json.dumps(summary, indent=2, sort_keys=True) + "\n" == (FROZEN / "default_summary.json").read_text()

@@ -1,5 +1,5 @@
-"""Intervals over tasks: the t interval against its formula written here (with published t
-quantiles), the all-equal rule, CondFail's ratio, the intervals in summary.json, the paired
+"""Intervals over tasks: the score, Newcombe and t intervals against their formulas written here
+(with published t quantiles), the all-equal rule, CondFail's ratio, the intervals in summary.json, the paired
 comparison of agents, Holm's adjustment and the gates on the bound (hand-made record sets)."""
 
 from __future__ import annotations
@@ -43,72 +43,80 @@ def test_t_quantile_matches_the_printed_table(confidence: float, df: int) -> Non
 # ----------------------------------------------------------------- the formula, written here
 
 
-def _wilson(p: float, n: int) -> tuple[float, float]:
-    z = NormalDist().inv_cdf(0.975)
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+def _score(p: float, n: float, q: float) -> tuple[float, float]:
+    # Wilson's score interval of a share p of n trials at the two-sided quantile q
+    centre = (p + q * q / (2 * n)) / (1 + q * q / n)
+    half = q * math.sqrt(p * (1 - p) / n + q * q / (4 * n * n)) / (1 + q * q / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _near_bound_rule(low: float, high: float, values: list[float], mean: float, confidence: float
-                     ) -> tuple[float, float]:
-    # a rate with fewer than 5 tasks above 0 (or below 1): widened to contain Wilson's interval
-    if sum(v > 0 for v in values) < 5 or sum(v < 1 for v in values) < 5:
-        assert confidence == 0.95, "the tests' Wilson is at 95%"
-        w_low, w_high = _wilson(mean, len(values))
-        return min(low, w_low), max(high, w_high)
-    return low, high
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf((1 + confidence) / 2)
 
 
-def _t_interval(values: list[float], t: float, lo: float, hi: float, confidence: float = 0.95
-                ) -> tuple[float, float]:
+def _rate(values: list[float], t: float, confidence: float, weights: list[float] | None = None,
+          trials: bool = True) -> tuple[float, float]:
+    """docs/uncertainty.md: a rate (a ratio when weighted) over tasks; 0/1 values: Wilson at n
+    with z (unless not ``trials``: the Gap's parts); otherwise Wilson at n_eff = p (1 - p) / se^2 with t."""
+    w = weights or [1.0] * len(values)
     n = len(values)
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = t * sd / math.sqrt(n)
-    low, high = max(lo, mean - half), min(hi, mean + half)
-    if (lo, hi) == (0, 1):
-        low, high = _near_bound_rule(low, high, values, mean, confidence)
-    return 100 * low, 100 * high
+    p = sum(wi * v for wi, v in zip(w, values)) / sum(w)
+    z_dev = [wi * (v - p) / (sum(w) / n) for wi, v in zip(w, values)]
+    sd = math.sqrt(sum((d - sum(z_dev) / n) ** 2 for d in z_dev) / (n - 1))
+    if sd == 0:
+        h = _z(confidence) ** 2 / (n + _z(confidence) ** 2)
+        return max(0.0, p - h), min(1.0, p + h)
+    if trials and weights is None and all(v in (0, 1) for v in values):
+        return _score(p, n, _z(confidence))
+    se = sd / math.sqrt(n)
+    return _score(p, p * (1 - p) / se ** 2, t)
 
 
-def _by_formula(spec: dict[str, tuple[float, list[float]]], t: float, confidence: float = 0.95
+def _newcombe(c: list[float], r: list[float], t: float, confidence: float) -> tuple[float, float]:
+    n = len(c)
+    p1, p2 = sum(c) / n, sum(r) / n
+    l1, u1 = _rate(c, t, confidence, trials=False)  # the Gap's parts: n_eff and t, 0/1 values too
+    l2, u2 = _rate(r, t, confidence, trials=False)
+    s12 = sum((x - p1) * (y - p2) for x, y in zip(c, r))
+    s11, s22 = sum((x - p1) ** 2 for x in c), sum((y - p2) ** 2 for y in r)
+    phi = s12 / math.sqrt(s11 * s22) if s11 > 0 and s22 > 0 else 0.0
+    d = p1 - p2
+    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2))
+    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2))
+    return max(-1.0, low), min(1.0, high)
+
+
+def _by_formula(spec: dict[str, tuple[float, list[float]]], t: float, t_solved: float, confidence: float = 0.95
                ) -> dict[str, tuple[float, float]]:
-    """docs/uncertainty.md: per task r = mean of its states, c its clean outcome; Residual,
-    Clean and Gap = mean -/+ t sd / sqrt(n) over tasks, clamped; CondFail the ratio
-    sum(c (1 - r)) / sum(c) over the tasks with c > 0, its deviations z = c (1 - r - R) / mean(c)."""
+    """docs/uncertainty.md: per task r = mean of its states, c its clean outcome; Residual and
+    Clean the rate's score interval, the Gap Newcombe's from them, CondFail the ratio
+    sum(c (1 - r)) / sum(c) over the tasks with c > 0 (``t_solved``: t at their number - 1)."""
     r = [sum(states) / len(states) for _, states in spec.values()]
     c = [clean for clean, _ in spec.values()]
     solved = [(ci, 1 - ri) for ci, ri in zip(c, r) if ci > 0]
-    ratio = sum(w * f for w, f in solved) / sum(w for w, _ in solved)
-    mean_w = sum(w for w, _ in solved) / len(solved)
-    z = [w * (f - ratio) / mean_w for w, f in solved]
-    sd = math.sqrt(sum(d * d for d in z) / (len(z) - 1))
-    cond = (max(0, ratio - t * sd / math.sqrt(len(z))), min(1, ratio + t * sd / math.sqrt(len(z))))
-    cond = _near_bound_rule(*cond, [f for _, f in solved], ratio, confidence)
-    return {"residual": _t_interval(r, t, 0, 1, confidence), "clean": _t_interval(c, t, 0, 1, confidence),
-            "gap": _t_interval([ci - ri for ci, ri in zip(c, r)], t, -1, 1),
-            "cond_fail": (100 * cond[0], 100 * cond[1])}
+    weights = None if all(w == 1 for w, _ in solved) else [w for w, _ in solved]
+    cond = _rate([f for _, f in solved], t_solved, confidence, weights)
+    out = {"residual": _rate(r, t, confidence), "clean": _rate(c, t, confidence),
+           "gap": _newcombe(c, r, t, confidence), "cond_fail": cond}
+    return {f: (100 * low, 100 * high) for f, (low, high) in out.items()}
 
 
 SPEC = {
     "t1": (1, [0, 1, 0]), "t2": (1, [1]), "t3": (0, [0, 0]), "t4": (1, [0]), "t5": (0, [1, 0]),
     "t6": (1, [1, 1]), "t7": (1, [0, 0, 1]), "t8": (0, [0]),
 }  # fmt: skip
+#: t at 4 degrees of freedom (CondFail rests on SPEC's 5 solved tasks), from printed tables
+T4 = {0.95: 2.776445, 0.90: 2.131847, 0.50: 0.740697}
 
 
 @pytest.mark.parametrize("confidence", [0.95, 0.90, 0.50])
-def test_t_interval_equals_its_formula(confidence: float) -> None:
+def test_intervals_equal_their_formula(confidence: float) -> None:
     got = task_intervals(_tasks(SPEC), Uncertainty(confidence))
-    # Residual (5 tasks above 0, 6 below 1) and the Gap are plain t intervals at every level
-    want = _by_formula(SPEC, T_TABLE[(confidence, 7)], confidence=0.95)
-    for figure in ("residual", "gap"):
+    # Residual (fractions per task) by the score interval at n_eff with t; Clean (0/1 per task)
+    # Wilson's at n with z; the Gap Newcombe's; CondFail (5 solved tasks, shares 2/3, 0, 1, 0, 2/3)
+    want = _by_formula(SPEC, T_TABLE[(confidence, 7)], T4[confidence], confidence)
+    for figure in ("residual", "clean", "gap", "cond_fail"):
         assert got.get(figure) == pytest.approx(want[figure], abs=2e-4), figure
-    if confidence == 0.95:  # Clean (3 tasks below 1) and CondFail (5 solved tasks) meet the near-bound rule
-        assert got.clean == pytest.approx(want["clean"], abs=2e-4)
-        cond = _by_formula(SPEC, t_quantile(confidence, 4))["cond_fail"]
-        assert got.cond_fail == pytest.approx(cond, rel=1e-12)
-        assert got.near_bound == ("clean", "cond_fail")
     assert got.reason is None and got.all_equal == ()
     # the table's order does not matter, and nothing is random: the same bounds every time
     shuffled = dict(reversed(list(_tasks(SPEC).items())))
@@ -116,29 +124,32 @@ def test_t_interval_equals_its_formula(confidence: float) -> None:
 
 
 def test_a_hand_computed_golden() -> None:
-    # Residual per task 1, 1, 0.5, 0.5, 1, 0.5: mean 0.75, sd sqrt(0.075), se sqrt(0.075 / 6);
-    # t(0.95, 5) = 2.570582: 75 -/+ 28.74 = [46.26, 103.74], the upper end clamped to 100.
-    # Only 3 tasks are below 1: near 100%, widened to Wilson's [36.48, 94.00] for 0.75 of 6
+    # Residual per task 1, 1, 0.5, 0.5, 1, 0.5: p 0.75, sd sqrt(0.075), se^2 0.075 / 6 = 0.0125,
+    # n_eff = 0.75 * 0.25 / 0.0125 = 15; Wilson at 15 with t(0.95, 5) = 2.570582: [42.218, 92.491]
     spec = {"a": (1, [1]), "b": (1, [1, 1]), "c": (0, [1, 0]), "d": (1, [0, 1]), "e": (1, [1]), "f": (0, [0, 1])}
     got = task_intervals(_tasks(spec))
-    half = 2.570582 * math.sqrt(0.075 / 6)
-    assert 100 * (0.75 - half) == pytest.approx(46.2599, abs=1e-3)
-    assert got.residual == pytest.approx((36.4823, 100.0), abs=1e-3)
-    assert got.near_bound == ("residual", "clean", "cond_fail")  # 4 tasks, 4 solved: all near a bound
-    # the Gap, a difference, never gets the score rule: per task 0, 0, -0.5, 0.5, 0, -0.5 (mean -1/12)
-    gaps = [0, 0, -0.5, 0.5, 0, -0.5]
-    sd = math.sqrt(sum((g + 1 / 12) ** 2 for g in gaps) / 5)
-    assert got.gap == pytest.approx((100 * (-1 / 12 - 2.570582 * sd / math.sqrt(6)),
-                                     100 * (-1 / 12 + 2.570582 * sd / math.sqrt(6))), abs=1e-3)
+    assert got.residual == pytest.approx((42.2183, 92.4912), abs=1e-3)
+    # Clean 1, 1, 0, 1, 1, 0: Bernoulli trials, Wilson at 6 with z = 1.959964: [29.999, 90.323]
+    assert got.clean == pytest.approx((29.9993, 90.3229), abs=1e-3)
+    # the Gap, Newcombe's: d = 2/3 - 3/4 = -1/12; phi = s12 / sqrt(s11 s22) = 0.5 / sqrt(4/3 * 3/8);
+    # its Clean part at n_eff with t: sd^2 = (4/3) / 5, se^2 = 4/90, n_eff = (2/9) / (4/90) = 5,
+    # Wilson at 5 with t(0.95, 5) = 2.570582: [0.203682, 0.939898]
+    phi = 0.5 / math.sqrt(0.5)
+    below_c, above_c = 2 / 3 - 0.203682, 0.939898 - 2 / 3
+    below_r, above_r = 0.75 - 0.422183, 0.924912 - 0.75
+    low = -1 / 12 - math.sqrt(below_c ** 2 + above_r ** 2 - 2 * phi * below_c * above_r)
+    high = -1 / 12 + math.sqrt(above_c ** 2 + below_r ** 2 - 2 * phi * above_c * below_r)
+    assert got.gap == pytest.approx((100 * low, 100 * high), abs=1e-3)
+    assert got.all_equal == ()
 
 
 def test_fractional_outcomes_as_rollouts_give_them() -> None:
     # a start's outcome as a mean over its rollouts: nothing assumes 0/1; CondFail weights by clean
     spec = {"a": (1, [0.5, 0.25]), "b": (0.75, [1.0]), "c": (1, [0.0, 0.5, 1.0])}
     got = task_intervals(_tasks(spec), Uncertainty(0.95))
-    want = _by_formula(spec, t_quantile(0.95, 2))
+    want = _by_formula(spec, 4.302653, 4.302653)  # t(0.95, 2) from the printed table
     for figure in ("residual", "clean", "gap", "cond_fail"):
-        assert got.get(figure) == pytest.approx(want[figure], rel=1e-9, abs=1e-9), figure
+        assert got.get(figure) == pytest.approx(want[figure], rel=1e-6, abs=1e-4), figure
 
 
 # ----------------------------------------------------------------- degenerate cases
@@ -203,7 +214,7 @@ def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> Non
     assert list(summary)[:2] == ["schema", "uncertainty"]
     u = summary["uncertainty"]
     assert (u["method"], u["confidence"], u["resamples"], u["seed"], u["unit"]) == (METHOD, 0.95, 2000, 0, "task")
-    assert METHOD == "t-over-tasks"
+    assert METHOD == "score-over-tasks"
     block = summary["agents"]["A"]
     for figures in [*block["tracks"].values(), block["overall"]]:
         intervals = figures["intervals"]
@@ -296,17 +307,21 @@ def test_gate_on_the_bound_fails_where_the_point_passes() -> None:
     records = _records("A", [S] * 10, [[F]] * 5 + [[S]] * 5)
     summary = build_summary(records)
     overall = summary["agents"]["A"]["overall"]
-    # per-task gaps five 1s and five 0s: sd sqrt(5/18), t(0.95, 9) = 2.262157
-    half = 100 * 2.262157 * math.sqrt(5 / 18) / math.sqrt(10)
-    assert overall["gap"] == 50.0 and overall["intervals"]["gap"] == pytest.approx([50 - half, 50 + half], abs=1e-3)
+    # Clean 1 on every task (the all-equal rule: [1 - h, 1]), Residual 0/1 (Wilson at 10):
+    # the Gap's bound is Newcombe's, the Residual's Wilson's
+    gap = _newcombe([1.0] * 10, [0.0] * 5 + [1.0] * 5, 2.262157, 0.95)
+    upper, lower = 100 * gap[1], 100 * _score(0.5, 10, _z(0.95))[0]
+    assert overall["gap"] == 50.0 and overall["intervals"]["gap"] == pytest.approx([100 * gap[0], upper], abs=1e-3)
+    assert overall["intervals"]["residual"][0] == pytest.approx(lower, abs=1e-3)
+    assert upper > 60 and lower < 40
     gates = [parse_gate("gap_fail_over", "60"), parse_gate("residual_fail_under", "40")]
     point = evaluate_gates(summary, gates)
     assert [r.passed for r in point] == [True, True]
     bound = evaluate_gates(summary, gates, on="bound")
     assert [r.passed for r in bound] == [False, False]
-    assert bound[0].describe() == (f"--gap-fail-over=60 FAILED (gate on the bound): A [overall] gap upper {50 + half:.1f} "
-                                   f"(point 50.0) is {50 + half - 60:.1f} points above the threshold")
-    assert f"residual lower {50 - half:.1f} (point 50.0)" in bound[1].describe()
+    assert bound[0].describe() == (f"--gap-fail-over=60 FAILED (gate on the bound): A [overall] gap upper {upper:.1f} "
+                                   f"(point 50.0) is {upper - 60:.1f} points above the threshold")
+    assert f"residual lower {lower:.1f} (point 50.0)" in bound[1].describe()
     # a bound within the threshold passes
     (ok,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "100")], on="bound")
     assert ok.passed and "passed (gate on the bound)" in ok.describe()

@@ -4,6 +4,7 @@ Every expected value has its arithmetic next to it."""
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 from typing import Any
 
@@ -81,10 +82,14 @@ def test_pass_at_k_with_short_starts_golden() -> None:
     # every start with fewer than K valid rollouts is listed; the means still use what ran
     assert block["short_starts"] == [{"task": "a", "state": "a1", "valid": 2, "k": 3},
                                      {"task": "b", "state": None, "valid": 2, "k": 3}]
-    # pass@K's interval over its two tasks: Residual 1, 1 (all equal: the rule), Clean 1, 0 (t, df 1: [0, 100])
-    assert passes["intervals"]["clean"] == [0.0, 100.0]
-    low, high = passes["intervals"]["residual"]
-    assert high == 100.0 and 0.0 < low < 100.0
+    # pass@K's interval over its two tasks: Residual 1, 1 (all equal: the rule, [100 - h, 100]
+    # with h = 100 z^2 / (2 + z^2)); Clean 1, 0: two Bernoulli trials, Wilson's interval at n = 2
+    z = 1.959964
+    h = 100 * z * z / (2 + z * z)
+    assert passes["intervals"]["residual"] == pytest.approx([100 - h, 100.0], abs=1e-4)
+    centre = (0.5 + z * z / 4) / (1 + z * z / 2)
+    half = z * math.sqrt(0.25 / 2 + z * z / 16) / (1 + z * z / 2)
+    assert passes["intervals"]["clean"] == pytest.approx([100 * (centre - half), 100 * (centre + half)], abs=1e-4)
     # the terminal and summary.md say so
     lines = render_terminal(build_summary(records))
     assert "left out of the figures:" in lines
@@ -120,8 +125,13 @@ def test_pass_at_k_and_disagreement_in_the_summary() -> None:
     assert "short_starts" not in block  # every start has its 4 rollouts
     # Disagree: a1 (SFSF) disagrees, a2 (FFFF) and b1 (SSSS) do not: 1 of 3 states;
     # clean a (SSSF) and b (SFFF) both disagree: 2 of 2
-    assert block["disagreement"] == pytest.approx(
-        {"residual": 100 / 3, "clean": 100.0, "states": 3, "clean_starts": 2})
+    disagree = {k: v for k, v in block["disagreement"].items() if k != "intervals"}
+    assert disagree == pytest.approx({"residual": 100 / 3, "clean": 100.0, "states": 3, "clean_starts": 2})
+    # both clean starts disagree: the all-equal rule over 2 tasks, [100 - h, 100]
+    h = 100 * 1.959964 ** 2 / (2 + 1.959964 ** 2)
+    assert block["disagreement"]["intervals"]["clean"] == pytest.approx([100 - h, 100.0], abs=1e-4)
+    low, high = block["disagreement"]["intervals"]["residual"]
+    assert low < 100 / 3 < high
     assert block["cond_fail_tasks"] == 2  # both tasks were solved from Clean Start at least once
 
 

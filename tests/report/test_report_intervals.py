@@ -38,7 +38,7 @@ def test_report_twice_gives_the_same_bounds_and_keeps_the_recorded_options(tmp_p
     assert cli_main(["report", str(results)]) == 0
     first = json.loads(summary_json.read_text())
     assert {k: first["uncertainty"][k] for k in ("method", "confidence", "resamples", "seed")} == \
-        {"method": "t-over-tasks", "confidence": 0.95, "resamples": 2000, "seed": 0}
+        {"method": "score-over-tasks", "confidence": 0.95, "resamples": 2000, "seed": 0}
     assert cli_main(["report", str(results)]) == 0
     assert json.loads(summary_json.read_text()) == first  # byte for byte the same figures and bounds
     # other options give other bounds, recorded; a rerun without options keeps them
@@ -89,9 +89,11 @@ def test_gate_on_the_bound_decides_the_exit_status(tmp_path: Path, capsys: pytes
     assert cli_main(["report", str(results), "--gap-fail-over", "60", "--gate-on", "bound",
                      "--gate-min-tasks", "5"]) == 1
     out = capsys.readouterr().out
-    assert "--gap-fail-over=60 FAILED (gate on the bound): alpha [overall] gap upper 100.0 (point 40.0)" in out
+    upper = json.loads((results.parent / "summary.json").read_text())["agents"]["alpha"]["overall"]["intervals"]["gap"][1]
+    assert upper > 60
+    assert f"--gap-fail-over=60 FAILED (gate on the bound): alpha [overall] gap upper {upper:.1f} (point 40.0)" in out
     # the summary names the method on the terminal
-    assert "t interval over tasks (t-over-tasks" in out
+    assert "intervals over tasks (score-over-tasks" in out
 
 
 @pytest.mark.extras  # the charts: matplotlib
@@ -127,6 +129,6 @@ def test_report_html_names_the_method_and_lists_what_was_left_out(tmp_path: Path
     summary = json.loads((results.parent / "summary.json").read_text())
     assert summary["agents"]["alpha"]["overall"]["dropped"] == [
         {"task": "lonely", "track": "repo", "reasons": ["no Clean Start run with a verdict"]}]
-    assert "95% t interval over tasks (t-over-tasks" in page
+    assert "95% score/Newcombe/t intervals over tasks (score-over-tasks" in page
     assert 'id="left-out"' in page and "no Clean Start run with a verdict: in no figure" in page
     assert "After Holm" in page

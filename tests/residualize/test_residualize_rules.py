@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from taskfactory import make_task
 
-from swe_residual.environments.base import VerifierOutput
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.base import StartSpec, VerifierOutput
 from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import ConfigError, InfraError
 from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import reconstruct, review
 from swe_residual.residualize.generate import generate
 from swe_residual.residualize.predecessors import parse_predecessor, split_script
+from swe_residual.states.patches import INHERITED_COMMIT_MESSAGE
 
 FIX_LOW = "python3 - <<'EOF'\nimport pathlib\np = pathlib.Path('calc.py')\np.write_text(p.read_text().replace('    return value\\n', '    return max(low, value)  # {tag}\\n'))\nEOF\n"
 SCRIPTS = {
@@ -204,3 +207,49 @@ def test_generate_calls_per_task_add_up_to_one_stage_i(tmp_path: Path) -> None:
     other = [parse_predecessor(f"good=script:{tmp_path}")]  # the same name for another predecessor
     with pytest.raises(ConfigError, match="already holds runs of good="):
         generate(dataset, other, work, backend=backend, timeout_sec=120, tasks=["alpha"], progress=lambda _: None)
+
+
+@pytest.mark.slow
+def test_a_predecessors_commits_stay_commits_in_its_state(tmp_path: Path) -> None:
+    """A predecessor that committed part of its work and left the rest uncommitted: the state
+    keeps the committed part as `committed.patch`, and every start has HEAD one commit holding
+    it on top of the base, with the rest in the working tree (a task graded on committed work
+    only, as DeepSWE's, sees the predecessor's work as the predecessor left it)."""
+    dataset = tmp_path / "dataset"
+    make_task(dataset, "calc")
+    scripts = tmp_path / "predecessors" / "committer"
+    scripts.mkdir(parents=True)
+    (scripts / "calc.sh").write_text(
+        "#!/bin/bash\nset -euo pipefail\n# step 1: fix the lower bound and commit it\n" + FIX_LOW.format(tag="committed")
+        + "git -c user.name=p -c user.email=p@localhost -c commit.gpgsign=false commit -q -am 'Clamp the low side'\n"
+        "# step 2: notes left uncommitted\necho 'work in progress' > NOTES.md\n")
+    work, backend = tmp_path / "work", LocalBackend(cache_dir=tmp_path / "cache")
+    generate(dataset, [parse_predecessor(f"committer=script:{scripts}")], work, backend=backend, timeout_sec=120,
+             progress=lambda _: None)
+    committed = (work / "runs" / "calc" / "committer" / "1" / "committed.patch").read_text()
+    assert "calc.py" in committed and "NOTES.md" not in committed
+    stage_ii.filter_runs(work, progress=lambda _: None)
+    review.write_packets(work, progress=lambda _: None)
+    review.collect(work, accept_all_as="tests", progress=lambda _: None)
+    reconstruct.build(work, tmp_path / "out", backend=backend, progress=lambda _: None)
+    state_dir = tmp_path / "out" / "calc" / "residual" / "committer-1"
+    assert tomllib.loads((state_dir / "state.toml").read_text())["committed_patch"] == "committed.patch"
+    assert (state_dir / "committed.patch").read_text() == committed
+    entry = load_dataset(tmp_path / "out").entries[0]
+    state = entry.states[0]
+    environment = backend.start(entry.task, state, StartSpec("t", "calc/committer-1", 1))
+    try:
+        base = environment.base_commit
+        assert environment.exec("git log -1 --format=%s HEAD").stdout.strip() == INHERITED_COMMIT_MESSAGE
+        assert environment.exec("git rev-parse HEAD~1").stdout.strip() == base
+        assert environment.exec(f"git diff --name-only {base} HEAD").stdout.split() == ["calc.py"]
+        assert environment.exec("git status --porcelain").stdout.split() == ["??", "NOTES.md"]
+        first = environment.exec("git rev-parse HEAD").stdout.strip()
+    finally:
+        environment.close()
+    again = backend.start(entry.task, state, StartSpec("t", "calc/committer-1", 2))
+    try:
+        assert again.exec("git rev-parse HEAD").stdout.strip() == first  # the same commit at every start
+    finally:
+        again.close()
+    assert state.initial_tests is not None and sorted(state.initial_tests.values()).count("passed") == 3

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from recordfactory import make_record
 
+from swe_residual.metrics.intervals import DIFFERENCE_RULE, GAP_RULE, RATE_RULE
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
 pytestmark = pytest.mark.unit
@@ -18,6 +19,7 @@ S, F, X = "success", "failure", "infra_error"
 
 TRACK_KEYS = {
     "intervals",
+    "power",
     "residual",
     "clean",
     "gap",
@@ -217,10 +219,9 @@ def test_empty_records() -> None:
     summary = build_summary([])
     assert summary == {
         "schema": 1,
-        "uncertainty": {"method": "t-over-tasks", "confidence": 0.95, "resamples": 2000, "seed": 0, "unit": "task",
-                        "all_equal_rule": "all per-task values equal v: [v - h, v + h] clamped, h = z^2 / (n + z^2)",
-                        "near_bound_rule": "a rate with fewer than 5 tasks above 0% (or below 100%): widened to "
-                                           "contain the Wilson score interval, tasks as trials"},
+        "uncertainty": {"method": "score-over-tasks", "confidence": 0.95, "resamples": 2000, "seed": 0, "unit": "task",
+                        "rate_rule": RATE_RULE, "gap_rule": GAP_RULE, "difference_rule": DIFFERENCE_RULE,
+                        "all_equal_rule": "all per-task values equal v: [v - h, v + h] clamped, h = z^2 / (n + z^2)"},
         "agents": {},
         "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "verifier_failed": [], "by_agent": {}},
     }
@@ -238,7 +239,7 @@ def test_render_markdown_tables() -> None:
     # every figure with an interval carries it: "11.1 [low, high]", as summary.json holds it
     low, high = summary["agents"]["alpha"]["tracks"]["repo"]["intervals"]["gap"]
     assert f"| 11.1 [{low:.1f}, {high:.1f}] |" in text.replace("  ", "")
-    assert "95% t interval over tasks (t-over-tasks, docs/uncertainty.md)" in text
+    assert "95% score/Newcombe/t intervals over tasks (score-over-tasks, docs/uncertainty.md)" in text
     assert "| alpha   | repo    | d        | no Clean Start run with a verdict: in no figure" in text
     # alpha's machine CondFail rests on n alone (m failed from clean): a figure, no interval, and why
     assert "| alpha   | machine | CondFail | no interval: rests on fewer than two tasks solved from a clean start |" in text

@@ -44,6 +44,7 @@ def test_formats() -> None:
             Format.COUNT.text(3), Format.TEXT.text("a"), Format.PCT.text(None)] == \
         ["12.3", "-3.0", "0.50", "1.23457e+06", "3", "a", "-"]
     assert pct(None) == "-" and pct(2.0, 2) == "2.00"
+    assert pct(-0.0) == "0.0" and pct(-0.04) == "0.0" and pct(-0.05001) == "-0.1"  # no signed zero
 
 
 def test_scopes_as_each_output_lists_them() -> None:

@@ -52,6 +52,7 @@ from swe_residual.environments.docker.machine_changes import list_machine, list_
 from swe_residual.environments.docker.restore import RESTORE_RULE, live_after_replay
 from swe_residual.errors import DatasetError
 from swe_residual.states.patch_safety import check_patch_text
+from swe_residual.states.patches import commit_inherited
 from swe_residual.environments.docker.terminal import TerminalSession
 from swe_residual.states.state import KEYSTROKES, ResidualState, is_keystrokes
 from swe_residual.dataset.task import Task
@@ -158,9 +159,10 @@ def check_repo_state(backend: DockerBackend, task: Task, state: ResidualState, p
 
 
 def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> None:
-    """The state's patch onto a fresh instance's working tree (strict: no fuzz, no commit), in
-    one command: `git apply` reads it from its standard input (every start of a Residual State
-    pays this, so no file is written into the container and removed again)."""
+    """The state's patch onto a fresh instance's working tree (strict: no fuzz), in one command:
+    `git apply` reads it from its standard input (every start of a Residual State pays this, so
+    no file is written into the container and removed again); then, when the predecessor had
+    committed, its commits as one commit (states/patches.py)."""
     source = str(state.patch_path)
     patch = state.read_patch()
     check_patch_text(patch, source=source)
@@ -171,6 +173,9 @@ def apply_state_patch(environment: DockerEnvironment, state: ResidualState) -> N
     if done.exit_code != 0:
         output = (done.stdout + done.stderr).decode(errors="replace").strip()[-500:]
         raise DatasetError(source, f"patch does not apply to the base commit: git apply: {output}")
+    committed = state.read_committed_patch()
+    if committed is not None:
+        commit_inherited(environment, committed, source=str(state.committed_patch_path))
     environment.quiet = True  # the harness's own `git apply` has ended: nothing is left running
 
 
