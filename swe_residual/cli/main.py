@@ -268,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`
     from swe_residual.harbor.export import add_parser as add_export_parser
     add_export_parser(sub)  # `export harbor`
+    from swe_residual.published.cli import add_parser as add_dataset_parser
+
+    add_dataset_parser(sub)  # `dataset build`
     return parser
 
 

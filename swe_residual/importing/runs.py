@@ -28,7 +28,7 @@ from swe_residual.errors import ConfigError
 from swe_residual.trial.record_model import HARNESS_FIELDS, Durations, RunRecord
 from swe_residual.trial.records import agent_slug
 from swe_residual.trial.values import Start
-from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
+from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RECORDED_PANE, RunRef, Workdir, write_bytes, write_json
 from swe_residual.dataset.task import Task
 from swe_residual.trial.trajectory import Trajectory
 
@@ -49,6 +49,7 @@ class ImportedRun:
     trajectory: Trajectory | None = None
     source_facts: dict[str, Any] = field(default_factory=dict)  # what the source said, for review
     commands: bytes | None = None  # machine track: the interactions, as commands.jsonl
+    recorded_pane: bytes | None = None  # machine track: the agent's pane when it stopped, as recorded
 
     @property
     def recoverable(self) -> bool:
@@ -203,6 +204,8 @@ def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
         payload = PATCH
     elif run.commands is not None:
         write_bytes(run_dir / COMMANDS, run.commands)
+        if run.recorded_pane is not None:
+            write_bytes(run_dir / RECORDED_PANE, run.recorded_pane)
         final_state = {"recoverable": True, "detail": str(run.provenance.get("commands") or COMMANDS)}
         payload = COMMANDS
     else:

@@ -74,6 +74,10 @@ class TrialKeys:
     after_tests: int  # agent lines typed after the tests started (left out)
     timing: str  # where the waits came from: "cast" or why not
 
+    def commands_jsonl(self) -> bytes:
+        """The interactions as a state's commands.jsonl (one JSON object per line)."""
+        return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in self.interactions).encode()
+
 
 def _arguments(line: str) -> tuple[list[str], bool] | None:
     """One commands.txt line as (tmux arguments, whether it was a list), or None when it is not

@@ -15,7 +15,6 @@ import, as long as one trial is of a dataset task.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from collections import Counter
@@ -110,7 +109,7 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
         outcome=outcome, reward=reward if valid else None,
         submitted=termination == Termination.SUBMITTED, termination=termination, tests=_tests(trial),
         attempts=(Attempt(1, outcome, termination, error, reverified=False, durations=durations),),
-        durations=durations,
+        durations=durations, steps=trial.episodes or None,  # one step per Terminus turn
         agent_config=AgentConfig.hashed({"agent": trial.agent_name, "model": trial.model_name}),
         tokens=(Tokens(trial.input_tokens, trial.output_tokens)
                 if trial.input_tokens is not None and trial.output_tokens is not None else None),
@@ -123,7 +122,7 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
         provenance["date"] = format_time(moment)
     if trial.dataset:
         provenance["task_version"] = trial.dataset
-    commands, unrecoverable = None, None
+    commands, unrecoverable, pane = None, None, None
     keys = read_trial_keys(trial.path) if task.track != Track.REPO else None
     facts: dict[str, Any] = {
         "trial_name": trial.trial_name, "task_id": trial.task_id, "agent": trial.agent_name,
@@ -139,13 +138,14 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
     elif isinstance(keys, str):
         unrecoverable = f"{trial.relative}: {keys}"
     elif keys is not None:
-        commands = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in keys.interactions).encode()
+        commands = keys.commands_jsonl()
         provenance["commands"] = "commands.txt" + (" + sessions/agent.cast" if keys.timing == "cast" else "")
         if (trial.path / "panes" / "post-agent.txt").is_file():
             # The recorded end of the agent's pane, for comparing a replay with (states/pane_fidelity.py).
             provenance["pane"] = "panes/post-agent.txt"
+            pane = (trial.path / "panes" / "post-agent.txt").read_bytes()
         facts.update({"keystroke_lines": keys.lines, "typed_after_tests": keys.after_tests, "timing": keys.timing})
-    return ImportedRun(task, identity, record, None, unrecoverable, provenance, None, facts, commands)
+    return ImportedRun(task, identity, record, None, unrecoverable, provenance, None, facts, commands, pane)
 
 
 def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,

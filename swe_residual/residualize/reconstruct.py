@@ -8,6 +8,11 @@ without a commit; machine track, the commands replayed in a fresh container and 
   1. it can be instantiated            else "Patch application or command replay failed"
                                        (the patch does not apply, a replayed command hangs) or
                                        "Environment unusable" (the engine cannot start it);
+                                       machine track (docker): the replay reproduces the recording,
+                                       two replays agree (files and processes) and the replayed
+                                       pane matches the recorded one (fidelity.py), else "Patch
+                                       application or command replay failed" with the first
+                                       divergence;
   2. an agent can act in it            a trivial command through the environment must run and
                                        answer, else "Environment unusable";
   3. the verifier gives a valid verdict, and it is still a failure
@@ -54,10 +59,12 @@ from swe_residual.dataset.image_recipes import IMAGES_FILE
 from swe_residual.summary.oracle import oracle_solvable
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import RULES
+from swe_residual.residualize.fidelity import FidelityCheck, check_replay
 from swe_residual.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
-from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RunRef, Workdir, write_bytes
 from swe_residual.residualize.review_machine import machine_changes_path, replay_changes
+from swe_residual.residualize.review_record import review_table
+from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORDED_PANE, RunRef, Workdir, write_bytes
 from swe_residual.states.state import MACHINE_FILE, ResidualState, load_state
 from swe_residual.dataset.task import Task
 from swe_residual.verifier.outputs import PASSED, Verdict, evaluate
@@ -96,6 +103,7 @@ class Outcome:
     # Machine track: what the predecessor changed on the machine (MachineChanges.as_dict), kept
     # as the state's machine.json; None: not known (a backend that cannot list it).
     machine_changes: dict[str, Any] | None = None
+    fidelity_check: FidelityCheck | None = None  # machine track on docker: replays and pane
 
 
 def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
@@ -115,10 +123,18 @@ def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
     return directory
 
 
-def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunRef) -> Outcome:
+def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunRef,
+                       recorded_pane: str | None = None) -> Outcome:
     """Steps 1-3 above on one staged state; never raises for the state's own faults."""
     outcome = Outcome(ref, task.track, INCLUDED)
     spec = StartSpec("residualize-build", f"validate:{task.id}/{ref.candidate}", 1)
+    task_image = getattr(backend, "task_image", None)
+    if task_image is not None:
+        try:  # the task's own image first: one that cannot be had here makes no environment at all
+            task_image(task)
+        except (DatasetError, InfraError) as exc:
+            outcome.category, outcome.detail = UNUSABLE, f"the task's image cannot be had here: {exc}"
+            return outcome
     try:
         environment = backend.start(task, state, spec)
     except DatasetError as exc:
@@ -140,6 +156,19 @@ def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunR
             outcome.category = UNUSABLE
             outcome.detail = f"a trivial command failed (exit {probe.exit_code}): {probe.output.strip()[-300:]}"
             return outcome
+        if _replays_here(task, state, environment):
+            try:
+                outcome.fidelity_check = check_replay(backend, task, state, environment, spec, recorded_pane)
+            except DatasetError as exc:
+                outcome.category, outcome.detail = REPLAY_FAILED, f"a second replay failed: {exc}"
+                return outcome
+            except (InfraError, OSError) as exc:
+                outcome.category, outcome.detail = UNUSABLE, f"could not replay it again: {exc}"
+                return outcome
+            if outcome.fidelity_check.divergence is not None:
+                outcome.category = REPLAY_FAILED
+                outcome.detail = f"the replay does not reproduce the recording: {outcome.fidelity_check.divergence}"
+                return outcome
         try:
             verdict = evaluate(backend.run_verifier(environment, task), task.acceptance_tests())
         except InfraError as exc:
@@ -155,6 +184,11 @@ def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunR
     if outcome.category == INCLUDED:
         _check_solvable(backend, task, state, outcome)
     return outcome
+
+
+def _replays_here(task: Task, state: ResidualState, environment: Any) -> bool:
+    """A machine state on the docker backend (whose containers the fidelity check can inspect)."""
+    return task.track == Track.MACHINE and state.commands_path is not None and hasattr(environment, "container_id")
 
 
 def _check_solvable(backend: Any, task: Task, state: ResidualState, outcome: Outcome) -> None:
@@ -174,6 +208,11 @@ def _check_solvable(backend: Any, task: Task, state: ResidualState, outcome: Out
             kept, why = False, f"the oracle could not run: {exc}"
         outcome.oracle_on_state = kept
         outcome.oracle_on_state_detail = "" if kept else why
+
+
+def _recorded_pane(work: Workdir, ref: RunRef) -> str | None:
+    path = work.run_dir(ref) / RECORDED_PANE
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
 
 
 def _validation_table(verdict: Verdict) -> dict[str, Any]:
@@ -223,6 +262,8 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
         },
         "stage_iv": {"decision": INCLUDED, "fidelity": outcome.fidelity, "oracle_solvable": True},
     }
+    if outcome.fidelity_check is not None:  # machine track: the replay against the recording
+        data["provenance"]["stage_iv"]["replay"] = outcome.fidelity_check.as_dict()
     if outcome.oracle_on_state is not None:  # repo track: the oracle keeping the state's work
         data["provenance"]["stage_iv"]["oracle_on_state"] = outcome.oracle_on_state
         if not outcome.oracle_on_state:
@@ -230,6 +271,8 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
     imported = (record.get("residualize") or {}).get("import")
     if imported:  # an imported run: its source, the import command and the source's date
         data["provenance"]["import"] = dict(imported)
+    if review.get("decisions"):  # each reviewer's name and answers (review_record.py)
+        data["review"] = review_table(review)
     data["validation"] = _validation_table(outcome.verdict)
     return tomlwrite.dumps(data)
 
@@ -254,7 +297,7 @@ def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
 
     try:
         remove_image(tag_of(task, state))
-    except InfraError:
+    except (InfraError, DatasetError):  # DatasetError: the task's image is not here, nor its snapshot
         pass
 
 
@@ -287,7 +330,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
             except DatasetError as exc:
                 outcome = Outcome(ref, task.track, REPLAY_FAILED, f"the state cannot be loaded: {exc}")
             else:
-                outcome = validate_candidate(backend, task, state, ref)
+                outcome = validate_candidate(backend, task, state, ref, _recorded_pane(work, ref))
                 if outcome.category == INCLUDED and task.track == Track.MACHINE:
                     outcome.machine_changes = predecessor_machine_changes(work, backend, task, state, ref)
                 _drop_snapshot(backend, task, state)
@@ -296,6 +339,8 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
             progress(f"Stage IV {ref.task}/{ref.candidate}: {outcome.category}"
                      + (f" ({outcome.detail[:200]})" if outcome.detail else "")
                      + (f", fidelity {outcome.fidelity}" if outcome.fidelity else "")
+                     + (f", replays agree, pane {outcome.fidelity_check.pane}"
+                        if outcome.fidelity_check and outcome.fidelity_check.divergence is None else "")
                      + ("" if outcome.oracle_solvable is None
                         else f", oracle-solvable: {'yes' if outcome.oracle_solvable else 'no'}")
                      + ("" if outcome.oracle_on_state is None
@@ -319,7 +364,8 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
               "candidates": [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
                               "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable,
                               "oracle_on_state": o.oracle_on_state,
-                              "oracle_on_state_detail": o.oracle_on_state_detail or None}
+                              "oracle_on_state_detail": o.oracle_on_state_detail or None,
+                              "replay": o.fidelity_check.as_dict() if o.fidelity_check else None}
                              for o in outcomes]}
     work.write_json("table5.json", result)
     for line in [*render_table5(table), *render_stage_ii(before_review)]:

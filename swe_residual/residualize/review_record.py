@@ -18,7 +18,8 @@ review.json: whether it is kept, the rule, and each reviewer's name and answers:
     [review.reviewer_2]
     ...
 
-`stamp_states` adds that table to every state Stage IV wrote that does not carry one yet.
+Stage IV writes that table into each state it builds (reconstruct.py); `stamp_states` adds it
+to a state an earlier build wrote without one.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ of interactions. A figure whose data is missing is None.
 from __future__ import annotations
 
 import statistics
+import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -104,15 +105,26 @@ def stats_exit_status(stats: dict[str, Any]) -> int:
     return 1 if stats.get("problems") else 0
 
 
+def _funnel(directory: Path) -> dict[str, Any] | None:
+    """A published dataset's funnel (Stage II per rule, Stage IV per row) from its manifest.toml."""
+    manifest = directory / "manifest.toml"
+    if not manifest.is_file():
+        return None
+    funnel = tomllib.loads(manifest.read_text(encoding="utf-8")).get("funnel")
+    return dict(funnel) if funnel else None
+
+
 def dataset_stats(dataset: Dataset | Path | str) -> dict[str, Any]:
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset)
+    funnel = _funnel(dataset.root)
     states = [state for entry in dataset.entries for state in entry.states]
     tracks = sorted({s.track for s in states})
     return {
         "problems": dataset_problems(dataset),
         "n_tasks_total": len(dataset.entries),
         "tracks": {track: track_stats([s for s in states if s.track == track], track) for track in tracks},
+        **({"funnel": funnel} if funnel else {}),
         "overall": {
             "n_tasks": len({s.task_id for s in states}),
             "n_states": len(states),
@@ -158,4 +170,22 @@ def render_stats(stats: dict[str, Any]) -> list[str]:
                          f"patch size {f['patch_kib_median']:.1f} KiB" if f["patch_kib_median"] is not None else "")
         else:
             lines.append(f"  median interactions {_fmt(f['interactions_median'])}")
+    if "funnel" in stats:
+        lines += render_funnel(stats["funnel"])
+    return lines
+
+
+def render_funnel(funnel: dict[str, Any]) -> list[str]:
+    """The manifest's funnel, as the paper's: runs, Stage II exclusions per rule, Stage IV rows."""
+    lines = ["Funnel (manifest.toml)"]
+    if funnel.get("runs") is not None:
+        lines.append(f"  runs in the source: {funnel['runs']} (of tasks not in the dataset: "
+                     f"{funnel.get('runs_of_tasks_not_in_tb2', 0)})")
+    lines.append(f"  runs of the dataset's tasks: {funnel.get('runs_of_tb2_tasks', '-')}")
+    for rule, count in (funnel.get("stage_ii") or {}).items():
+        lines.append(f"  Stage II excluded, {rule}: {count}")
+    lines.append(f"  Stage II candidates: {funnel.get('stage_ii_candidates', '-')}; "
+                 f"retained by Stage III: {funnel.get('stage_iii_retained', '-')}")
+    for label, count in (funnel.get("stage_iv") or {}).items():
+        lines.append(f"  Stage IV, {label}: {count}")
     return lines

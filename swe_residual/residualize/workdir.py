@@ -28,6 +28,9 @@ RECORD = "record.json"
 PATCH = "changes.patch"
 COMMITTED = "committed.patch"  # repo track: the part of changes.patch the predecessor had committed
 COMMANDS = "commands.jsonl"
+# The recorded terminal at the end of the predecessor's run (an imported Terminal-Bench trial's
+# `panes/post-agent.txt`): Stage IV compares the replayed pane with it.
+RECORDED_PANE = "recorded-pane.txt"
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,19 @@
 Terminal-Bench saved the agent's pane when it stopped (`panes/post-agent.txt`, tmux
 `capture-pane`); a replay of its keystrokes ends with a pane of its own
 (`TerminalSession.capture`). The two are compared on their last lines, after what differs
-between any two machines is set aside: the container's host name in the prompt
-(`root@56f036e0b9ee:/app#`), trailing spaces and trailing blank lines. The result names the
-first line, counted from the top of the compared tail, where they differ.
+between any two machines or moments is set aside (the tolerance rule):
+
+- the container's host name in the prompt (`root@56f036e0b9ee:/app#`);
+- dates and times (`2025-07-15`, `02:14:31`, `ls -l`'s `Jul 15 02:14`), each masked as one token;
+- hexadecimal runs of 16 digits or more and colon-separated byte lists (digests, fingerprints,
+  container ids: a key generated again differs);
+- the `; tmux wait -S done` Terminal-Bench appended to a blocking command it typed (the replay
+  types the command as the agent wrote it), with the line break tmux put inside or after it when
+  the suffix took the line past the pane's width;
+- trailing spaces and trailing blank lines.
+
+Everything else must be equal. The result names the first line, counted from the top of the
+compared tail, where they differ.
 """
 
 from __future__ import annotations
@@ -16,6 +26,17 @@ from dataclasses import dataclass
 LAST_LINES = 10
 # A shell prompt's user@host: a container's host name is its id, different on every machine.
 _HOST = re.compile(r"\b([a-z_][a-z0-9_-]*)@[0-9a-f]{12}\b")
+# The `; tmux wait -S done` Terminal-Bench appended to a command it typed, which often pushes the
+# command past the pane's width: tmux wraps it anywhere, even inside the suffix.
+_HARNESS_SUFFIX = re.compile("\n?".join(re.escape(char) for char in "; tmux wait -S done") + "(?:[ \t]*\n)?")
+_MASKS = (
+    (re.compile(r"\b[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){7,}\b"), "<HEX>"),
+    (re.compile(r"\b[0-9a-fA-F]{16,}\b"), "<HEX>"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"), "<DATE>"),
+    (re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+"
+                r"(?:\d{2}:\d{2}(?::\d{2})?(?:\s+\d{4})?|\d{4})\b"), "<DATE>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b"), "<TIME>"),
+)
 
 
 @dataclass(frozen=True)
@@ -25,8 +46,22 @@ class Divergence:
     replayed: str | None
 
 
+def _masked(line: str) -> str:
+    line = _HOST.sub(r"\1@HOST", line)
+    for pattern, replacement in _MASKS:
+        line = pattern.sub(replacement, line)
+    return line.rstrip()
+
+
+def _unwrapped(pane: str) -> str:
+    """The pane without the harness's suffix, a line it wrapped joined again."""
+    def drop(found: re.Match[str]) -> str:
+        return "\n" if found.group(0).endswith("\n") else ""
+    return _HARNESS_SUFFIX.sub(drop, pane.replace("\r\n", "\n"))
+
+
 def normalized(pane: str) -> list[str]:
-    lines = [_HOST.sub(r"\1@HOST", line.rstrip()) for line in pane.splitlines()]
+    lines = [_masked(line) for line in _unwrapped(pane).splitlines()]
     while lines and not lines[-1]:
         lines.pop()
     return lines

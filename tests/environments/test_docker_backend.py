@@ -531,6 +531,8 @@ def test_network_none_and_limits(backend: DockerBackend, task: Task) -> None:
         assert host["PidsLimit"] == 4096
         assert host["Privileged"] is False
         assert host["CapDrop"] == ["ALL"] and "NET_RAW" not in host["CapAdd"]
+        # chroot stays: published tasks' tests run programs under it, as in Harbor's containers
+        assert _sh(env, "chroot / true && echo chrooted").strip() == "chrooted"
         labels = info["Config"]["Labels"]
         assert labels[LABEL] == "1" and labels[f"{LABEL}.run"] == "test-run"
         assert labels[f"{LABEL}.item"] == "limits" and labels[f"{LABEL}.pid"] == str(os.getpid())

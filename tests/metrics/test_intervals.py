@@ -90,7 +90,8 @@ def _by_formula(spec: dict[str, tuple[float, list[float]]], t: float, t_solved: 
                ) -> dict[str, tuple[float, float]]:
     """docs/uncertainty.md: per task r = mean of its states, c its clean outcome; Residual and
     Clean the rate's score interval, the Gap Newcombe's from them, CondFail the ratio
-    sum(c (1 - r)) / sum(c) over the tasks with c > 0 (``t_solved``: t at their number - 1)."""
+    sum(c (1 - r)) / sum(c) over the tasks with c > 0 (``t_solved``: t at the number of all the
+    tasks - 1: they are a domain of the tasks sampled)."""
     r = [sum(states) / len(states) for _, states in spec.values()]
     c = [clean for clean, _ in spec.values()]
     solved = [(ci, 1 - ri) for ci, ri in zip(c, r) if ci > 0]
@@ -105,16 +106,15 @@ SPEC = {
     "t1": (1, [0, 1, 0]), "t2": (1, [1]), "t3": (0, [0, 0]), "t4": (1, [0]), "t5": (0, [1, 0]),
     "t6": (1, [1, 1]), "t7": (1, [0, 0, 1]), "t8": (0, [0]),
 }  # fmt: skip
-#: t at 4 degrees of freedom (CondFail rests on SPEC's 5 solved tasks), from printed tables
-T4 = {0.95: 2.776445, 0.90: 2.131847, 0.50: 0.740697}
 
 
 @pytest.mark.parametrize("confidence", [0.95, 0.90, 0.50])
 def test_intervals_equal_their_formula(confidence: float) -> None:
     got = task_intervals(_tasks(SPEC), Uncertainty(confidence))
     # Residual (fractions per task) by the score interval at n_eff with t; Clean (0/1 per task)
-    # Wilson's at n with z; the Gap Newcombe's; CondFail (5 solved tasks, shares 2/3, 0, 1, 0, 2/3)
-    want = _by_formula(SPEC, T_TABLE[(confidence, 7)], T4[confidence], confidence)
+    # Wilson's at n with z; the Gap Newcombe's; CondFail (5 solved tasks of 8, shares 2/3, 0, 1, 0,
+    # 2/3: its t at 8 - 1 = 7 degrees of freedom, the design's)
+    want = _by_formula(SPEC, T_TABLE[(confidence, 7)], T_TABLE[(confidence, 7)], confidence)
     for figure in ("residual", "clean", "gap", "cond_fail"):
         assert got.get(figure) == pytest.approx(want[figure], abs=2e-4), figure
     assert got.reason is None and got.all_equal == ()

@@ -32,3 +32,36 @@ def test_a_shorter_replay_diverges_where_it_ends() -> None:
     assert first_divergence("a\nb\n", "a\n") == Divergence(2, "b", None)
     # Only the last lines are compared: an earlier difference scrolled away is not one.
     assert first_divergence("x\n" + "same\n" * 10, "y\n" + "same\n" * 10) is None
+
+
+def test_the_tolerance_rule_masks_what_differs_between_moments() -> None:
+    # Recorded in July 2025 on one machine; replayed today on another: dates, times, a key
+    # generated again (its fingerprint), and the harness's own `; tmux wait -S done`.
+    recorded = ("root@56f036e0b9ee:/app# ls -l ssl; tmux wait -S done\n"
+                "-rw------- 1 root root 1704 Jul 15 02:14 server.key\n"
+                "notAfter=Jul 15 02:14:31 2026 GMT\n"
+                "sha256 Fingerprint=AB:CD:EF:01:02:03:04:05:06:07:08:09\n"
+                "written 2025-07-15 02:14:31 id 3f9c2e1a7b6d5c4e3f9c2e1a\n")
+    replayed = ("root@0a1b2c3d4e5f:/app# ls -l ssl\n"
+                "-rw------- 1 root root 1704 Dec  2 01:06 server.key\n"
+                "notAfter=Dec  2 01:06:09 2027 GMT\n"
+                "sha256 Fingerprint=11:22:33:44:55:66:77:88:99:AA:BB:CC\n"
+                "written 2026-12-02 01:06:09 id 0000aaaa1111bbbb2222cccc\n")
+    assert first_divergence(recorded, replayed) is None
+    # Anything else is compared as written: another size is a divergence.
+    assert first_divergence(recorded, replayed.replace("1704", "1700")) == Divergence(
+        2, "-rw------- 1 root root 1704 <DATE> server.key", "-rw------- 1 root root 1700 <DATE> server.key")
+
+
+def test_the_harness_suffix_is_dropped_where_tmux_wrapped_it() -> None:
+    # The appended `; tmux wait -S done` took the command past the pane's width: tmux broke the
+    # line inside the suffix, or right before its last word.
+    recorded = ("root@c81a8e516b61:/app# echo 'Backup database is also not valid.' > /app/status.txt; tmux wait -S\n"
+                " done\n"
+                "root@c81a8e516b61:/app# echo 'No tools found.' > /app/status.txt; tmux wait -S do\n"
+                "ne\n"
+                "root@c81a8e516b61:/app#\n")
+    replayed = ("root@0a1b2c3d4e5f:/app# echo 'Backup database is also not valid.' > /app/status.txt\n"
+                "root@0a1b2c3d4e5f:/app# echo 'No tools found.' > /app/status.txt\n"
+                "root@0a1b2c3d4e5f:/app#\n")
+    assert first_divergence(recorded, replayed) is None

@@ -42,9 +42,12 @@ from swe_residual.trial.values import Track
 
 DEFAULT_PIDS_LIMIT = 4096
 # Capabilities an agent plausibly needs as root in its container (file ownership, package
-# installs, dropping privileges to a user, killing its own processes, binding low ports).
-# Everything else Docker grants by default (raw sockets, mknod, chroot, setfcap, audit) is dropped.
-KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE")
+# installs, dropping privileges to a user, killing its own processes, binding low ports), and
+# chroot, which published tasks' own tests use (Terminal-Bench 2's path-tracing-reverse runs its
+# program under `chroot`: without it the oracle fails there where Harbor's run passes, 3/3).
+# Everything else Docker grants by default (raw sockets, mknod, setfcap, audit) is dropped.
+KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE",
+                     "SYS_CHROOT")
 # The harness's scratch space: a fresh tmpfs, so it is never part of a snapshot (exec allowed:
 # agents run scripts from it).
 SCRATCH_TMPFS = "rw,exec,nosuid,nodev,mode=1777"

@@ -1,0 +1,1 @@
+"""Published datasets rebuilt from their sources: a manifest in the repository, the files fetched."""

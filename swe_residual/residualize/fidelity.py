@@ -1,0 +1,177 @@
+"""Stage IV fidelity of a replayed machine state: does the replay reproduce the recording?
+
+Two checks, both on instances the docker backend started from the state (so what is checked is
+what every rollout gets):
+
+- **Two replays agree.** Each instance is summarised by a fingerprint taken right after its
+  replay: the files the replay changed against the image (the engine's own `docker diff`), each
+  with its kind, mode and content digest, and the processes left running (command lines, without
+  pids or times). Paths under volatile places (`/proc`, `/sys`, `/dev`, `/run`, `/tmp`,
+  `/var/tmp`, `/var/log`, `/var/cache`, `/root/.cache`), Python bytecode and `*.log` files are
+  set aside: they change with every run whatever the state. The rule: the two replays must change the same paths,
+  each with the same kind and mode, and leave the same processes; a file whose content differs
+  (a key made by `openssl genrsa`, a timestamp written by the agent's own command) is not a
+  divergence but is listed, so a state whose content is not reproducible is visible.
+- **The replayed pane matches the recorded one** (`states/pane_fidelity.py`): the replay's last
+  pane lines against the trial's `post-agent` pane, with what differs between any two machines or
+  moments masked (host names, dates and times, long hex digests, the harness's own `; tmux wait
+  -S done`).
+
+A state that fails either is reported with the first divergence and not kept.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from swe_residual.states.pane_fidelity import describe, first_divergence
+
+VOLATILE_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/log", "/var/cache", "/root/.cache")
+# Python bytecode, and log files (`*.log`, Stage II's incidental artifacts too): a tool that names
+# its log by the time it ran (pipx's `logs/cmd_2026-12-02_01.31.54.log`) makes another path in
+# every replay.
+VOLATILE_NAME = re.compile(r"(^|/)__pycache__(/|$)|\.pyc$|\.log$")
+DIGEST_CHARS = 16
+# One line per path: kind, octal mode, digest (files only) and the path, NUL-free.
+_DESCRIBE = (
+    'while IFS= read -r p; do '
+    'if [ -L "$p" ]; then printf "link %s %s %s\\n" "$(stat -c %a "$p")" "$(readlink "$p" | sha256sum | cut -c1-16)" "$p"; '
+    'elif [ -f "$p" ]; then printf "file %s %s %s\\n" "$(stat -c %a "$p")" "$(sha256sum < "$p" | cut -c1-16)" "$p"; '
+    'elif [ -d "$p" ]; then printf "dir %s - %s\\n" "$(stat -c %a "$p")" "$p"; '
+    'elif [ -e "$p" ]; then printf "other %s - %s\\n" "$(stat -c %a "$p")" "$p"; fi; done'
+)
+_PROCESSES = "ps -eo args= 2>/dev/null"
+REPLAYS_DIFFER = "two replays differ"
+PANE_TAIL = "tmux capture-pane -p -S - -t swe-residual 2>/dev/null"
+
+
+def volatile(path: str) -> bool:
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in VOLATILE_PREFIXES) \
+        or bool(VOLATILE_NAME.search(path))
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    files: dict[str, tuple[str, str, str]]  # path -> (kind, mode, digest or "-"); "deleted" kind for removals
+    processes: tuple[str, ...]  # sorted command lines
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"files": len(self.files), "processes": list(self.processes)}
+
+
+@dataclass
+class ReplayAgreement:
+    divergence: str | None  # None: the two replays agree
+    content_differs: list[str] = field(default_factory=list)  # same path, kind and mode; other content
+
+    @property
+    def agree(self) -> bool:
+        return self.divergence is None
+
+
+def changed_paths(environment: Any) -> dict[str, str]:
+    """Path -> "changed" | "added" | "deleted", from the engine's diff of the container."""
+    kinds = {0: "changed", 1: "added", 2: "deleted"}
+    changes = environment.client.api.diff(environment.container_id) or []
+    return {entry["Path"]: kinds.get(entry["Kind"], "changed") for entry in changes if not volatile(entry["Path"])}
+
+
+def fingerprint(environment: Any) -> Fingerprint:
+    """What the replay left in this container: changed files (kind, mode, digest), processes."""
+    changes = changed_paths(environment)
+    files: dict[str, tuple[str, str, str]] = {path: ("deleted", "-", "-")
+                                              for path, kind in changes.items() if kind == "deleted"}
+    present = sorted(path for path, kind in changes.items() if kind != "deleted")
+    if present:
+        listing = "\n".join(present) + "\n"
+        environment.write_file("/tmp/.swe-residual-fingerprint", listing.encode("utf-8"))
+        result = environment.exec(f"{_DESCRIBE} < /tmp/.swe-residual-fingerprint; rm -f /tmp/.swe-residual-fingerprint",
+                                  timeout_sec=600)
+        for line in result.stdout.splitlines():
+            parts = line.split(" ", 3)
+            if len(parts) == 4:
+                kind, mode, digest, path = parts
+                files[path] = (kind, mode, digest)
+    listed = environment.exec(_PROCESSES, timeout_sec=60).stdout.splitlines()
+    # The listing's own shell and `ps` are not the state's processes.
+    processes = tuple(sorted(line.strip() for line in listed if line.strip() and "ps -eo args=" not in line))
+    return Fingerprint(files, processes)
+
+
+def compare(first: Fingerprint, second: Fingerprint) -> ReplayAgreement:
+    """The first divergence between two replays' fingerprints (None when they agree)."""
+    for path in sorted(set(first.files) | set(second.files)):
+        left, right = first.files.get(path), second.files.get(path)
+        if left is None or right is None:
+            which = "the first" if left is not None else "the second"
+            return ReplayAgreement(f"{path}: changed only by {which} replay ({(left or right)[0]})")
+        if left[:2] != right[:2]:
+            return ReplayAgreement(f"{path}: {left[0]} mode {left[1]} in the first replay, "
+                                   f"{right[0]} mode {right[1]} in the second")
+    if first.processes != second.processes:
+        only_first = sorted(set(first.processes) - set(second.processes))
+        only_second = sorted(set(second.processes) - set(first.processes))
+        return ReplayAgreement(f"processes differ: only in the first replay {only_first[:3]}, "
+                               f"only in the second {only_second[:3]}")
+    differs = sorted(path for path in first.files if first.files[path][2] != second.files[path][2])
+    return ReplayAgreement(None, differs)
+
+
+def pane_divergence(environment: Any, recorded: str) -> str | None:
+    """None when the replayed pane ends as the recorded one did, else the first divergence."""
+    replayed = environment.exec(PANE_TAIL, timeout_sec=60).stdout
+    found = first_divergence(recorded, replayed)
+    return None if found is None else describe(found)
+
+
+@dataclass
+class FidelityCheck:
+    """Stage IV's fidelity verdict on one machine state."""
+
+    divergence: str | None  # None: the replays agree and the pane matches (or none was recorded)
+    content_differs: list[str] = field(default_factory=list)
+    pane: str = "not recorded"  # "matches", "not recorded", or the first divergence
+    files: int = 0  # paths the replay changed (volatile ones set aside)
+    processes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"replays_agree": not (self.divergence or "").startswith(REPLAYS_DIFFER),
+                "pane": self.pane, "changed_files": self.files, "content_differs": list(self.content_differs),
+                "processes": list(self.processes)}
+
+
+def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: Any,
+                 recorded_pane: str | None) -> FidelityCheck:
+    """Two replays of `state` agree and the first's pane matches `recorded_pane`.
+
+    `environment` is the instance Stage IV already started: when it was made by replaying (the
+    `replay` fidelity) it is the first replay; otherwise (a snapshot) a fresh replay is made.
+    The second replay is always a fresh container of the task image.
+    """
+    from swe_residual.environments.docker import states
+
+    prepared = backend.agent_image(task, spec.install)
+    first_env = environment if getattr(environment, "fidelity", None) == states.FIDELITY_REPLAY \
+        else states.replayed_instance(backend, task, state, spec, prepared)
+    try:
+        first = fingerprint(first_env)
+        pane = "not recorded"
+        if recorded_pane is not None:
+            pane = pane_divergence(first_env, recorded_pane) or "matches"
+    finally:
+        if first_env is not environment:
+            first_env.close()
+    second_env = states.replayed_instance(backend, task, state, spec, prepared)
+    try:
+        second = fingerprint(second_env)
+    finally:
+        second_env.close()
+    agreement = compare(first, second)
+    check = FidelityCheck(None, agreement.content_differs, pane, len(first.files), list(first.processes))
+    if not agreement.agree:
+        check.divergence = f"{REPLAYS_DIFFER}: {agreement.divergence}"
+    elif pane not in ("matches", "not recorded"):
+        check.divergence = f"pane: {pane}"
+    return check
