@@ -85,6 +85,12 @@ class AgentSession:
     # no price (a self-hosted model), so the record's cost is null rather than a made-up 0.
     tokens: dict[str, int] | None = None
     cost_known: bool = True
+    # Where the agent may keep its own logs (a Harbor agent's /logs/agent and its ATIF
+    # trajectory): the runner keeps them with the item. None: nowhere (not kept).
+    logs_dir: Path | None = None
+    # Seconds of the agent's own phases, for agents that time them (a Harbor agent's setup()
+    # and run(): `agent_setup_sec`, `agent_run_sec`); they go into the record's durations.
+    phases: dict[str, float] = field(default_factory=dict)
     # Set by the harness from another thread when it ends the run (the disk limit): every
     # later call raises it, and the call under way raises it when it returns.
     stopped: BudgetExhausted | None = None

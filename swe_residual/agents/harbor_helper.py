@@ -4,9 +4,12 @@ Harbor needs Python >= 3.12 and the suite runs on 3.11, so the suite starts this
 process of Harbor's virtual environment (`swe_residual.agents.harbor_bridge`). It builds
 Harbor's agent class unmodified, gives it a `BaseEnvironment` whose every operation goes to
 the suite's own container (by id, through the `docker` CLI: Harbor's environment may lack the
-Docker SDK), runs it, and leaves the agent's ATIF trajectory (`LOGS/trajectory.json`) and its
-context (`LOGS/result.json`: tokens, cost, or the error) for the suite. The container is the
-suite's: start and stop do nothing.
+Docker SDK), and runs it as a Harbor trial does: the trial's directories (/logs/agent,
+/logs/verifier, /logs/artifacts) made in the container, setup() under its own timeout, run()
+under the task's agent timeout. It leaves the agent's logs directory (`LOGS/trial/agent/`: its
+ATIF `trajectory.json` and a copy of what it left in /logs/agent), the timings of setup() and
+run() (`LOGS/phases.json`) and its context (`LOGS/result.json`: tokens, cost, whether run()
+timed out, or the error) for the suite. The container is the suite's: start and stop do nothing.
 
 What an agent needs installed is installed before any measured run, in the suite's set-up
 container (with network), which the suite then commits as a layer under the agent's starts:
@@ -16,19 +19,24 @@ container (with network), which the suite then commits as a layer under the agen
   by that session's own install routine, so the measured run finds them and installs nothing.
 
 Usage: python harbor_helper.py --check NAME [MODEL [KWARGS-JSON]] (prints why the agent cannot
-run, or null, what it needs installed, and the credentials its model lacks), or python harbor_helper.py REQUEST.json, where the request holds `mode`
-("install" or "run"), `container`, `agent`, `kwargs`, `instruction`, `logs_dir`, `workdir`
-and `session_id`.
+run, or null, what it needs installed, its setup timeout and the credentials its model lacks),
+or python harbor_helper.py REQUEST.json, where the request holds `mode` ("install" or "run"),
+`container`, `agent`, `kwargs`, `instruction`, `logs_dir`, `workdir`, `session_id` and
+`timeout_sec` (run()'s), or python harbor_helper.py --warm NAME, which imports Harbor first and
+then reads that request's path from stdin (`serve_warm`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import sys
+import time
 import traceback
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -186,12 +194,16 @@ def check(name: str, model: str | None = None, kwargs: dict[str, Any] | None = N
     found: dict[str, Any] = {"error": why, "harbor": importlib.metadata.version("harbor")}
     if why is None:
         found["install"] = needs_install(agent_class(name))
+        # What Harbor's trial gives setup() unless told otherwise (harbor/trial/trial.py:1716-1725).
+        found["setup_timeout_sec"] = agent_class(name).DEFAULT_SETUP_TIMEOUT_SEC
         found["credentials"] = missing_credentials(name, model, dict(kwargs or {}))
     return found
 
 
 def build(request: dict[str, Any]) -> tuple[Any, Any, Path]:
-    """Harbor's agent of the request and its environment over the suite's container."""
+    """Harbor's agent of the request and its environment over the suite's container. The
+    agent's logs directory is its trial's `agent/` (TrialPaths), as in a Harbor trial, where it
+    is also what the container's /logs/agent holds (a bind mount there, copied back here)."""
     from harbor.models.task.config import EnvironmentConfig
     from harbor.models.trial.paths import TrialPaths
 
@@ -204,7 +216,17 @@ def build(request: dict[str, Any]) -> tuple[Any, Any, Path]:
         session_id=request["session_id"], trial_paths=trial_paths,
         task_env_config=EnvironmentConfig(workdir=request["workdir"]),
     )
-    return agent_class(name)(logs_dir=logs_dir, **request["kwargs"]), environment, logs_dir
+    return agent_class(name)(logs_dir=trial_paths.agent_dir, **request["kwargs"]), environment, trial_paths.agent_dir
+
+
+def trial_dirs() -> list[str]:
+    """The directories Harbor's docker environment gives every trial's container: its bind
+    mounts' targets (harbor/environments/base.py:249-262: /logs/agent, /logs/verifier,
+    /logs/artifacts), made once the container is up with `mkdir -p` and `chmod 777`
+    (harbor/environments/docker/docker.py:1095, base.py:716-738)."""
+    from harbor.models.trial.paths import EnvironmentPaths
+
+    return [str(EnvironmentPaths.agent_dir), str(EnvironmentPaths.verifier_dir), str(EnvironmentPaths.artifacts_dir)]
 
 
 def failure(exc: BaseException) -> dict[str, Any]:
@@ -240,37 +262,69 @@ async def install(request: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+class Phases:
+    """The seconds of the agent's setup() and run(), as Harbor's trial times them
+    (harbor/trial/trial.py:1880-1894 and 700-784), written to `LOGS/phases.json` as each ends
+    so the suite has them even when it had to kill this process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.seconds = path, {}
+
+    @contextlib.asynccontextmanager
+    async def timed(self, name: str) -> AsyncIterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.monotonic() - started, 3)
+            self.path.write_text(json.dumps(self.seconds))
+
+
 async def run(request: dict[str, Any]) -> dict[str, Any]:
-    """The agent's run on the measured container; what it installs is already there."""
+    """The agent's run on the measured container, as a Harbor trial runs it: the trial's
+    directories made, setup() under its own timeout (the agent class's default, as Harbor's
+    trial gives it), run() under the task's agent timeout (`timeout_sec`), both with the
+    agent's extra environment (trial.py:748, 1883); what it installs is already there."""
     from harbor.models.agent.context import AgentContext
     from harbor.models.trial.paths import EnvironmentPaths
 
-    why = usable(request["agent"])
-    if why is not None:
-        return {"error": why, "kind": "config"}
-    agent, environment, logs_dir = build(request)
+    agent, environment, agent_dir = build(request)
     needed = needs_install(type(agent))
     context = AgentContext()
     result: dict[str, Any] = {"version": agent.version()}
+    phases = Phases(Path(request["logs_dir"]) / "phases.json")
+    setup_timeout = float(type(agent).DEFAULT_SETUP_TIMEOUT_SEC)
     try:
-        if needed == INSTALLED:
-            # Installed in the set-up layer: its setup() would install again, without network.
-            await environment.exec(f"mkdir -p {EnvironmentPaths.agent_dir}", user="root")
-        else:
-            await agent.setup(environment)
-        await agent.run(request["instruction"], environment, context)
+        await environment.ensure_dirs(trial_dirs())
+        with environment.scoped_exec_env(agent.extra_env):
+            # An installed agent's setup() is its install(), done in the set-up layer: here it
+            # would install again, without network.
+            if needed != INSTALLED:
+                async with phases.timed("agent_setup_sec"):
+                    try:
+                        await asyncio.wait_for(agent.setup(environment), timeout=setup_timeout)
+                    except asyncio.TimeoutError:
+                        raise RuntimeError(f"Agent setup timed out after {setup_timeout:.0f} seconds") from None
+            async with phases.timed("agent_run_sec"):
+                try:
+                    await asyncio.wait_for(agent.run(request["instruction"], environment, context),
+                                           timeout=request.get("timeout_sec"))
+                except asyncio.TimeoutError:
+                    result["timed_out"] = True  # Harbor's AgentTimeoutError: the suite's time limit
     except Exception as exc:  # the agent's own failure, or its model service's: the suite tells which
         result.update(failure(exc))
-    if needed == INSTALLED:
-        # Its logs are in the container (Harbor mounts them; here they are copied, as Harbor
-        # does for an environment without mounts), then it reads its context from them.
-        try:
-            await environment.download_dir(str(EnvironmentPaths.agent_dir), logs_dir)
-            if context.is_empty():
-                agent.populate_context_post_run(context)
-        except Exception as exc:
+    # What the agent left in /logs/agent (Harbor mounts it on the trial's agent/; here it is
+    # copied there, as Harbor does for an environment without mounts); an installed agent then
+    # reads its context from it.
+    try:
+        await environment.download_dir(str(EnvironmentPaths.agent_dir), agent_dir)
+        if needed == INSTALLED and context.is_empty():
+            agent.populate_context_post_run(context)
+    except Exception as exc:
+        if needed == INSTALLED:
             result.setdefault("error", f"{type(exc).__name__}: reading the agent's logs: {exc}")
     result["context"] = context.model_dump(mode="json", exclude={"rollout_details"})
+    result["phases"] = phases.seconds
     return result
 
 
@@ -280,9 +334,41 @@ def main() -> int:
         kwargs = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
         print(json.dumps(check(sys.argv[2], model, kwargs)))
         return 0
-    request = json.loads(Path(sys.argv[1]).read_text())
-    result = asyncio.run(install(request) if request.get("mode") == "install" else run(request))
+    if sys.argv[1] == "--warm":  # `--warm NAME`: Harbor imported now, the request when an item starts
+        return serve_warm(sys.argv[2])
+    handle(Path(sys.argv[1]))
+    return 0
+
+
+def handle(request_path: Path) -> None:
+    """Serve one request, write its result and end the process at once: the event loop's and
+    the interpreter's shutdown (litellm's clients and threads: seconds) is nobody's time, and
+    a Harbor job would not pay it per trial."""
+    request = json.loads(request_path.read_text())
+    loop = asyncio.new_event_loop()
+    result = loop.run_until_complete(install(request) if request.get("mode") == "install" else run(request))
     Path(request["logs_dir"], "result.json").write_text(json.dumps(result, default=str))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def serve_warm(name: str) -> int:
+    """Import what running agent `name` needs, then wait for one request on stdin: a line of
+    JSON with the request file (`request`) and the suite's environment variables (`env`: the
+    model's keys, never written to a file). The import (seconds) is done before the item it
+    serves starts, as Harbor imports once per job. EOF (the suite ended) ends it."""
+    from harbor.models.agent.context import AgentContext  # noqa: F401 - imported now, used by run()
+
+    make_environment_class()
+    needs_install(agent_class(name))
+    line = sys.stdin.readline()
+    if not line.strip():
+        return 0
+    order = json.loads(line)
+    os.environ.clear()
+    os.environ.update(order["env"])
+    handle(Path(order["request"]))
     return 0
 
 

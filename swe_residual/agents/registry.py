@@ -146,7 +146,7 @@ def _load_class(target: str) -> type:
 
 
 def _harbor(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:
-    from swe_residual.agents.harbor_bridge import PREFIX, HarborAgent, check_agent
+    from swe_residual.agents.harbor_bridge import PREFIX, HarborAgent, check_agent, prepare_warm_helper
 
     name = request.spec[len(PREFIX):].strip()
     if not name:
@@ -154,6 +154,7 @@ def _harbor(request: AgentRequest) -> tuple[Callable[[], Agent], str | None]:
     model, options = request.model, request.options
     # An unknown name, an agent it cannot run, or its model's missing key: a usage error now, not per item.
     checked = check_agent(name, model, options)
+    prepare_warm_helper(name)  # the first item's helper imports Harbor while the run starts
     return (lambda: HarborAgent(name, model, options, checked)), model
 
 

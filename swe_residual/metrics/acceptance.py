@@ -185,7 +185,8 @@ def acceptance_bias(records: Iterable[RecordLike]) -> dict[str, Any]:
         if failed and initial_f is not None and final_tests is not None:
             _add(same_failing, task, failing_tests(final_tests) == initial_f)
 
-        k = kept_fraction(rec.inherited_patch, rec.final_patch)
+        # Machine track: the predecessor's file changes still as it left them (no patch there).
+        k = kept_fraction(rec.inherited_patch, rec.final_patch) if rec.machine_kept is None else rec.machine_kept
         if k is not None:
             if failed:
                 _add(kept, task, k)

@@ -160,14 +160,15 @@ def _step_command(step: Mapping[str, Any]) -> str | None:
 
 
 def _analyze_command(
-    src: str, output: str | None, candidates: set[str], root: str, depth: int = 0
+    src: str, output: str | None, candidates: set[str], root: str, depth: int = 0, start: str | None = None
 ) -> tuple[set[str], bool]:
-    """(opened candidates, ran git status/diff) for one step's command line."""
+    """(opened candidates, ran git status/diff) for one step's command line, which starts in
+    `start` (None: the root)."""
     opened: set[str] = set()
     git_inspect = False
     out = output or ""
     has_output = output is None or bool(output.strip())
-    cwd: str | None = None
+    cwd: str | None = start
     for pipe in pipelines(src):
         findings: list[Finding] = []
         for cmd in pipe:
@@ -184,7 +185,7 @@ def _analyze_command(
                     idx = args.index("-c")
                     if idx + 1 < len(args):
                         inner, inner_git = _analyze_command(
-                            args[idx + 1], output, candidates, root, depth + 1
+                            args[idx + 1], output, candidates, root, depth + 1, cwd
                         )
                         opened |= inner
                         git_inspect = git_inspect or inner_git
@@ -217,7 +218,8 @@ def _analyze_command(
     return opened, git_inspect
 
 
-def _analyze_step(step: Mapping[str, Any], candidates: set[str], root: str) -> tuple[set[str], bool]:
+def _analyze_step(step: Mapping[str, Any], candidates: set[str], root: str,
+                  start: str | None = None) -> tuple[set[str], bool]:
     output = step.get("output")
     output = output if isinstance(output, str) else None
     action = step.get("action")
@@ -228,18 +230,21 @@ def _analyze_step(step: Mapping[str, Any], candidates: set[str], root: str) -> t
         first = (output or "").lstrip().split("\n", 1)[0]
         if "does not exist" in first or "No such file" in first:
             return set(), False
-        return _match_all(path, candidates, root), False
+        return _match_all(resolve(start, path) if start else path, candidates, root), False
     command = _step_command(step)
     if command is None:
         return set(), False
-    return _analyze_command(command, output, candidates, root)
+    return _analyze_command(command, output, candidates, root, start=start)
 
 
 def opened_files(
-    steps: Iterable[Mapping[str, Any]], candidates: Iterable[str], *, root: str = DEFAULT_ROOT
+    steps: Iterable[Mapping[str, Any]], candidates: Iterable[str], *, root: str = DEFAULT_ROOT,
+    start: str | None = None,
 ) -> set[str]:
     """The candidate repo-relative paths whose contents some step showed to the agent; ``root``
-    is where the repository sits in the agent's environment (the task's workdir)."""
+    is where the repository sits in the agent's environment (the task's workdir). On the
+    machine track the root is ``/`` (the candidates are paths anywhere, relative to it) and
+    each step starts in ``start``, the agent's working directory."""
     cands = set(candidates)
     if not cands:
         return set()
@@ -247,13 +252,14 @@ def opened_files(
     for step in steps:
         if not isinstance(step, Mapping):
             continue
-        found, _ = _analyze_step(step, cands, root)
+        found, _ = _analyze_step(step, cands, root, start)
         opened |= found
     return opened
 
 
 def inspected(
-    steps: Iterable[Mapping[str, Any]], predecessor_files: Iterable[str], *, root: str = DEFAULT_ROOT
+    steps: Iterable[Mapping[str, Any]], predecessor_files: Iterable[str], *, root: str = DEFAULT_ROOT,
+    start: str | None = None,
 ) -> bool:
     """The run inspected inherited work: ran git status / git diff, or read a file the
     predecessor changed."""
@@ -261,7 +267,7 @@ def inspected(
     for step in steps:
         if not isinstance(step, Mapping):
             continue
-        found, git_inspect = _analyze_step(step, cands, root)
+        found, git_inspect = _analyze_step(step, cands, root, start)
         if git_inspect or found:
             return True
     return False

@@ -160,6 +160,24 @@ def _agent_output(item: Item, page_dir: Path) -> str:
         out.append(f'<p class="note">The trajectory file {e(r.trajectory)} is not there.</p>')
     else:
         out.append('<p class="note">No trajectory was recorded.</p>')
+    return "".join(out) + _agent_files(item, page_dir)
+
+
+def _agent_files(item: Item, page_dir: Path) -> str:
+    """Links to what a Harbor agent recorded itself: its ATIF trajectory and the files of its
+    logs directory (/logs/agent: Terminus-2's pane log and recording)."""
+    r = item.record
+    out = []
+    atif = item.file("atif_trajectory")
+    if atif is not None:
+        out.append(f"<p>{link(atif, page_dir, 'ATIF trajectory')} (the agent's own, as Harbor writes it)</p>")
+    elif r.atif_trajectory:
+        out.append(f'<p class="note">The ATIF trajectory {e(r.atif_trajectory)} is not there.</p>')
+    logs = item.source / r.agent_logs if r.agent_logs else None
+    if logs is not None and logs.is_dir():
+        files = sorted(path for path in logs.rglob("*") if path.is_file())
+        links = "".join(f"<li>{link(path, page_dir, path.relative_to(logs).as_posix())}</li>" for path in files)
+        out.append(f"<h3>Its logs (/logs/agent)</h3><ul>{links}</ul>")
     return "".join(out)
 
 

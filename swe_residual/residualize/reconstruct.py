@@ -44,6 +44,7 @@ rebuild (`no_final_state`) is accounted for too.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -61,9 +62,10 @@ from swe_residual.residualize.filter import RULES
 from swe_residual.residualize.fidelity import FidelityCheck, check_replay
 from swe_residual.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
+from swe_residual.residualize.review_machine import machine_changes_path, replay_changes
 from swe_residual.residualize.review_record import review_table
 from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORDED_PANE, RunRef, Workdir, write_bytes
-from swe_residual.states.state import ResidualState, load_state
+from swe_residual.states.state import MACHINE_FILE, ResidualState, load_state
 from swe_residual.dataset.task import Task
 from swe_residual.verifier.outputs import PASSED, Verdict, evaluate
 from swe_residual.trial.values import Track
@@ -98,6 +100,9 @@ class Outcome:
     # Repo track: the oracle from the state keeping its work (Harbor's way); None: not checked.
     oracle_on_state: bool | None = None
     oracle_on_state_detail: str = ""
+    # Machine track: what the predecessor changed on the machine (MachineChanges.as_dict), kept
+    # as the state's machine.json; None: not known (a backend that cannot list it).
+    machine_changes: dict[str, Any] | None = None
     fidelity_check: FidelityCheck | None = None  # machine track on docker: replays and pane
 
 
@@ -326,6 +331,8 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
                 outcome = Outcome(ref, task.track, REPLAY_FAILED, f"the state cannot be loaded: {exc}")
             else:
                 outcome = validate_candidate(backend, task, state, ref, _recorded_pane(work, ref))
+                if outcome.category == INCLUDED and task.track == Track.MACHINE:
+                    outcome.machine_changes = predecessor_machine_changes(work, backend, task, state, ref)
                 _drop_snapshot(backend, task, state)
             outcome.review = entry
             outcomes.append(outcome)
@@ -386,6 +393,29 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dic
         write_bytes(directory / "state.toml", text.encode("utf-8"))
         for name, data in predecessor_files(work.run_dir(ref), work.record(ref)).items():
             write_bytes(directory / name, data)  # what it said: for the non-blind handoff views
+        if outcome.machine_changes is not None:  # what it changed: Opened and Inspected on this track
+            write_bytes(directory / MACHINE_FILE, (json.dumps(outcome.machine_changes, indent=1) + "\n").encode())
+
+
+def predecessor_machine_changes(work: Workdir, backend: Any, task: Task, state: ResidualState,
+                                ref: RunRef) -> dict[str, Any] | None:
+    """What the machine-track candidate changed beyond the clean start: Stage III's replay of it
+    (`--replay`, kept beside its packet) when there is one, else one replay now in a fresh
+    container of the task's image (docker backend); None when neither can say."""
+    kept = machine_changes_path(work, ref)
+    if kept.is_file():
+        try:
+            data = json.loads(kept.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and "files" in data:
+            return data
+    if not hasattr(backend, "start_container"):
+        return None
+    try:
+        return replay_changes(backend, task, state, f"build:{ref.task}/{ref.candidate}/machine")
+    except (DatasetError, InfraError, OSError):
+        return None
 
 
 def table5(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:

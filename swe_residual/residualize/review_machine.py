@@ -39,7 +39,7 @@ def _staged(work: Workdir, ref: RunRef) -> Path:
 def replay_changes(backend: Any, task: Any, state: Any, item: str) -> dict[str, Any]:
     """The state replayed into a fresh container of the task's (agent's) image: what it changed."""
     from swe_residual.environments.docker import states
-    from swe_residual.environments.docker.machine_changes import list_machine, machine_changes
+    from swe_residual.environments.docker.machine_changes import file_digests, list_machine, machine_changes
 
     prepared = backend.agent_image(task)
     spec = StartSpec(backend.run_id, item, 1)
@@ -47,7 +47,11 @@ def replay_changes(backend: Any, task: Any, state: Any, item: str) -> dict[str, 
                                  prepared.head) as environment:
         before = list_machine(environment)
         states.replay(environment, state)
-        return machine_changes(environment, before).as_dict()
+        changes = machine_changes(environment, before).as_dict()
+        files = changes["files"]
+        # What each file it changed holds (deleted: "-"), for Kept on this track.
+        changes["digests"] = file_digests(environment, sorted({*files["added"], *files["changed"], *files["deleted"]}))
+        return changes
 
 
 def replay_candidates(workdir: Path | str, *, backend: Any = None,

@@ -26,6 +26,10 @@ TEST_STATUSES = ("passed", "failed", "skipped", "error")
 MAX_PATCH_BYTES = 64 * 1024 * 1024
 # What a predecessor said, kept beside state.toml when the source has it.
 TRAJECTORY_FILE, NOTES_FILE = "trajectory.jsonl", "notes.md"
+# Machine track: what the predecessor changed on the machine beyond its clean start (files,
+# packages, processes: environments/docker/machine_changes.py's MachineChanges), written by
+# Stage IV; Opened and Inspected are computed against its files.
+MACHINE_FILE = "machine.json"
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,32 @@ class ResidualState:
     # Repo track, `committed_patch`: the part of the changes the predecessor had committed; a
     # start makes it one commit on top of the base (states/patches.py `commit_inherited`).
     committed_patch_path: Path | None = None
+    # Machine track, `machine.json` beside state.toml (MACHINE_FILE): what the predecessor changed.
+    machine_path: Path | None = None
+
+    def _machine(self) -> dict[str, Any]:
+        if self.machine_path is None:
+            return {}
+        try:
+            data = json.loads(self.machine_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def machine_digests(self) -> dict[str, str]:
+        """What each file the predecessor changed held when it left it (`machine.json`'s
+        `digests`: SHA-256, `dir`, `-` for deleted); {} when the state records none."""
+        digests = self._machine().get("digests")
+        return {k: v for k, v in digests.items() if isinstance(v, str)} if isinstance(digests, dict) else {}
+
+    def machine_paths(self) -> set[str] | None:
+        """The paths (absolute) the predecessor added, changed or deleted on the machine, from
+        `machine.json`; None when the state records none (a repo-track state, an older one)."""
+        files = self._machine().get("files")
+        if not isinstance(files, dict):
+            return None
+        return {path for paths in files.values() if isinstance(paths, list)
+                for path in paths if isinstance(path, str) and path.startswith("/")}
 
     def read_patch(self) -> str:
         if self.patch_path is None:
@@ -253,6 +283,7 @@ def load_state(task: Task, path: Path) -> ResidualState:
         live_processes=live_processes,
         trajectory_path=_optional_file(toml_path, path, TRAJECTORY_FILE),
         notes_path=_optional_file(toml_path, path, NOTES_FILE),
+        machine_path=_optional_file(toml_path, path, MACHINE_FILE) if track == Track.MACHINE else None,
     )
 
 

@@ -34,7 +34,7 @@ __all__ = [
 RECORD_SCHEMA = 1
 
 #: The phases of `durations`, in the order they are written.
-DURATION_FIELDS = ("setup_sec", "agent_sec", "verify_sec", "total_sec", "wall_sec")
+DURATION_FIELDS = ("setup_sec", "agent_sec", "verify_sec", "total_sec", "wall_sec", "agent_setup_sec", "agent_run_sec")
 
 _E = TypeVar("_E", bound=Enum)
 
@@ -79,6 +79,10 @@ class Durations:
     verify_sec: float | None = None
     total_sec: float | None = None
     wall_sec: float | None = None
+    # Within agent_sec, for an agent that times its own phases (a Harbor agent's setup() and
+    # run(), each under its own timeout as Harbor measures them); not written otherwise.
+    agent_setup_sec: float | None = None
+    agent_run_sec: float | None = None
 
     def to_json(self) -> dict[str, float]:
         return {name: value for name in DURATION_FIELDS if (value := getattr(self, name)) is not None}
@@ -275,6 +279,10 @@ class RunRecord:
     steps: int | None
     final_patch: str | None
     trajectory: str | None
+    # A Harbor agent's ATIF trajectory, kept beside `trajectory`, and its own logs directory
+    # (what it left in /logs/agent): paths relative to the run directory; written only when set.
+    atif_trajectory: str | None = None
+    agent_logs: str | None = None
     attempts: tuple[Attempt, ...]
     durations: Durations
     inherited_patch: str | None = None
@@ -303,6 +311,9 @@ class RunRecord:
     # Stage I runs (repo track): the predecessor's commits flattened, `git diff BASE HEAD` (the
     # state's committed.patch); written only when set.
     committed_patch: str | None = None
+    # Machine track: the share of the predecessor's file changes (the state's machine.json) still
+    # as it left them when the agent stopped (Kept on this track); written only when set.
+    machine_kept: float | None = None
     # Not fields of the record itself: keys this model does not know, and the fields left out.
     extra: Mapping[str, Any] = field(default_factory=dict)
     absent: frozenset[str] = frozenset()
@@ -345,6 +356,7 @@ class RunRecord:
             reward=get("reward"), submitted=get("submitted"), termination=as_member(Termination, get("termination")),
             tests=get("tests"), initial_tests=get("initial_tests"), steps=get("steps"),
             final_patch=get("final_patch"), trajectory=get("trajectory"),
+            atif_trajectory=get("atif_trajectory"), agent_logs=get("agent_logs"),
             attempts=tuple(Attempt.from_json(a) for a in get("attempts") or ()),
             durations=Durations.from_json(get("durations")),
             inherited_patch=get("inherited_patch"), reference_files=_strings(get("reference_files")),
@@ -357,6 +369,7 @@ class RunRecord:
             collect=tuple(get("collect") or ()), verifier_log=get("verifier_log"), harbor_trial=get("harbor_trial"),
             contradicted=get("contradicted"),
             disk_limit=DiskLimit.from_json(get("disk_limit")), committed_patch=get("committed_patch"),
+            machine_kept=get("machine_kept"),
             extra={key: value for key, value in data.items() if key not in _FIELD_NAMES},
             absent=frozenset(name for name in _JSON_FIELDS if name not in data and name not in _WRITTEN_WHEN_SET),
         )
@@ -377,7 +390,8 @@ def _rollout(value: Any) -> int:
 
 
 _JSON_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name not in ("extra", "absent"))
-_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "committed_patch"})
+_WRITTEN_WHEN_SET = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "committed_patch",
+                               "atif_trajectory", "agent_logs", "machine_kept"})
 
 #: What only the suite's own runner records: the budget, the machine state's restoration, the
 #: engine, and the account of the verification (notes, artifacts, collect steps, its log).

@@ -28,6 +28,7 @@ Table 3, runs that exhaust the budget count as task failures").
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 import traceback
@@ -53,7 +54,7 @@ from swe_residual.environments.disk_usage import DiskReport, DiskWatcher, not_en
 from swe_residual.errors import DatasetError, EnvironmentLostByAgent, InfraError
 from swe_residual.handoff.views import BLIND, view_suffix
 from swe_residual.handoff.file import give_handoff
-from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.metrics.inherited import opened_and_inspected
 from swe_residual.environments.harness_git import CaptureFailed
 from swe_residual.states.patches import apply_patch, capture_patch, committed_patch
 from swe_residual.trial.record_model import (
@@ -141,6 +142,13 @@ AGENT_GRACE_SEC = 5.0
 STOP_POLL_SEC = 0.2
 
 
+def outside_budget(agent: Agent) -> float:
+    """Seconds an agent may take beyond its budget, outside the part the budget bounds: a Harbor
+    agent's start-up and setup() (Harbor bounds run() by the task's agent timeout, setup() by
+    its own), which the agent times and enforces itself; 0 for every other agent."""
+    return float(getattr(agent, "outside_budget_sec", 0.0))
+
+
 def run_agent(
     agent: Agent, session: AgentSession, watchdog_exceptions: tuple[type[BaseException], ...] = (),
 ) -> AgentResult | None:
@@ -164,7 +172,7 @@ def run_agent(
 
     worker = threading.Thread(target=target, name=f"swe-residual agent {agent.name}", daemon=True)
     worker.start()
-    deadline = time.monotonic() + max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC
+    deadline = time.monotonic() + max(session.remaining_sec(), 0.0) + AGENT_GRACE_SEC + outside_budget(agent)
     try:
         while worker.is_alive() and time.monotonic() < deadline:
             if session.stopped is not None and session.stopped_at is not None:
@@ -228,6 +236,7 @@ class _Attempt:
     notes: tuple[str, ...] = ()  # the harness's own notes on this attempt, for verifier_notes
     canary: Canary | None = None  # the clean state's verdict, when it was asked
     disk: DiskReport | None = None  # how `[environment] storage_mb` was enforced (None: the task sets none)
+    machine_kept: float | None = None  # machine track: share of the predecessor's file changes left as they were
 
     def summary(self) -> Attempt:
         return Attempt(self.number, self.outcome, self.termination, self.error, reverified=self.reverified,
@@ -361,7 +370,7 @@ def _agent_run(agent: Agent, session: AgentSession, watchdog_exceptions: tuple[t
         frames = "".join(traceback.format_exception(exc, limit=-5))
         return Termination.AGENT_ERROR, f"{type(exc).__name__}: {exc}\n{frames}", None
     termination = result.termination if result is not None else Termination.SUBMITTED
-    if termination == Termination.SUBMITTED and session.remaining_sec() < 0:
+    if termination == Termination.SUBMITTED and session.remaining_sec() + outside_budget(agent) < 0:
         termination = Termination.TIME_LIMIT  # ran past its wall time without calling the environment
     return termination, result.message if result is not None else None, result
 
@@ -421,6 +430,8 @@ def _one_attempt(
     spec = StartSpec(options.run_id, item, number, install=getattr(agent, "install_step", None))
     # Kept beside the record; a backend falls back to a private directory if it cannot be written.
     artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
+    agent_logs_dir = item_agent_logs_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
+    shutil.rmtree(agent_logs_dir, ignore_errors=True)  # an earlier attempt's: the record is the last one's
     environment = backend.start(task, state, spec)  # InfraError -> retried by the caller
     watch: DiskWatcher | DiskReport | None = None
     try:
@@ -437,6 +448,7 @@ def _one_attempt(
             solution_dir=task.solution_dir if uses_solution else None,
             solution_env=dict(task.config.solution_env) if uses_solution else {},
             track=str(task.track),
+            logs_dir=agent_logs_dir,
         )
         fidelity = getattr(environment, "fidelity", None)
         agent_started = time.monotonic()
@@ -452,6 +464,7 @@ def _one_attempt(
             # What the agent spent: charged to the session, or reported on its result.
             cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
             durations["agent_sec"] = time.monotonic() - agent_started
+            durations.update(session.phases)  # the agent's own setup() and run(), when it times them
             _stop_agent_processes(environment, task)
             # A machine-track start has no repository to diff: its work is the machine itself.
             # The whole final working tree against the base commit (what Kept and Left-out read),
@@ -460,6 +473,7 @@ def _one_attempt(
             committed = committed_patch(environment) \
                 if options.capture_commits and task.track == Track.REPO and final_patch is not None else None
             notes = (capture_note,) if capture_note else ()
+            machine_kept = _machine_kept(environment, state) if task.track == Track.MACHINE else None
             verify_started = time.monotonic()
             verification = _verify(backend, environment, task, acceptance, artifacts_dir)
         except EnvironmentLostByAgent as lost:
@@ -499,7 +513,7 @@ def _one_attempt(
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
                         submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record,
-                        disk=disk, committed_patch=committed)
+                        disk=disk, committed_patch=committed, machine_kept=machine_kept)
     finally:
         if isinstance(watch, DiskWatcher):
             watch.halt()  # already stopped, unless the attempt ended early (an engine failure)
@@ -553,11 +567,11 @@ def run_item(
         # file) may have opened anything: unknown (null), never "nothing" ([] / false).
         if final.actions_recorded:
             steps = [step.as_dict() for step in final.trajectory.steps]
-            predecessor_files = changed_files(inherited_patch) if inherited_patch else set()
-            candidates = set(reference_files or []) | predecessor_files
-            root = final.workdir or task.config.workdir or DEFAULT_WORKDIR
-            opened = sorted(opened_files(steps, candidates, root=root))
-            inspected_any = inspected(steps, predecessor_files, root=root) if state is not None else None
+            opened, inspected_any = opened_and_inspected(
+                steps, workdir=final.workdir or task.config.workdir or DEFAULT_WORKDIR, residual=state is not None,
+                predecessor_files=changed_files(inherited_patch) if inherited_patch else set(),
+                reference_files=reference_files,
+                machine_paths=state.machine_paths() if state is not None and task.track == Track.MACHINE else None)
         relative = Path("trajectories") / agent_slug(agent_name) / task.id / (
             f"{item_file_name(state, options.handoff, options.rollout)}.json"
         )
@@ -567,7 +581,10 @@ def run_item(
             trajectory_path = relative.as_posix()
         except OSError as exc:  # a read-only or full results disk must not cost the record
             error = "; ".join(filter(None, [error, f"trajectory not written: {exc}"]))
-    _redact_artifacts(options.run_dir, list(verification["artifacts"]), secrets)
+    agent_logs, atif_trajectory = _keep_agent_logs(options.run_dir, item_agent_logs_dir(
+        options.run_dir, agent_name, task, state, options.handoff, options.rollout), trajectory_path)
+    _redact_artifacts(options.run_dir, [*verification["artifacts"], *filter(None, [agent_logs, atif_trajectory])],
+                      secrets)
     verifier_log = _keep_verifier_log(
         final.verification, item_verifier_log(options.run_dir, agent_name, task, state, options.handoff, options.rollout),
         options.run_dir, secrets, verifier_notes)
@@ -593,6 +610,8 @@ def run_item(
         final_patch=final.final_patch,
         committed_patch=final.committed_patch,
         trajectory=trajectory_path,
+        atif_trajectory=atif_trajectory,
+        agent_logs=agent_logs,
         attempts=tuple(a.summary() for a in attempts),
         durations=durations,
         inherited_patch=inherited_patch,
@@ -610,10 +629,25 @@ def run_item(
         verifier_notes=tuple(verifier_notes),
         verifier_log=verifier_log,
         contradicted=_contradiction(final.verdict),
+        machine_kept=final.machine_kept,
         disk_limit=_disk_record(final.disk),
         **verification,
     )
     return redact(record.to_json(), secrets)
+
+
+def _machine_kept(environment: Any, state: ResidualState | None) -> float | None:
+    """The share of the predecessor's file changes (the state's machine.json) still as it left
+    them, read before the verifier runs; None without a record of them, or when they cannot be read."""
+    recorded = state.machine_digests() if state is not None else {}
+    if not recorded:
+        return None
+    from swe_residual.environments.docker.machine_changes import file_digests, unchanged_share
+
+    try:
+        return unchanged_share(recorded, file_digests(environment, sorted(recorded)))
+    except (InfraError, OSError):
+        return None
 
 
 def _contradiction(verdict: Verdict | None) -> str | None:
@@ -654,6 +688,32 @@ def item_artifacts_dir(run_dir: Path, agent_name: str, task: Task, state: Residu
                        handoff: str = BLIND, rollout: int | None = None) -> Path:
     """Where an item's collected artifacts are kept, beside its trajectory."""
     return run_dir / "artifacts" / agent_slug(agent_name) / task.id / item_file_name(state, handoff, rollout)
+
+
+def item_agent_logs_dir(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,
+                        handoff: str = BLIND, rollout: int | None = None) -> Path:
+    """Where an item's agent keeps its own logs (a Harbor agent's /logs/agent, as Harbor keeps
+    them in its trial's `agent/`): under `agent/`, laid out as the artifacts are."""
+    return run_dir / "agent" / agent_slug(agent_name) / task.id / item_file_name(state, handoff, rollout)
+
+
+def _keep_agent_logs(run_dir: Path, logs_dir: Path, trajectory_path: str | None) -> tuple[str | None, str | None]:
+    """(the agent's logs directory, its ATIF trajectory), relative to the run directory, of
+    what the final attempt's agent left in `logs_dir`; the ATIF `trajectory.json` moves beside
+    the suite's trajectory as `<item>.atif.json` (one copy, found where the suite's is)."""
+    atif = logs_dir / "trajectory.json"
+    atif_path: str | None = None
+    if atif.is_file() and trajectory_path is not None:
+        kept = (run_dir / trajectory_path).with_suffix(".atif.json")
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(atif, kept)
+            atif_path = kept.relative_to(run_dir).as_posix()
+        except OSError:
+            pass  # a read-only or full results disk: not kept
+    if not logs_dir.is_dir() or not any(logs_dir.iterdir()):
+        return None, atif_path
+    return logs_dir.relative_to(run_dir).as_posix(), atif_path
 
 
 def item_verifier_log(run_dir: Path, agent_name: str, task: Task, state: ResidualState | None,

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,39 +99,92 @@ def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
 
 
-def run(entry: TaskEntry, state_id: str | None, script: list[Reply], backend: object, tmp_path: Path) -> dict:
-    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
+def run(entry: TaskEntry, state_id: str | None, script: list[Reply], backend: object, tmp_path: Path,
+        records: bool = False, timeout_multiplier: float = 1.0) -> dict:
+    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run", timeout_multiplier=timeout_multiplier)
     state = next(s for s in entry.states if s.id == state_id) if state_id else None
     with ModelServer(script) as server:
-        agent = resolve_agent("harbor:terminus-2", {"api_base": server.url, "record_terminal_session": "false"},
+        agent = resolve_agent("harbor:terminus-2", {"api_base": server.url,
+                                                    "record_terminal_session": json.dumps(records)},
                               "openai/served-model")
         record = run_item(entry.task, state, agent, backend, options)
         # every scripted reply was asked for, no more
         assert server.requests == len(script), (record["termination"], record.get("message"), record.get("error"))
     record["_trajectory"] = json.loads((options.run_dir / record["trajectory"]).read_text())
+    record["_run_dir"] = options.run_dir
     return record
 
 
-def test_terminus_2_solves_the_clean_start(harbor_ready, entry, backend, tmp_path: Path) -> None:
-    record = run(entry, None, SOLVE, backend, tmp_path)
+# Harbor 0.25's docker environment, as its source gives it (harbor/environments/...):
+# - base.py:249-262: a trial's bind mounts, /logs/agent, /logs/verifier and /logs/artifacts;
+#   docker.py:1095 with base.py:716-738: made once the container is up, `mkdir -p` then
+#   `chmod 777` (their parent /logs as the engine makes a mount point: 755).
+HARBOR_TRIAL_DIRS = {"/logs": "755", "/logs/agent": "777", "/logs/verifier": "777", "/logs/artifacts": "777"}
+# - docker.py:570-575 and base.py:394-401: the container's environment is the image's, with the
+#   task's [environment] env (and the trial's, empty by default) added; docker.py:1354-1370 and
+#   base.py:584-600: an exec adds only the agent's extra env. The engine's exec adds HOSTNAME
+#   and HOME; Terminus-2's tmux session (tmux_session.py:398-411) adds TERM and SHELL, tmux its
+#   TMUX, TMUX_PANE and TERM_PROGRAM(_VERSION), asciinema's recording ASCIINEMA_REC, the login
+#   shell PWD, OLDPWD, SHLVL and `_`.
+EXEC_ADDS = {"HOSTNAME", "HOME"}
+SESSION_ADDS = {"TERM", "SHELL", "TMUX", "TMUX_PANE", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "ASCIINEMA_REC",
+                "PWD", "OLDPWD", "SHLVL", "_"}
+LOOK = "stat -c '%n %a' /logs /logs/agent /logs/verifier /logs/artifacts; echo ENV; env | cut -d= -f1 | sort; echo END"
+
+
+def image_env_names(image: str) -> set[str]:
+    found = subprocess.run(["docker", "image", "inspect", "-f", "{{json .Config.Env}}", image],
+                           capture_output=True, text=True, check=True).stdout
+    return {entry.split("=", 1)[0] for entry in json.loads(found) or []}
+
+
+def test_terminus_2_solves_the_clean_start_in_harbor_s_world(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    # It records its session (Terminus-2's default): asciinema is in its set-up layer.
+    record = run(entry, None, [turn(LOOK), *SOLVE], backend, tmp_path, records=True)
     assert (record["outcome"], record["termination"], record["submitted"]) == ("success", "submitted", True), record
     assert record["agent"] == "harbor:terminus-2[openai/served-model]"
     assert record["agent_config"]["harness"] == "harbor:terminus-2"
     steps = record["_trajectory"]["steps"]
     assert [s["command"] for s in steps if s["action"] == "command"][-1] == "backupctl check"
-    assert "OK" in steps[2]["output"] or "ok" in steps[2]["output"].lower()
-    # four model calls of 100 prompt and 20 completion tokens each (the server's usage)
-    assert record["tokens"] == {"prompt": 500, "completion": 100}
-    assert record["steps"] == len(steps) >= 3
+    assert "OK" in steps[3]["output"] or "ok" in steps[3]["output"].lower()
+    # five model calls of 100 prompt and 20 completion tokens each (the server's usage)
+    assert record["tokens"] == {"prompt": 600, "completion": 120}
+    assert record["steps"] == len(steps) >= 4
+    assert not any("Traceback" in step["output"] for step in steps)  # no tool failed in front of the model
+    # The world it saw is Harbor's: the trial's directories, and the environment Harbor gives.
+    screen = steps[0]["output"]
+    for path, mode in HARBOR_TRIAL_DIRS.items():
+        assert f"{path} {mode}" in screen, screen
+    lines = [line.strip() for line in screen.splitlines()]
+    shown = set(lines[lines.index("ENV") + 1:lines.index("END")])
+    from swe_residual.environments.docker.agent_setup import install_tag
+
+    image = install_tag(entry.task, backend.task_image(entry.task), resolve_agent(
+        "harbor:terminus-2", {"record_terminal_session": "true"}, "openai/served-model")().install_step)
+    harbor = image_env_names(image) | set(entry.task.config.environment_env) | EXEC_ADDS
+    assert shown - SESSION_ADDS == harbor, screen
+    # What it recorded itself is kept: the ATIF beside the suite's trajectory, /logs/agent's files.
+    run_dir = record["_run_dir"]
+    assert record["atif_trajectory"] == record["trajectory"].removesuffix(".json") + ".atif.json"
+    atif = json.loads((run_dir / record["atif_trajectory"]).read_text())
+    assert atif["final_metrics"]["total_prompt_tokens"] == 600
+    kept = {path.name: path for path in (run_dir / record["agent_logs"]).iterdir()}
+    assert {"recording.cast", "terminus_2.pane"} <= set(kept), kept
+    assert "backupctl check" in kept["terminus_2.pane"].read_text(errors="replace")
+    # setup() and run() timed apart, within the agent's time
+    durations = record["durations"]
+    assert 0 < durations["agent_setup_sec"] and 0 < durations["agent_run_sec"]
+    assert durations["agent_setup_sec"] + durations["agent_run_sec"] <= durations["agent_sec"]
 
 
 def test_terminus_2_repairs_a_residual_state(harbor_ready, entry, backend, tmp_path: Path) -> None:
     record = run(entry, STATE, REPAIR, backend, tmp_path)
     assert (record["outcome"], record["termination"]) == ("success", "submitted"), record
     assert "target = /srv/backups/data" in record["_trajectory"]["steps"][0]["output"]
-    # computed from its trajectory (a machine-track state has no inherited patch to match files
-    # against: the suite's metrics see only `git status`/`git diff` there, which it did not run)
-    assert record["opened_files"] == [] and record["inspected"] is False
+    # computed from its trajectory against what the predecessor changed on the machine (the
+    # state's machine.json): it read the configuration the predecessor edited
+    assert record["opened_files"] == [CONF] and record["inspected"] is True
+    assert record["machine_kept"] == 1.0  # the predecessor's edit of the configuration still there
 
 
 def test_terminus_2_accepting_a_residual_state_fails_it(harbor_ready, entry, backend, tmp_path: Path) -> None:
@@ -222,6 +276,10 @@ def test_harbor_nop_declares_done_with_an_empty_trajectory(harbor_ready, entry, 
     record = run_item(entry.task, None, resolve_agent("harbor:nop"), backend, options)
     assert (record["outcome"], record["termination"], record["agent"]) == ("failure", "submitted", "harbor:nop")
     assert record["steps"] == 0 and record["tokens"] is None
+    # The runner resolves the agent for every item: Harbor's check (its import, seconds) runs once.
+    started = time.monotonic()
+    resolve_agent("harbor:nop")
+    assert time.monotonic() - started < 0.5
 
 
 def test_the_local_backend_is_one_clear_error_per_item(harbor_ready, tmp_path: Path) -> None:
@@ -237,17 +295,23 @@ def test_the_local_backend_is_one_clear_error_per_item(harbor_ready, tmp_path: P
     assert record["message"].startswith("ConfigError: --agent=harbor:terminus-2 needs the docker backend")
 
 
-def test_the_helper_is_stopped_at_the_wall_time(harbor_ready, entry, backend, tmp_path: Path) -> None:
-    # 600 s of the task's agent time x 0.05: 30 s, while the model never answers
-    options = RunOptions(run_id="harbor", run_dir=tmp_path / "run", timeout_multiplier=0.05)
-    with ModelServer([Reply(hang_sec=120)]) as server:
-        agent = resolve_agent("harbor:terminus-2", {"api_base": server.url, "record_terminal_session": "false"},
-                              "openai/served-model")
-        record = run_item(entry.task, None, agent, backend, options)
+def test_run_is_stopped_at_the_time_limit_with_its_tokens(harbor_ready, entry, backend, tmp_path: Path) -> None:
+    # 600 s of the task's agent time x 0.025: run() gets 15 s (as Harbor's trial gives it: setup()
+    # apart); three answered calls, then the model never answers.
+    script = [turn("true"), turn("ls /etc/backupctl"), turn("true"), Reply(hang_sec=120)]
+    record = run(entry, None, script, backend, tmp_path, timeout_multiplier=0.025)
     assert (record["termination"], record["outcome"]) == ("time_limit", "failure"), record.get("message")
-    assert record["durations"]["agent_sec"] < 30 + 10
-    helpers = subprocess.run(["pgrep", "-f", "harbor_helper.py"], capture_output=True, text=True, check=False)
-    assert helpers.stdout.strip() == ""  # killed with its process group, nothing left
+    assert 15 <= record["durations"]["agent_run_sec"] < 15 + 3
+    assert record["durations"]["agent_sec"] < 15 + 15
+    # the three answered calls, as the server counted them (100/20 each): nothing lost at the limit
+    assert record["tokens"] == {"prompt": 300, "completion": 60}
+    assert record["atif_trajectory"] is not None
+    from swe_residual.agents import harbor_bridge
+
+    helpers = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "harbor_helper.py"], capture_output=True,
+                             text=True, check=False).stdout.split()
+    waiting = {str(helper.process.pid) for helper in harbor_bridge._WARM.values()}  # the next item's
+    assert set(helpers) - waiting == set()  # the item's helper ended, nothing of it left
 
 
 # The predecessor typed a ticker into its own tmux session and left it running in the foreground.

@@ -1,11 +1,17 @@
 """The suite's side of `--agent=harbor:NAME`, without Harbor: what keys an agent's install layer,
-and what of its options a record keeps (the helper itself runs in test_harbor_agents.py)."""
+what of its options a record keeps, and what it reads from a helper it killed (the helper
+itself runs in test_harbor_agents.py)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from swe_residual.agents.harbor_bridge import HarborAgent
+from swe_residual.agents.base import AgentSession, Budget
+from swe_residual.agents.harbor_bridge import AGENT_LOGS, HarborAgent
+from swe_residual.trial.trajectory import Trajectory
 from swe_residual.trial.redaction import REDACTED
 
 pytestmark = pytest.mark.unit
@@ -74,3 +80,37 @@ def test_an_install_error_names_the_agent_the_step_and_why_in_one_line() -> None
     broken = install_error(step, InstallFailed("exit 2: no such option"), "bridge", "t1")
     assert not isinstance(broken, InstallUnreachable)  # another failure: per task image, not for the agent
     assert str(broken).endswith("failed in the image of t1: exit 2: no such option")
+
+
+def test_a_helper_killed_at_the_limit_leaves_its_tokens_timings_and_logs(tmp_path: Path) -> None:
+    """What the suite reads when it had to kill the helper (a hang past run()'s own timeout,
+    which a real Harbor cannot be made to do on cue: the helper's files are written here as it
+    leaves them): no result.json, so the tokens come from the ATIF trajectory Terminus-2 wrote
+    after its last turn, the timings from phases.json, and /logs/agent's files are kept."""
+    logs = tmp_path / "helper"
+    agent_logs = logs / AGENT_LOGS
+    agent_logs.mkdir(parents=True)
+    turn = {"step_id": 2, "source": "agent", "message": "Analysis: looking",
+            "tool_calls": [{"tool_call_id": "c1", "function_name": "bash_command", "arguments": {"keystrokes": "ls\n"}}],
+            "observation": {"results": [{"content": "a b"}]}, "metrics": {"prompt_tokens": 100, "completion_tokens": 20}}
+    (agent_logs / "trajectory.json").write_text(json.dumps({
+        "schema_version": "ATIF-v1.5", "steps": [{"step_id": 1, "source": "user", "message": "task"}, turn],
+        "final_metrics": {"total_prompt_tokens": 800, "total_completion_tokens": 160, "total_cost_usd": None}}))
+    (agent_logs / "terminus_2.pane").write_text("$ ls\na b\n")
+    (logs / "phases.json").write_text(json.dumps({"agent_setup_sec": 1.5}))
+    session = AgentSession(instruction="task", budget=Budget(30.0), environment=None,  # type: ignore[arg-type]
+                           trajectory=Trajectory(agent="harbor:terminus-2"), logs_dir=tmp_path / "kept")
+    result = HarborAgent("terminus-2", "openai/m", None, {**INSTALLED, "install": "tmux"})._collect(session, logs, True)
+    assert result.termination == "time_limit"
+    assert session.tokens == {"prompt": 800, "completion": 160} and session.cost_known is False
+    assert session.phases == {"agent_setup_sec": 1.5}
+    assert [(s.action, s.command, s.output) for s in session.trajectory.steps] == [("command", "ls", "a b")]
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["terminus_2.pane", "trajectory.json"]
+    # the helper's own result, when it wrote one, wins over the trajectory's last figures
+    (logs / "result.json").write_text(json.dumps({"timed_out": True, "phases": {"agent_run_sec": 30.0},
+                                                  "context": {"n_input_tokens": 900, "n_output_tokens": 180,
+                                                              "cost_usd": 0.25}}))
+    session.phases.clear()
+    HarborAgent("terminus-2", "openai/m", None, None)._collect(session, logs, False)
+    assert (session.tokens, session.cost, session.phases) == ({"prompt": 900, "completion": 180}, 0.25,
+                                                              {"agent_run_sec": 30.0})

@@ -358,3 +358,19 @@ def test_kept_counts_failed_continuations_only() -> None:
     )  # fmt: skip
     assert acceptance_bias(records)["kept"] == pytest.approx(50.0)
     assert acceptance_bias(records)["same_failing"] == pytest.approx(100.0)
+
+
+def test_kept_on_the_machine_track_is_the_share_of_the_predecessor_s_files_left_as_they_were() -> None:
+    from swe_residual.environments.docker.machine_changes import unchanged_share
+
+    recorded = {"/etc/a.conf": "1111", "/usr/local/bin/tool": "2222", "/srv/data": "dir", "/etc/gone": "-"}
+    # the agent rewrote one file and brought back the deleted one: 1 of the 3 files kept
+    assert unchanged_share(recorded, {"/etc/a.conf": "1111", "/usr/local/bin/tool": "3333", "/etc/gone": "4444"}) \
+        == pytest.approx(1 / 3)
+    assert unchanged_share({"/srv/data": "dir"}, {}) is None  # no file changed: nothing to keep
+    # Kept reads the record's machine_kept (no patch on this track), over failed continuations
+    runs = [rec("m", None, F, track="machine"),
+            rec("m", "s1", F, track="machine", machine_kept=1.0),
+            rec("m", "s2", F, track="machine", machine_kept=0.5),
+            rec("m", "s3", S, track="machine", machine_kept=0.0)]
+    assert acceptance_bias(runs)["kept"] == pytest.approx(75.0)

@@ -384,12 +384,18 @@ def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
         "steps": [{"index": 0, "action": "command", "command": "pytest -q", "output": "1 failed", "exit_code": 1}]}))
     (run / "verifier" / "zeta").mkdir(parents=True)
     (run / "verifier" / "zeta" / "test-stdout.txt").write_text("FAILED test_b - assert 1 == 2\n")
+    # a Harbor agent's own records: its ATIF beside the suite's trajectory, its /logs/agent
+    (run / "trajectories" / "z-s1.atif.json").write_text('{"schema_version": "ATIF-v1.5", "steps": []}')
+    (run / "agent" / "zeta" / "s1").mkdir(parents=True)
+    for name in ("terminus_2.pane", "recording.cast"):
+        (run / "agent" / "zeta" / "s1" / name).write_text("$ ls\n")
     records = [
         make_record("t1", None, "success", agent="zeta", tests={"test_a": "passed", "test_b": "passed"}),
         make_record("t1", "s1", "failure", agent="zeta", tests={"test_a": "passed", "test_b": "failed",
                     "test_c": "passed"}, initial_tests={"test_a": "passed", "test_b": "failed", "test_c": "failed"},
                     final_patch="diff --git a/x b/x\n+y\n", trajectory="trajectories/z-s1.json",
-                    verifier_log="verifier/zeta/test-stdout.txt", message="I fixed <c>."),
+                    verifier_log="verifier/zeta/test-stdout.txt", message="I fixed <c>.",
+                    atif_trajectory="trajectories/z-s1.atif.json", agent_logs="agent/zeta/s1"),
         make_record("t1", None, "infra_error", agent="alpha", error="lost container"),
         make_record("t2", None, "success", agent="zeta", track="machine"),
     ]  # alpha never ran t1/s1; the run skipped its t2 clean start
@@ -429,7 +435,8 @@ def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
     assert broken_links(out / got[("t1", "s1", "zeta")]["href"]) == []
     item_links = parse_links(out / got[("t1", "s1", "zeta")]["href"]).urls
     for wanted in ("diffs/zeta/t1/residual-s1.diff", "run/trajectories/z-s1.json", "run/verifier/zeta/test-stdout.txt",
-                   "report.html#matrix"):
+                   "run/trajectories/z-s1.atif.json", "run/agent/zeta/s1/recording.cast",
+                   "run/agent/zeta/s1/terminus_2.pane", "report.html#matrix"):
         assert any(u.endswith(wanted) for u in item_links), (wanted, item_links)
     infra = (out / got[("t1", "", "alpha")]["href"]).read_text()
     assert "lost container" in infra and "No valid verdict" in infra and "No verifier output kept" in infra

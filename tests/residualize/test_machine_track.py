@@ -98,6 +98,8 @@ def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
             assert new.commands_path.read_bytes() == old.commands_path.read_bytes()
             assert new.initial_tests == old.initial_tests
             assert new.raw["machine"] == old.raw["machine"]
+            # what the predecessor changed on the machine, kept for Opened and Inspected
+            assert new.machine_paths() == old.machine_paths() != set()
     # every run record carries the (null) fidelity of its clean start; the build cleaned up after itself
     record = json.loads((work / "runs" / "artifact-http-server" / "drafter" / "1" / "record.json").read_text())
     assert "fidelity" in record and record["residualize"]["payload"] == "commands.jsonl"

@@ -205,3 +205,41 @@ def test_random_command_lines_never_raise() -> None:
         steps = [{"command": command, "output": "src/pkg/core.py:1:x\n" + DIFF_OUT}]
         assert opened_files(steps, CANDIDATES) <= CANDIDATES
         inspected(steps, {"src/pkg/core.py"})
+
+
+def test_on_the_machine_track_opened_and_inspected_count_what_the_predecessor_changed_anywhere(tmp_path) -> None:
+    """A machine-track state records what its predecessor changed (`machine.json`, Stage IV):
+    an agent that reads such a file anywhere on the machine is Inspected with the path in
+    Opened; one that never looks at them is not."""
+    import json
+    import shutil
+
+    from conftest import REPO_ROOT
+
+    from swe_residual.dataset.load import load_dataset
+    from swe_residual.metrics.inherited import opened_and_inspected
+    from swe_residual.states.state import MACHINE_FILE, load_state
+
+    sample = REPO_ROOT / "datasets" / "sample" / "backup-retention-config"
+    shutil.copytree(sample, tmp_path / sample.name)
+    state_dir = tmp_path / sample.name / "residual" / "patcher-1"
+    (state_dir / MACHINE_FILE).write_text(json.dumps({
+        "files": {"added": ["/srv/backups/data"], "changed": ["/etc/backupctl/backupctl.conf"], "deleted": []},
+        "packages": {"installed": [], "removed": [], "upgraded": []}, "processes": []}))
+    entry = load_dataset(tmp_path).entry(sample.name)
+    state = load_state(entry.task, state_dir)
+    paths = state.machine_paths()
+    assert paths == {"/srv/backups/data", "/etc/backupctl/backupctl.conf"}
+
+    def measure(*commands: str) -> tuple[list[str], bool | None]:
+        steps = [{"command": command, "output": "target = /srv/backups/data"} for command in commands]
+        return opened_and_inspected(steps, workdir="/root", residual=True, predecessor_files=set(),
+                                    reference_files=None, machine_paths=paths)
+
+    assert measure("cat /etc/backupctl/backupctl.conf") == (["/etc/backupctl/backupctl.conf"], True)
+    assert measure("cd /etc/backupctl && grep -n target backupctl.conf") == (["/etc/backupctl/backupctl.conf"], True)
+    assert measure("cat ../etc/backupctl/backupctl.conf") == (["/etc/backupctl/backupctl.conf"], True)  # from /root
+    assert measure("ls /etc/backupctl", "backupctl check") == ([], False)  # never looked at the contents
+    # a state without the record: nothing to look at on the machine (as before)
+    (state_dir / MACHINE_FILE).unlink()
+    assert load_state(entry.task, state_dir).machine_paths() is None

@@ -13,6 +13,8 @@ for the choice of how a machine state starts (restore.py):
   the listing itself; a process is new when its pid was not running at the clean start.
 
 `list_machine` is one exec; `file_changes` one engine call; neither writes into the container.
+`file_digests` (one exec) says what each changed file holds, so a later run can tell which of
+the predecessor's changes it kept (Kept on the machine track).
 """
 
 from __future__ import annotations
@@ -178,3 +180,34 @@ def machine_changes(environment: DockerEnvironment, before: MachineListing) -> M
     after = list_machine(environment)
     return MachineChanges(file_changes(environment), package_changes(before, after),
                           [process.args for process in new_processes(before, after)])
+
+
+# One exec: each path's SHA-256, `dir` for a directory, `-` for a path that is not there.
+_DIGESTS = ('for p in "$@"; do if [ -d "$p" ]; then echo "dir $p"; elif [ -e "$p" ]; then '
+            'sha256sum "$p" 2>/dev/null || echo "unreadable $p"; else echo "- $p"; fi; done')
+
+
+def file_digests(environment: Any, paths: list[str]) -> dict[str, str]:
+    """{path: its SHA-256, `dir`, `unreadable` or `-` (not there)} in the container now; any
+    environment with `exec` (a command of `bash -c`)."""
+    if not paths:
+        return {}
+    found = environment.exec(f"set -- {' '.join(shlex.quote(path) for path in paths)}; {_DIGESTS}",
+                             timeout_sec=LISTING_TIMEOUT_SEC)
+    digests: dict[str, str] = {}
+    for line in found.stdout.splitlines():
+        value, _, path = line.partition(" ")
+        path = path.lstrip(" *")  # sha256sum's separator: two spaces, or " *" in binary mode
+        if path in paths:
+            digests[path] = value
+    return digests
+
+
+def unchanged_share(recorded: dict[str, str], now: dict[str, str]) -> float | None:
+    """Share of the predecessor's file changes still as it left them (its digests `recorded`,
+    the same paths' `now`); directories are left out (what they hold is listed on its own).
+    None when it changed no file."""
+    files = [path for path, digest in recorded.items() if digest != "dir"]
+    if not files:
+        return None
+    return sum(now.get(path) == recorded[path] for path in files) / len(files)
