@@ -106,23 +106,6 @@ class Outcome:
     fidelity_check: FidelityCheck | None = None  # machine track on docker: replays and pane
 
 
-def _stage_state(work: Workdir, ref: RunRef, task: Task) -> Path:
-    """The candidate as a state directory the backends can start (WORKDIR/build/...)."""
-    directory = work.root / "build" / ref.task / ref.candidate
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    payload_name = PATCH if task.track == Track.REPO else COMMANDS
-    write_bytes(directory / payload_name, work.payload(ref))
-    key = "patch" if task.track == Track.REPO else "commands"
-    fields = {"schema": STATE_SCHEMA, "track": task.track, "predecessor": ref.predecessor, key: payload_name}
-    committed = work.committed(ref)
-    if committed is not None:
-        write_bytes(directory / COMMITTED, committed)
-        fields["committed_patch"] = COMMITTED
-    (directory / "state.toml").write_text(tomlwrite.dumps(fields))
-    return directory
-
-
 def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunRef,
                        recorded_pane: str | None = None) -> Outcome:
     """Steps 1-3 above on one staged state; never raises for the state's own faults."""
@@ -324,7 +307,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
         for entry in retained:
             ref = RunRef.from_dict(entry)
             task = tasks[ref.task]
-            staged = _stage_state(work, ref, task)
+            staged = work.stage_state(ref, task.track, work.root / "build" / ref.task / ref.candidate)
             try:
                 state = load_state(task, staged)
             except DatasetError as exc:

@@ -14,9 +14,8 @@ from typing import Any
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.errors import DatasetError, InfraError
-from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
-from swe_residual.residualize.workdir import COMMANDS, RunRef, Workdir, write_bytes, write_json
+from swe_residual.residualize.workdir import RunRef, Workdir, write_json
 from swe_residual.states.state import load_state
 from swe_residual.trial.values import Track
 
@@ -25,15 +24,6 @@ REVIEW_RUN = "residualize-review"
 
 def machine_changes_path(work: Workdir, ref: RunRef) -> Path:
     return work.root / "review" / ref.task / f"{ref.candidate}.machine.json"
-
-
-def _staged(work: Workdir, ref: RunRef) -> Path:
-    """The candidate as a state directory the backend can replay (beside its packet)."""
-    directory = work.root / "review" / ref.task / f"{ref.candidate}.state"
-    write_bytes(directory / COMMANDS, work.payload(ref))
-    write_bytes(directory / "state.toml", tomlwrite.dumps(
-        {"schema": 1, "track": Track.MACHINE, "predecessor": ref.predecessor, "commands": COMMANDS}).encode())
-    return directory
 
 
 def replay_changes(backend: Any, task: Any, state: Any, item: str) -> dict[str, Any]:
@@ -74,7 +64,8 @@ def replay_candidates(workdir: Path | str, *, backend: Any = None,
         for ref in pending:
             task = tasks[ref.task]
             try:
-                state = load_state(task, _staged(work, ref))
+                state = load_state(task, work.stage_state(ref, Track.MACHINE,
+                                                         work.root / "review" / ref.task / f"{ref.candidate}.state"))
                 data = replay_changes(backend, task, state, f"review:{ref.task}/{ref.candidate}")
             except (DatasetError, InfraError) as exc:
                 data = {"error": str(exc)}

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from swe_residual.errors import ConfigError
+from swe_residual.residualize import tomlwrite
 
 RECORD = "record.json"
 PATCH = "changes.patch"
@@ -84,6 +86,21 @@ class Workdir:
         """What the predecessor had committed (repo track), or None when it committed nothing."""
         path = self.run_dir(ref) / COMMITTED
         return path.read_bytes() if path.is_file() else None
+
+    def stage_state(self, ref: RunRef, track: str, directory: Path) -> Path:
+        """The candidate written afresh into `directory` as a state a backend can start: its
+        patch (and commits) or its commands, and the state.toml naming them."""
+        shutil.rmtree(directory, ignore_errors=True)
+        payload_name = PATCH if track == "repo" else COMMANDS
+        write_bytes(directory / payload_name, self.payload(ref))
+        fields: dict[str, Any] = {"schema": 1, "track": track, "predecessor": ref.predecessor,
+                                  ("patch" if track == "repo" else "commands"): payload_name}
+        committed = self.committed(ref)
+        if committed is not None:
+            write_bytes(directory / COMMITTED, committed)
+            fields["committed_patch"] = COMMITTED
+        write_bytes(directory / "state.toml", tomlwrite.dumps(fields).encode("utf-8"))
+        return directory
 
     def runs(self) -> list[RunRef]:
         """Every recorded run, in generation order (task, predecessor order, attempt)."""

@@ -134,19 +134,16 @@ def test_tasks_and_states_are_written_from_the_sources(tmp_path: Path, sources: 
     assert "  Stage II excluded, not_submitted: 1" in lines and "  Stage IV, Included: 1" in lines
 
 
-def test_a_task_whose_content_differs_from_the_manifest_is_refused(tmp_path: Path, sources: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("table", "key", "field", "refusal"), [
+    ("tasks", "tiny-task", "sha256", "task tiny-task: tasks/tiny-task at .* has checksum"),  # content differs
+    ("states", "tiny-task/terminus__openai_gpt_4o_mini-1", "commands_sha256", "give commands.jsonl"),  # other keys
+])
+def test_inputs_that_differ_from_the_manifest_are_refused(tmp_path: Path, sources: dict[str, Any], table: str,
+                                                           key: str, field: str, refusal: str) -> None:
     manifest = _manifest(sources)
-    manifest["tasks"]["tiny-task"]["sha256"] = "0" * 64
+    manifest[table][key][field] = "0" * 64
     directory = _write(tmp_path / "tiny", manifest)
-    with pytest.raises(ConfigError, match="task tiny-task: tasks/tiny-task at .* has checksum"):
-        build(directory, {"bench": sources["tasks"], "collection": sources["runs"]}, progress=lambda _: None)
-
-
-def test_keys_that_give_other_commands_are_refused(tmp_path: Path, sources: dict[str, Any]) -> None:
-    manifest = _manifest(sources)
-    manifest["states"]["tiny-task/terminus__openai_gpt_4o_mini-1"]["commands_sha256"] = "1" * 64
-    directory = _write(tmp_path / "tiny", manifest)
-    with pytest.raises(ConfigError, match="give commands.jsonl"):
+    with pytest.raises(ConfigError, match=refusal):
         build(directory, {"bench": sources["tasks"], "collection": sources["runs"]}, progress=lambda _: None)
 
 
