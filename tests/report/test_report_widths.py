@@ -90,7 +90,7 @@ def framed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, int
         'style="border:0;flex:none"></iframe>' for name, anchor, width in frames)))
     shot = tmp / "widths.png"
     # the virtual time budget: the page is dumped once every frame's message has arrived
-    result = run_chromium(tmp, harness, "--dump-dom", f"--screenshot={shot}", "--virtual-time-budget=3000",
+    result = run_chromium(tmp, harness, "--dump-dom", f"--screenshot={shot}", "--virtual-time-budget=20000",
                           f"--window-size={window[0]},{window[1]}")
     assert result.returncode == 0, result.stderr[-2000:]
     assert console_messages(result.stderr) == [], console_messages(result.stderr)
