@@ -175,7 +175,7 @@ def test_nothing_inside_the_container_can_stop_its_pid_1(env: DockerEnvironment,
     state = env.exec("sleep 0.5; ps -o stat= -p 1; ps -eo ppid=,args=", timeout_sec=30)
     assert state.exit_code == 0 and not state.stdout.startswith("T"), state.output  # never stopped
     assert "1 sleep 2147483647" in " ".join(state.stdout.split()), state.stdout  # the idle child is back
-    assert leftover_processes(env) == []  # and recognized as the container's own
+    assert leftover_processes(env.client, env.container_id) == []  # and recognized as the container's own
 
 
 def test_orphans_are_reaped(env: DockerEnvironment) -> None:
@@ -189,8 +189,8 @@ def test_orphans_are_reaped(env: DockerEnvironment) -> None:
 def test_a_process_left_behind_is_not_mistaken_for_the_idle_one(env: DockerEnvironment) -> None:
     # The same command line as the idle sleep, orphaned to PID 1: still a process of the agent's.
     env.exec("setsid sleep 2147483647 > /dev/null 2>&1 < /dev/null & sleep 0.5", timeout_sec=30)
-    assert leftover_processes(env) == ["sleep 2147483647"]
-    assert env.stop_processes() == 1 and leftover_processes(env) == []
+    assert leftover_processes(env.client, env.container_id) == ["sleep 2147483647"]
+    assert env.stop_processes() == 1 and leftover_processes(env.client, env.container_id) == []
 
 
 def test_a_container_killed_from_the_host_is_infrastructure_with_the_engines_evidence(env: DockerEnvironment) -> None:

@@ -10,11 +10,16 @@ Modules, one concern each:
   terminal      a tmux session driven by keystrokes, as Terminus-2 drove it (keystroke replay)
   failures      states whose apply or replay failed, remembered for the rest of the run
   agent_setup   the agent's set-up layer (--agent-setup), once per task image and script
+  named_images  images a task names: built from the dataset's recipe, or already on the engine
   inventory     the suite's cached images: listing and pruning (`swe-residual images`)
   ancestry      the parent/child graph of images, for the space a prune frees
   exec          commands in a container: deadlines inside and outside, output capped while streamed
   archives      tar archives in and out of containers
+  containers    how every container is made: security options, limits, scratch tmpfs, idle PID 1
+  harness_tools the harness's steps after the agent: stop its processes, capture the patch, a clean git
+  disk          [environment] storage_mb: the scratch tmpfs sized, the writable layer bounded or watched
   environment   DockerEnvironment: exec, read_file, write_file, copy_in, copy_out
+  orchestrator  the backend as the modules below call it back (a Protocol DockerBackend satisfies)
   verification  the hidden verifier (shared or separate container)
   backend       DockerBackend, the orchestrator
   fleet         DockerFleet: several engines (--docker-host), workers spread, a lost engine left
@@ -22,14 +27,8 @@ Modules, one concern each:
 
 from __future__ import annotations
 
-from swe_residual.environments.docker.backend import (
-    DEFAULT_PIDS_LIMIT,
-    KEPT_CAPABILITIES,
-    DockerBackend,
-    PreparedImage,
-    Progress,
-    StateValidator,
-)
+from swe_residual.environments.docker.backend import DockerBackend, StateValidator
+from swe_residual.environments.docker.containers import DEFAULT_PIDS_LIMIT, KEPT_CAPABILITIES, SCRATCH_DIR
 from swe_residual.environments.docker.engine import (
     ENGINE_TIMEOUT_SEC,
     available,
@@ -39,7 +38,7 @@ from swe_residual.environments.docker.engine import (
     infra_error,
     remove_images,
 )
-from swe_residual.environments.docker.environment import SCRATCH_DIR, DockerEnvironment
+from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.exec import (
     CLIENT_GRACE_SEC,
     EXEC_MARK,
@@ -51,6 +50,8 @@ from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, sweep
 from swe_residual.environments.docker.images import (
     STATE_REPO,
     TASK_REPO,
+    PreparedImage,
+    Progress,
     build_image,
     dockerfile_bases,
     remove_cached_images,

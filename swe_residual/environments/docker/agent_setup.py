@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 
 from swe_residual.agents.environment import AgentInstall, AgentSetup, InstallFailed
 from swe_residual.environments.base import StartSpec
-from swe_residual.environments.docker.environment import SCRATCH_DIR
-from swe_residual.environments.docker.images import SETUP_REPO, slug
+from swe_residual.environments.docker.containers import SCRATCH_DIR
+from swe_residual.environments.docker.images import SETUP_REPO, PreparedImage, slug
 from swe_residual.errors import InfraError
 from swe_residual.dataset.task import Task
 
 if TYPE_CHECKING:
-    from swe_residual.environments.docker.backend import DockerBackend, PreparedImage
     from swe_residual.environments.docker.environment import DockerEnvironment
+    from swe_residual.environments.docker.orchestrator import Orchestrator
 
 SETUP_DIR = f"{SCRATCH_DIR}/agent-setup"  # on the scratch tmpfs: never in the commit, nothing to remove
 
@@ -50,7 +50,7 @@ def install_tag(task: Task, prepared: PreparedImage, install: AgentInstall) -> s
     return f"{SETUP_REPO}:{slug(task.id, 60)}-{slug(install.agent, 40)}-{key}"
 
 
-def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImage, setup: AgentSetup,
+def build_setup_image(backend: Orchestrator, task: Task, prepared: PreparedImage, setup: AgentSetup,
                       tag: str) -> None:
     """Run the set-up script in a container of the task image and tag the result as `tag`."""
 
@@ -67,7 +67,7 @@ def build_setup_image(backend: DockerBackend, task: Task, prepared: PreparedImag
                  labels={"script-sha": setup.digest}, culprit=str(setup.script))
 
 
-def build_install_image(backend: DockerBackend, task: Task, prepared: PreparedImage, install: AgentInstall,
+def build_install_image(backend: Orchestrator, task: Task, prepared: PreparedImage, install: AgentInstall,
                         tag: str) -> None:
     """Run an agent's own install step in a container of `prepared` and tag the result as `tag`."""
 
@@ -105,7 +105,7 @@ def install_error(install: AgentInstall, failed: InstallFailed, network: str, ta
     return InfraError(f"{step} failed in the image of {task_id}: {gist(str(failed))}", stage="agent-setup")
 
 
-def _build_layer(backend: DockerBackend, task: Task, prepared: PreparedImage, tag: str, *, what: str,
+def _build_layer(backend: Orchestrator, task: Task, prepared: PreparedImage, tag: str, *, what: str,
                  run: Callable[[DockerEnvironment], None], labels: dict[str, str], culprit: str) -> None:
     """`run` in a set-up container of `prepared` (with network), then commit it as `tag`."""
     backend.progress(f"agent set-up: {what} in the image of {task.id}")

@@ -1,7 +1,8 @@
 """`DockerBackend`: every start in its own container (DESIGN §9).
 
 The orchestrator: task images (images.py), state snapshots (states.py), containers with the
-suite's security options, the verifier (verification.py), and cleanup (hygiene.py).
+suite's security options (containers.py), the verifier (verification.py), and cleanup
+(hygiene.py). Those modules call it back as an `Orchestrator` (orchestrator.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import secrets
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import docker
@@ -18,7 +18,8 @@ from filelock import FileLock
 
 from swe_residual.agents.environment import AgentEnvironment, AgentInstall, mount_conflict
 from swe_residual.environments.base import Environment, StartSpec, VerifierOutput
-from swe_residual.environments.docker import agent_setup, disk, hygiene, idle, images, states, verification
+from swe_residual.environments.docker import agent_setup, disk, hygiene, images, states, verification
+from swe_residual.environments.docker.containers import DEFAULT_PIDS_LIMIT, create_container
 from swe_residual.environments.docker.engine import (
     ENGINE_EXCEPTIONS,
     PROBE_TIMEOUT_SEC,
@@ -30,9 +31,10 @@ from swe_residual.environments.docker.engine import (
     remove_containers,
     remove_images,
 )
-from swe_residual.environments.docker.environment import SCRATCH_DIR, DockerEnvironment
+from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.failures import StateFailures
 from swe_residual.environments.docker.hygiene import LABEL
+from swe_residual.environments.docker.images import PreparedImage, Progress
 from swe_residual.environments.docker.named_images import named_image_id
 from swe_residual.environments.cache import default_cache_dir, tree_digest
 from swe_residual.errors import ConfigError, DatasetError, InfraError
@@ -40,35 +42,12 @@ from swe_residual.states.state import ResidualState
 from swe_residual.dataset.task import Task
 from swe_residual.trial.values import Track
 
-DEFAULT_PIDS_LIMIT = 4096
-# Capabilities an agent plausibly needs as root in its container (file ownership, package
-# installs, dropping privileges to a user, killing its own processes, binding low ports), and
-# chroot, which published tasks' own tests use (Terminal-Bench 2's path-tracing-reverse runs its
-# program under `chroot`: without it the oracle fails there where Harbor's run passes, 3/3).
-# Everything else Docker grants by default (raw sockets, mknod, setfcap, audit) is dropped.
-KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE",
-                     "SYS_CHROOT")
-# The harness's scratch space: a fresh tmpfs, so it is never part of a snapshot (exec allowed:
-# agents run scripts from it).
-SCRATCH_TMPFS = "rw,exec,nosuid,nodev,mode=1777"
-
-Progress = Callable[[str], None]
 # (backend, environment of the freshly applied state, task, state) -> None; raises to reject.
 StateValidator = Callable[["DockerBackend", DockerEnvironment, Task, ResidualState], None]
 
 
 def _stderr_progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True)
-class PreparedImage:
-    """A task's image, ready to start from."""
-
-    reference: str  # tag or docker_image as written
-    image_id: str
-    head: str | None  # git HEAD at the workdir (the base commit), None without a repository
-    workdir: str = "/"  # where commands run: [metadata] workdir, else the image's WORKDIR
 
 
 class DockerBackend:
@@ -400,29 +379,13 @@ class DockerBackend:
         # both (disk.py).
         storage_mb = config.storage_mb if kind == "agent" and config.storage_mb and config.storage_mb > 0 else None
         quota = storage_mb is not None and self.storage_quota(image)
-        host_config = self.client.api.create_host_config(
-            network_mode=network, pids_limit=self.pids_limit, cap_drop=["ALL"],
-            cap_add=list(KEPT_CAPABILITIES), security_opt=["no-new-privileges"], privileged=False,
-            tmpfs={SCRATCH_DIR: SCRATCH_TMPFS + (f",size={storage_mb}m" if storage_mb else "")},
-            storage_opt={"size": f"{storage_mb}m"} if quota else None,
-            nano_cpus=int(cpus * 1e9) if cpus else None,
-            # Swap equal to memory: no swap, so the limit is a limit.
-            mem_limit=f"{memory_mb}m" if memory_mb else None, memswap_limit=f"{memory_mb}m" if memory_mb else None,
+        container_id = create_container(
+            self.client, image, name=name, workdir=workdir, labels=labels,
+            env={**config.environment_env, **(env or {})}, network=network, pids_limit=self.pids_limit,
+            cpus=cpus, memory_mb=memory_mb, storage_mb=storage_mb, quota=quota,
             # The agent's own tools, in its containers only (never a build, a validation or a verifier).
-            binds={str(mount.host): {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
-                   for mount in self.agent_environment.mounts} if kind == "agent" else None,
+            mounts=self.agent_environment.mounts if kind == "agent" else None,
         )
-        environment = {**config.environment_env, **(env or {})}
-        try:
-            # An explicit entrypoint: the container idles and everything runs through exec.
-            created = self.client.api.create_container(
-                image, command=[], entrypoint=idle.ENTRYPOINT, name=name, working_dir=workdir,
-                labels=labels, environment=environment, host_config=host_config,
-            )
-        except ENGINE_EXCEPTIONS as exc:
-            remove_containers(self.client, [name])  # whatever of it the engine made
-            raise infra_error(exc, f"could not start a container of {image[:40]}") from exc
-        container_id = created["Id"]
         with self._lock:
             self._containers.add(container_id)
         try:

@@ -23,16 +23,13 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import docker
 
 from swe_residual.environments.disk_usage import ENGINE_QUOTA, WATCHED, DiskMeter, filesystem_used, tree_bytes
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, inspect_container, remove_containers
 from swe_residual.environments.docker.exec import EXEC_MARK
-
-if TYPE_CHECKING:
-    from swe_residual.environments.docker.environment import DockerEnvironment
 
 # Kills every process started by an exec of the harness (each carries EXEC_MARK): the agent's
 # commands and what they left running. The container's init and idle command carry no mark;
@@ -69,19 +66,20 @@ def storage_opt_support(client: docker.DockerClient, image: str, labels: dict[st
         return answer
 
 
-def container_meter(environment: DockerEnvironment, storage_mb: int) -> DiskMeter | str:
-    """The meter of one container's writes (see the module docstring), or why there is none."""
-    client, container_id = environment.client, environment.container_id
+def container_meter(client: docker.DockerClient, container_id: str, *, scratch_dir: str, storage_quota: bool,
+                    storage_mb: int) -> DiskMeter | str:
+    """The meter of one container's writes (see the module docstring), or why there is none;
+    `storage_quota`: the engine bounds its writable layer too."""
     info = inspect_container(client, container_id)
     if info is None:
         return "the container was gone before the agent started"
-    enforcement = ENGINE_QUOTA if environment.storage_quota else WATCHED
-    quota = "; the engine bounds the writable layer too (storage_opt size)" if environment.storage_quota else ""
+    enforcement = ENGINE_QUOTA if storage_quota else WATCHED
+    quota = "; the engine bounds the writable layer too (storage_opt size)" if storage_quota else ""
 
     def stop_agent() -> None:
         kill_agent_processes(client, container_id)
 
-    host = _host_view(info, container_id, environment.scratch_dir)
+    host = _host_view(info, container_id, scratch_dir)
     if host is not None:
         roots, scratch, scratch_device = host
 
@@ -98,7 +96,7 @@ def container_meter(environment: DockerEnvironment, storage_mb: int) -> DiskMete
         try:
             listed = client.api.containers(all=True, size=True, filters={"id": container_id})
             layer = int(listed[0].get("SizeRw") or 0) if listed else 0
-            return layer + _scratch_used_inside(client, container_id, environment.scratch_dir)
+            return layer + _scratch_used_inside(client, container_id, scratch_dir)
         except ENGINE_EXCEPTIONS as exc:
             raise OSError(f"the engine did not tell the container's size: {exc}") from exc
 

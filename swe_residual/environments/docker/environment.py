@@ -1,15 +1,20 @@
-"""One container: the agent's commands, file access, and copies in and out for the verifier."""
+"""One container: the agent's commands, file access, and copies in and out for the verifier.
+
+The backend that started it is known by what a container needs of it (`ContainerOwner`), so
+this module sits below the backend and below the modules that work on containers for it.
+"""
 
 from __future__ import annotations
 
 import posixpath
 import tarfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import docker.errors
 
 from swe_residual.environments.base import MAX_LOG_FILE_BYTES, ExecResult, StartSpec
+from swe_residual.environments.docker import disk, harness_tools
 from swe_residual.environments.docker.archives import (
     MODE_SYMLINK,
     directory_archive,
@@ -19,16 +24,15 @@ from swe_residual.environments.docker.archives import (
     path_stat,
     untar_files,
 )
+from swe_residual.environments.docker.containers import SCRATCH_DIR
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, inspect_container
 from swe_residual.environments.docker.exec import RawExec, lost_or_failed, run_exec, to_result
 from swe_residual.errors import InfraError
 
 if TYPE_CHECKING:
     from swe_residual.environments.disk_usage import DiskMeter
-    from swe_residual.environments.docker.backend import DockerBackend
     from swe_residual.dataset.task import Task
 
-SCRATCH_DIR = "/tmp/swe-residual"
 # Where Harbor's oracle uploads the task's solution/ (DeepSWE's solve.sh applies
 # /solution/solution.patch from there).
 SOLUTION_DIR = "/solution"
@@ -45,11 +49,29 @@ _UNTAR = 'mkdir -p -- "$1" && tar -x --no-same-owner -C "$1" -f -'
 _TAR = '[ -e "$1" ] || exit 2; cd -- "$(dirname -- "$1")" && tar -c -f - -- "$(basename -- "$1")"'
 
 
+class ContainerOwner(harness_tools.ToolOwner, Protocol):
+    """What a container needs of the backend that started it (DockerBackend is one): its engine
+    and caches for the harness's tools, a commit and a fresh container of it (a saved final
+    state), and the removal of both."""
+
+    def start_container(
+        self, image: str, task: Task, spec: StartSpec, network: str, head: str | None, *,
+        cpus: float | None = None, memory_mb: int | None = None, env: dict[str, str] | None = None,
+        kind: str = "agent",
+    ) -> DockerEnvironment: ...
+
+    def commit(self, container_id: str, labels: dict[str, str]) -> str: ...
+
+    def remove_temp_image(self, tag: str) -> None: ...
+
+    def forget(self, container_id: str) -> None: ...
+
+
 class DockerEnvironment:
     """One container; `workdir` is where the repository sits inside it."""
 
     def __init__(
-        self, backend: DockerBackend, container_id: str, *, name: str, image: str,
+        self, backend: ContainerOwner, container_id: str, *, name: str, image: str,
         workdir: str, base_commit: str | None, spec: StartSpec, tmpfs: tuple[str, ...] = (SCRATCH_DIR,),
     ) -> None:
         self.backend = backend
@@ -285,19 +307,18 @@ class DockerEnvironment:
     # -- the harness's own steps after the agent stopped (harness_tools.py) ---------------------
     def stop_processes(self) -> int:
         """Kill whatever the agent left running; returns how many processes there were."""
-        from swe_residual.environments.docker import harness_tools
-
         if self.quiet:
             return 0
-        stopped = harness_tools.stop_processes(self)
+        stopped = harness_tools.stop_processes(self.client, self.container_id)
         self.quiet = True
         return stopped
 
     def capture_patch(self) -> str:
         """The final working tree against the base commit, made by the harness's git."""
-        from swe_residual.environments.docker import harness_tools
-
-        return harness_tools.capture_patch(self)
+        if self.base_commit is None:
+            raise InfraError("no base commit recorded for this environment")
+        return harness_tools.capture_patch(self.backend, self.container_id, image=self.base_image or self.image,
+                                           workdir=self.workdir, base_commit=self.base_commit)
 
     def saved_instance(self, spec: StartSpec) -> DockerEnvironment:
         """A fresh container of this container's file system as it is now (a commit): the
@@ -322,12 +343,11 @@ class DockerEnvironment:
 
     def disk_meter(self) -> DiskMeter | str:
         """How the runner reads what this container wrote, or why it cannot."""
-        from swe_residual.environments.docker import disk
-
         storage_mb = self.task.config.storage_mb if self.task is not None else None
         if not storage_mb:
             return "no storage_mb"
-        return disk.container_meter(self, storage_mb)
+        return disk.container_meter(self.client, self.container_id, scratch_dir=self.scratch_dir,
+                                    storage_quota=self.storage_quota, storage_mb=storage_mb)
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:

@@ -295,12 +295,14 @@ class DockerFleet:
 
     def run_verifier(self, environment: Environment, task: Task, artifacts_dir: Path | None = None) -> VerifierOutput:
         """Verify on the engine whose container `environment` is."""
-        engine = self._owner(environment.backend) if isinstance(environment, DockerEnvironment) else None
+        backend = environment.backend if isinstance(environment, DockerEnvironment) else None
+        engine = self._owner(backend)
         if engine is None:
             raise TypeError(f"this fleet did not start the {type(environment).__name__} it is asked to verify")
-        assert isinstance(environment, DockerEnvironment)
+        # `_owner` found `backend` among the engine's DockerBackends.
+        assert isinstance(environment, DockerEnvironment) and isinstance(backend, DockerBackend)
         try:
-            return environment.backend.run_verifier(environment, task, artifacts_dir)
+            return backend.run_verifier(environment, task, artifacts_dir)
         except InfraError as exc:
             raise self._judge(engine, exc) from exc
 

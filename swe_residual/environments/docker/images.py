@@ -17,6 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,17 @@ TASK_REPO = "swe-residual-task"
 STATE_REPO = "swe-residual-state"
 SETUP_REPO = "swe-residual-agent"  # agent set-up layers (agent_setup.py)
 Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """A task's image, ready to start from."""
+
+    reference: str  # tag or docker_image as written
+    image_id: str
+    head: str | None  # git HEAD at the workdir (the base commit), None without a repository
+    workdir: str = "/"  # where commands run: [metadata] workdir, else the image's WORKDIR
+
 
 _ARG = re.compile(r"^\s*ARG\s+(?P<name>\w+)(?:\s*=\s*(?P<value>\S+))?", re.IGNORECASE)
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(?P<image>\S+)(?:\s+AS\s+(?P<alias>\S+))?", re.IGNORECASE)

@@ -19,12 +19,12 @@ from swe_residual.dataset.image_recipes import IMAGES_FILE, find_recipe
 from swe_residual.dataset.task import Task
 
 if TYPE_CHECKING:
-    from swe_residual.environments.docker.backend import DockerBackend
+    from swe_residual.environments.docker.orchestrator import Orchestrator
 
 NAMED_REPO = "swe-residual-named"
 
 
-def named_image_id(backend: DockerBackend, task: Task, reference: str, *, field: str) -> str:
+def named_image_id(backend: Orchestrator, task: Task, reference: str, *, field: str) -> str:
     """Id of the image `reference`, built from the dataset's recipe when it has one."""
     recipe = find_recipe(task, reference)
     if recipe is not None:
@@ -50,7 +50,7 @@ def named_image_id(backend: DockerBackend, task: Task, reference: str, *, field:
     return image_id
 
 
-def ensure_dockerfile_bases(backend: DockerBackend, task: Task, bases: list[str], *, field: str) -> None:
+def ensure_dockerfile_bases(backend: Orchestrator, task: Task, bases: list[str], *, field: str) -> None:
     """Make sure the images a Dockerfile starts FROM that the dataset has recipes for exist."""
     for base in bases:
         if find_recipe(task, base) is not None:

@@ -47,7 +47,7 @@ from swe_residual.environments.docker.engine import (
 )
 from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, owner_labels
-from swe_residual.environments.docker.images import STATE_REPO, slug
+from swe_residual.environments.docker.images import STATE_REPO, PreparedImage, slug
 from swe_residual.environments.docker.machine_changes import list_machine, list_processes
 from swe_residual.environments.docker.restore import RESTORE_RULE, live_after_replay
 from swe_residual.errors import DatasetError
@@ -59,7 +59,7 @@ from swe_residual.dataset.task import Task
 from swe_residual.trial.values import Track
 
 if TYPE_CHECKING:
-    from swe_residual.environments.docker.backend import DockerBackend, PreparedImage
+    from swe_residual.environments.docker.orchestrator import Orchestrator
 
 # How a machine-track instance holds its state: a CRIU checkpoint (files + live processes),
 # the commands replayed into the instance (live processes restarted), or the committed
@@ -106,7 +106,7 @@ def state_tag(prepared: PreparedImage, task: Task, state: ResidualState) -> str:
     return f"{STATE_REPO}:{slug(task.id, 50)}-{slug(state.id, 50)}-{key}"
 
 
-def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, prepared: PreparedImage,
+def build_state_image(backend: Orchestrator, task: Task, state: ResidualState, prepared: PreparedImage,
                       tag: str) -> None:
     """Apply (or replay) a state in a build container, validate it, and tag its snapshot."""
     backend.progress(f"snapshotting state {task.id}/{state.id}")
@@ -145,7 +145,7 @@ def build_state_image(backend: DockerBackend, task: Task, state: ResidualState, 
     backend.progress(f"snapshotted state {task.id}/{state.id} in {time.monotonic() - started:.1f}s")
 
 
-def check_repo_state(backend: DockerBackend, task: Task, state: ResidualState, prepared: PreparedImage) -> None:
+def check_repo_state(backend: Orchestrator, task: Task, state: ResidualState, prepared: PreparedImage) -> None:
     """A patch state's one check: it applies strictly to the task image and the validation hook
     accepts the result, in a throwaway container that nothing is kept from."""
     backend.progress(f"checking state {task.id}/{state.id}")
@@ -193,7 +193,7 @@ def state_fidelity(client: docker.DockerClient, tag: str) -> str:
     return FIDELITY_REPLAY if labels.get(LIVE_LABEL) == "1" else FIDELITY_SNAPSHOT
 
 
-def replayed_instance(backend: DockerBackend, task: Task, state: ResidualState, spec: StartSpec,
+def replayed_instance(backend: Orchestrator, task: Task, state: ResidualState, spec: StartSpec,
                       prepared: PreparedImage) -> DockerEnvironment:
     """A fresh container of the task image with the state's commands replayed into it."""
     environment = backend.start_container(prepared.image_id, task, spec, task.config.agent_network_mode,

@@ -27,10 +27,11 @@ import docker.errors
 
 from swe_residual.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 from swe_residual.environments.base import MAX_LOG_FILE_BYTES, CollectResult, Environment, StartSpec, VerifierOutput
-from swe_residual.environments.docker import harness_tools
-from swe_residual.environments.docker.archives import digest_files, rooted_archive
-from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS
+from swe_residual.environments.docker.archives import digest_files, file_archive, rooted_archive
+from swe_residual.environments.docker.containers import SCRATCH_DIR
+from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, engine_errors
 from swe_residual.environments.docker.environment import DockerEnvironment
+from swe_residual.environments.docker.harness_tools import DEFAULT_PATH, image_git
 from swe_residual.environments.docker.exec import lost_or_failed, to_result
 from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
@@ -48,7 +49,7 @@ from swe_residual.verifier.environment import (
 from swe_residual.trial.values import Track
 
 if TYPE_CHECKING:
-    from swe_residual.environments.docker.backend import DockerBackend
+    from swe_residual.environments.docker.orchestrator import Orchestrator
 
 TESTS_DIR = "/tests"
 VERIFIER_LOGS_DIR = "/logs/verifier"
@@ -58,10 +59,10 @@ VERIFIER_REPO = "swe-residual-verifier"
 MAX_ARTIFACT_FILE_BYTES = 256 * 1024 * 1024
 
 # The verifier's HOME, fresh for each run of test.sh (on the container's scratch tmpfs).
-SCRATCH_HOME = "/tmp/swe-residual/verifier-home"
+SCRATCH_HOME = f"{SCRATCH_DIR}/verifier-home"
 
 
-def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
+def run_verifier(backend: Orchestrator, environment: Environment, task: Task,
                  artifacts_dir: Path | None = None) -> VerifierOutput:
     """Collect, copy the artifacts out (into `artifacts_dir` when given and writable), verify."""
     if not isinstance(environment, DockerEnvironment):
@@ -76,7 +77,7 @@ def run_verifier(backend: DockerBackend, environment: Environment, task: Task,
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, task: Task,
+def _collect_and_verify(backend: Orchestrator, environment: DockerEnvironment, task: Task,
                         artifacts_dir: Path) -> VerifierOutput:
     plan = plan_verifier_environment(task)
     if task.track == Track.REPO:
@@ -90,7 +91,7 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="swe-residual-verifier") as pool:
         pending = None if plan.source == SHARED else pool.submit(_start_verifier, backend, environment, task, plan)
         try:
-            collected, error = _collect(environment, task, keeps_container=plan.source == SHARED)
+            collected, error = _collect(backend, environment, task, keeps_container=plan.source == SHARED)
             if task.track == Track.REPO and plan.source == SHARED:
                 environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
             sources = [artifact.source for artifact in task.config.artifacts]
@@ -116,17 +117,17 @@ def _collect_and_verify(backend: DockerBackend, environment: DockerEnvironment, 
     return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
 
 
-def _collect(environment: DockerEnvironment, task: Task, *,
+def _collect(backend: Orchestrator, environment: DockerEnvironment, task: Task, *,
              keeps_container: bool) -> tuple[tuple[CollectResult, ...], str | None]:
     """The task's collect steps, with the clean image's git first on a PATH the suite sets (so a
     `git` the agent replaced or put on the PATH is not the one they run). The git is removed
     again only from a container the verifier goes on using (shared mode)."""
     if not task.config.verifier_collect:
         return (), None
-    git_dir = harness_tools.install_git(environment)
+    git_dir = install_git(backend, environment)
     try:
         env = {"APP_DIR": environment.workdir, "ARTIFACTS_DIR": ARTIFACTS_DIR,
-               "PATH": harness_tools.collect_path(environment, git_dir)}
+               "PATH": collect_path(backend, environment, git_dir)}
         return run_collect_steps(environment, task, env)
     finally:
         if git_dir is not None and keeps_container:
@@ -136,7 +137,35 @@ def _collect(environment: DockerEnvironment, task: Task, *,
                 pass  # the container is verified (or gone) next; nothing to clean up in it
 
 
-def _start_verifier(backend: DockerBackend, environment: DockerEnvironment, task: Task,
+def install_git(backend: Orchestrator, environment: DockerEnvironment) -> str | None:
+    """Put the clean image's git (harness_tools.image_git) into the container at a fresh random
+    directory, which the agent cannot have prepared; returns that directory (for the front of
+    the collect steps' PATH), or None when the image has no git."""
+    binary = image_git(backend, environment.base_image or environment.image)
+    if binary is None:
+        return None
+    directory = f"/.swe-residual-harness-{secrets.token_hex(8)}"
+    environment._put_archive("/", file_archive(f"{directory.lstrip('/')}/git", binary, 0o755), what=directory)
+    return directory
+
+
+def collect_path(backend: Orchestrator, environment: DockerEnvironment, git_dir: str | None) -> str:
+    """The PATH of the collect steps: the harness's git first, then the container's configured
+    PATH (read from the engine, never from the container; the same for every container of one
+    image and environment, so asked once per backend)."""
+    key = (environment.image, tuple(sorted(environment.task.config.environment_env.items()))
+           if environment.task is not None else ())
+    configured = backend.configured_paths.get(key)
+    if configured is None:
+        with engine_errors(f"inspecting container {environment.container_id[:12]}"):
+            config = environment.client.api.inspect_container(environment.container_id).get("Config") or {}
+        configured = next((item.split("=", 1)[1] for item in config.get("Env") or [] if item.startswith("PATH=")),
+                          DEFAULT_PATH)
+        backend.configured_paths[key] = configured
+    return f"{git_dir}:{configured}" if git_dir else configured
+
+
+def _start_verifier(backend: Orchestrator, environment: DockerEnvironment, task: Task,
                     plan: VerifierEnvironmentPlan) -> DockerEnvironment:
     """A fresh container of a separate verifier's image (built the first time)."""
     image, head = verifier_image(backend, task, plan)
@@ -157,7 +186,7 @@ def _verify_separately(fresh: DockerEnvironment, task: Task, plan: VerifierEnvir
     return _run_tests(fresh, task, reporter, fresh_container=True)
 
 
-def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
+def verifier_image(backend: Orchestrator, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
     """(image id, base commit) of a separate verifier's environment, built when needed; resolved
     once per task directory and backend, not once per item."""
     key = (str(task.path), plan.source, plan.image or "")
@@ -166,7 +195,7 @@ def verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironment
     return backend.verifier_images[key]
 
 
-def _resolve_verifier_image(backend: DockerBackend, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
+def _resolve_verifier_image(backend: Orchestrator, task: Task, plan: VerifierEnvironmentPlan) -> tuple[str, str | None]:
     if plan.source == TASK_ENVIRONMENT:
         prepared = backend.task_image(task)  # the clean image: the base commit, never the state
         return prepared.image_id, prepared.head
