@@ -54,7 +54,7 @@ def keep_unsendable(report: pytest.TestReport, results_path: Path, error: str) -
         if name != RECORD_PROPERTY:
             properties.append((name, _escaped(value)))
             continue
-        record = read_record_line(value) if isinstance(value, str) else value
+        record = read_record_line(value)
         target = fallback_path(results_path)
         try:
             append_record(target, record)

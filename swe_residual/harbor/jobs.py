@@ -21,7 +21,6 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -149,8 +148,7 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
                              f"agent/trajectory.json: {why} (imported without a trajectory)"))
     durations = trial_durations(trial)
     valid = outcome != Outcome.INFRA_ERROR
-    record = replace(
-        run_record(task, trial.agent_name or identity, f"harbor:{trial.relative}"),
+    record = run_record(task, trial.agent_name or identity, f"harbor:{trial.relative}").model_copy(update=dict(
         outcome=outcome,
         reward=reward if valid else None,
         rewards=trial.rewards if valid else None,
@@ -167,7 +165,7 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         message=trajectory.final_message[-2000:] if trajectory and trajectory.final_message else None,
         error=error,
         absent=HARNESS_FIELDS,  # the agent's configuration is Harbor's
-    )
+    ))
     moment = trial.finished_at or trial.started_at
     provenance: dict[str, Any] = {"kind": "harbor-jobs", "source": source, "trial": trial.relative,
                                   "command": command}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -66,7 +66,7 @@ class ExportedStart:
 
 @dataclass
 class HarborRecords:
-    records: list[dict[str, Any]] = field(default_factory=list)  # as results.jsonl holds them
+    records: list[RunRecord] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -208,7 +208,7 @@ def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), 
         trials.append((record, attempts_of[job], order))
     rollouts = [record for record, attempts, _ in sorted(trials, key=lambda t: t[2]) if attempts > 1]
     single = [record for record, attempts, _ in trials if attempts <= 1]
-    result.records = [record.to_json() for record in _one_per_item(single) + _as_rollouts(rollouts)]
+    result.records = _one_per_item(single) + _as_rollouts(rollouts)
     return result
 
 
@@ -227,7 +227,7 @@ def _as_rollouts(records: list[RunRecord]) -> list[RunRecord]:
         key = record_key(record)
         rollout = count.get(key, 0)
         count[key] = rollout + 1
-        out.append(replace(record, rollout=rollout))
+        out.append(record.model_copy(update={"rollout": rollout}))
     return out
 
 
@@ -241,7 +241,7 @@ def _one_per_item(records: list[RunRecord]) -> list[RunRecord]:
     kept = []
     for trials in items.values():
         chosen = next((r for r in trials if r.outcome != Outcome.INFRA_ERROR), trials[-1])
-        attempts = tuple(replace(r.attempts[0], attempt=number, harbor_trial=r.harbor_trial)
+        attempts = tuple(r.attempts[0].model_copy(update={"attempt": number, "harbor_trial": r.harbor_trial})
                          for number, r in enumerate(trials, start=1))
-        kept.append(replace(chosen, attempts=attempts))
+        kept.append(chosen.model_copy(update={"attempts": attempts}))
     return kept

@@ -115,7 +115,7 @@ def test_a_stopped_session_ends_the_command_under_way_and_every_later_call() -> 
 
 
 def test_an_agent_that_ignores_the_stop_is_abandoned_after_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("swe_residual.trial.runner.AGENT_GRACE_SEC", 0.2)
+    monkeypatch.setattr("swe_residual.trial.agent_run.AGENT_GRACE_SEC", 0.2)
     session = _session()
     release = threading.Event()
 
