@@ -155,12 +155,12 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         submitted=termination == Termination.SUBMITTED,
         termination=termination,
         tests=trial_tests(trial),
-        attempts=(Attempt(1, outcome, termination, error, reverified=False, durations=durations),),
+        attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error, reverified=False, durations=durations),),
         durations=durations,
         agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
                                          "model": trial.model_name}),
         cost=trial.cost_usd,
-        tokens=(Tokens(trial.n_input_tokens, trial.n_output_tokens)
+        tokens=(Tokens(prompt=trial.n_input_tokens, completion=trial.n_output_tokens)
                 if trial.n_input_tokens is not None and trial.n_output_tokens is not None else None),
         message=trajectory.final_message[-2000:] if trajectory and trajectory.final_message else None,
         error=error,

@@ -164,14 +164,14 @@ def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir
         tests=trial_tests(trial) if valid else None, initial_tests=None,
         steps=len(trajectory.steps) if trajectory is not None else None,
         final_patch=final_patch, trajectory=steps_file.as_posix() if steps_file is not None else None,
-        attempts=(Attempt(1, outcome, termination, error),),
+        attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error),),
         durations=trial_durations(trial), inherited_patch=source.inherited_patch,
         reference_files=tuple(source.reference_files) if source.reference_files is not None else None,
         opened_files=opened, inspected=inspected_any,
         agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
                                          "model": trial.model_name}),
         cost=trial.cost_usd,
-        tokens=(Tokens(trial.n_input_tokens or 0, trial.n_output_tokens or 0)
+        tokens=(Tokens(prompt=trial.n_input_tokens or 0, completion=trial.n_output_tokens or 0)
                 if trial.n_input_tokens is not None or trial.n_output_tokens is not None else None),
         message=None, error=error, rewards=dict(trial.rewards) if trial.rewards else None,
         harbor_trial=trial.relative,

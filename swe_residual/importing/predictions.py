@@ -99,7 +99,7 @@ def _run(prediction: Prediction, task: Task, source: str, digest: str, command: 
     # Submitted, verdict unknown: Stage IV's verifier decides (a passing state is dropped there).
     record = run_record(task, prediction.model, f"predictions:{prediction.entry}").model_copy(update=dict(
         submitted=True, termination=Termination.SUBMITTED,
-        attempts=(Attempt(1, None, Termination.SUBMITTED, None, reverified=False, durations=Durations()),),
+        attempts=(Attempt(attempt=1, termination=Termination.SUBMITTED, reverified=False, durations=Durations()),),
     ))
     provenance = {"kind": "predictions", "source": source, "entry": prediction.entry, "sha256": digest,
                   "command": command}

@@ -59,7 +59,8 @@ class AttemptResult:
     machine_kept: float | None = None  # machine track: share of the predecessor's file changes left as they were
 
     def summary(self) -> Attempt:
-        return Attempt(self.number, self.outcome, self.termination, self.error, reverified=self.reverified,
+        return Attempt(attempt=self.number, outcome=self.outcome, termination=self.termination, error=self.error,
+                       reverified=self.reverified,
                        durations=Durations(**(self.durations or {})), canary=self.canary)
 
 
@@ -188,7 +189,7 @@ def run_attempt(
             outcome, error = score(verdict, termination), None
         else:
             clean = canary(backend, task, options.run_id)  # InfraError (the engine): retried
-            canary_record = Canary(clean.valid, clean.reward, clean.error)
+            canary_record = Canary(valid=clean.valid, reward=clean.reward, error=clean.error)
             if clean.valid:
                 # The verifier works on the clean state and not on what the agent left: its failure.
                 outcome, error = Outcome.FAILURE, None

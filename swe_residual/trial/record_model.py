@@ -30,7 +30,9 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Annotated, Any, ClassVar, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import (
+    BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationInfo, model_serializer, model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from swe_residual.trial.values import Outcome, Start, Termination, Track
@@ -67,22 +69,22 @@ StartValue = Annotated[Union[Start, str], Field(union_mode="left_to_right")]
 TrackValue = Annotated[Union[Track, str], Field(union_mode="left_to_right")]
 
 
+#: The validation context of a record read from JSON (`records.read_record`), not built in code.
+FROM_JSON: dict[str, Any] = {"read": "json"}
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class RecordPart(BaseModel):
-    """A frozen part of a run record (and the record itself): built by keyword or, as the
-    dataclasses they were, by position in field order; read from a JSON object; written with
-    the fields of `written_when_set` left out while they are None."""
+    """A frozen part of a run record (and the record itself): built by keyword, read from a
+    JSON object, written with the fields of `written_when_set` left out while they are None."""
 
     # inf and nan are written as JSON's Infinity and NaN (as `json.dumps` always wrote them), not null.
     model_config = ConfigDict(frozen=True, ser_json_inf_nan="constants")
 
     written_when_set: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, /, *values: Any, **fields: Any) -> None:
-        super().__init__(**dict(zip(type(self).model_fields, values)), **fields)
 
     @model_validator(mode="before")
     @classmethod
@@ -295,16 +297,12 @@ class RunRecord(RecordPart):
     # Not a field of the record's JSON: the fields this record does not hold (left out when written).
     absent: SkipJsonSchema[frozenset[str]] = Field(default=frozenset(), exclude=True)
 
-    def __init__(self, /, **fields: Any) -> None:
-        # Built in code, a record holds every field unless it names the absent ones itself.
-        super().__init__(**{"absent": frozenset(), **fields})
-
     @model_validator(mode="before")
     @classmethod
-    def _read(cls, data: Any) -> Any:
-        """A record read from JSON: each missing field is absent and reads as empty. (A record
-        built in code names its `absent` fields itself, as a frozenset, which no JSON holds.)"""
-        if not isinstance(data, Mapping) or isinstance(data.get("absent"), frozenset):
+    def _read(cls, data: Any, info: ValidationInfo) -> Any:
+        """A record read from JSON (`read_record`): each missing field is absent and reads as
+        empty. A record built in code holds every field unless it names its `absent` ones."""
+        if not isinstance(data, Mapping) or info.context != FROM_JSON:
             return data
         missing = [name for name in _JSON_FIELDS if name not in data]
         return {**data, **{name: _EMPTY[name] for name in missing if name in _EMPTY},
@@ -328,7 +326,7 @@ class RunRecord(RecordPart):
             predecessor=predecessor, handoff=handoff, outcome=Outcome.INFRA_ERROR, reward=None, submitted=False,
             termination=Termination.INFRA_ERROR, tests=None, initial_tests=None, steps=None, final_patch=None,
             trajectory=None,
-            attempts=(Attempt(1, Outcome.INFRA_ERROR, Termination.INFRA_ERROR, error),),
+            attempts=(Attempt(attempt=1, outcome=Outcome.INFRA_ERROR, termination=Termination.INFRA_ERROR, error=error),),
             durations=Durations(), error=error, absent=PLACEHOLDER_ABSENT,
         )
 
@@ -384,7 +382,7 @@ RecordLike = Union[RunRecord, Mapping[str, Any]]
 # kept until summary/ takes RunRecord
 def as_record(record: RecordLike) -> RunRecord:
     """A record read from JSON (or built by hand) as a `RunRecord`; a `RunRecord` as it is."""
-    return record if isinstance(record, RunRecord) else RunRecord.model_validate(record)
+    return record if isinstance(record, RunRecord) else RunRecord.model_validate(record, context=FROM_JSON)
 
 
 # kept until summary/ takes RunRecord

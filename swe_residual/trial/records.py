@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import ValidationError
 
-from swe_residual.trial.record_model import RECORD_SCHEMA, RunRecord
+from swe_residual.trial.record_model import FROM_JSON, RECORD_SCHEMA, RunRecord
 from swe_residual.trial.values import Outcome, Start, Track
 
 __all__ = [
@@ -142,7 +142,7 @@ def record_json(record: RunRecord) -> dict[str, Any]:
 def read_record(data: Mapping[str, Any]) -> RunRecord:
     """The record of a JSON object (a results line, a Stage I run's record.json, one made by
     hand); pydantic's ValidationError names the field of a value it cannot take."""
-    return RunRecord.model_validate(data)
+    return RunRecord.model_validate(data, context=FROM_JSON)
 
 
 def record_line(record: RunRecord) -> str:
@@ -271,6 +271,7 @@ def _read_file(path: Path, loaded: LoadedRecords) -> None:
 
 
 def _refusal(error: ValidationError) -> str:
-    """Why a record was refused, in one line: each field and what it could not take."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']} ({e['input']!r:.60})"
-                     for e in error.errors(include_url=False))
+    """Why a record was refused, in one line: each field and what it could not take (the last
+    of its errors: for a number, "a valid number" after "a valid integer")."""
+    by_field = {str(e["loc"][0]) if e["loc"] else "record": e for e in error.errors(include_url=False)}
+    return "; ".join(f"{name}: {e['msg']} ({e['input']!r:.60})" for name, e in by_field.items())

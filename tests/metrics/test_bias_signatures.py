@@ -13,7 +13,7 @@ from taskfactory import BASE_SOURCE, SOLVED_SOURCE, git_diff_of, make_task
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
-from swe_residual.trial.records import append_record, read_records
+from swe_residual.trial.records import append_record, read_records, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.summary.aggregate import build_summary
 
@@ -83,7 +83,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for agent in (KEEPER, DISCARDER):
         for entry in dataset.entries:
             for state in (None, *entry.states):
-                record = run_item(entry.task, state, resolve_agent(agent), backend, options)
+                record = record_json(run_item(entry.task, state, resolve_agent(agent), backend, options))
                 append_record(options.run_dir / "results.jsonl", record)
     return options.run_dir / "results.jsonl"
 
