@@ -24,6 +24,11 @@ verifier's valid verdict passes. A run that exhausted its budget (time, steps, c
 failure even when its final state passes: its verdict stays in the record (`reward`,
 `rewards`, `tests`), its `outcome` is "failure" (paper App. D: "In the success rates of
 Table 3, runs that exhaust the budget count as task failures").
+
+The work is in modules by job: `options.py` (what the run gives an item), `attempt.py` (one
+attempt: the environment, the agent, the final state), `agent_run.py` (the agent within its
+wall time and disk limit), `grading.py` (the verdict and the score) and `item_files.py` (the
+files kept beside the record). This module runs the attempts and assembles the record.
 """
 
 
