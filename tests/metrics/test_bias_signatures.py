@@ -13,7 +13,7 @@ from taskfactory import BASE_SOURCE, SOLVED_SOURCE, git_diff_of, make_task
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
-from swe_residual.trial.records import append_record, read_records, record_json
+from swe_residual.trial.records import append_record, read_records
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.summary.aggregate import build_summary
 
@@ -83,7 +83,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for agent in (KEEPER, DISCARDER):
         for entry in dataset.entries:
             for state in (None, *entry.states):
-                record = record_json(run_item(entry.task, state, resolve_agent(agent), backend, options))
+                record = run_item(entry.task, state, resolve_agent(agent), backend, options)
                 append_record(options.run_dir / "results.jsonl", record)
     return options.run_dir / "results.jsonl"
 
@@ -92,12 +92,12 @@ def test_the_runs_are_what_the_signatures_assume(results: Path) -> None:
     loaded = read_records([results])
     assert not loaded.problems and len(loaded.records) == 12
     for r in loaded.records:
-        assert r["outcome"] == "failure" and r["termination"] == "submitted", r
-        if r["start"] == "residual":
-            assert r["reference_files"] == ["README.md", "calc.py"]
-            assert r["initial_tests"]["test_calc.test_clamp_high"] == "failed"
-            if r["agent"] == KEEPER:
-                assert r["final_patch"] == r["inherited_patch"]
+        assert r.outcome == "failure" and r.termination == "submitted", r
+        if r.start == "residual":
+            assert r.reference_files == ("README.md", "calc.py")
+            assert r.initial_tests["test_calc.test_clamp_high"] == "failed"
+            if r.agent == KEEPER:
+                assert r.final_patch == r.inherited_patch
             else:
                 assert r["final_patch"] == ""
 
