@@ -17,6 +17,7 @@ from swe_residual.trial.records import (
     OUTCOMES, REQUIRED_FIELDS, infra_error_record, read_record, read_records, record_json, record_key, record_line,
     validate_record,
 )
+from swe_residual.trial.runner import redact_record
 from swe_residual.trial.values import Outcome, Start, Termination, Track
 
 def runner_json() -> dict:
@@ -221,3 +222,15 @@ def test_the_summary_is_the_same_from_dicts_and_from_records() -> None:
 def test_the_fields_every_record_holds_are_the_ones_the_reader_requires() -> None:
     required = [name for name, info in RunRecord.model_fields.items() if info.is_required()]
     assert ["schema", *required] == list(REQUIRED_FIELDS)
+
+
+def test_secrets_are_replaced_on_the_typed_record_wherever_they_stand() -> None:
+    secret = "sk-0123456789abcdef"
+    data = {**runner_json(), "message": f"using {secret}", "error": secret,
+            "collect": [{"command": "env", "output_tail": f"KEY={secret}"}]}
+    redacted = redact_record(read_record(data), [secret])
+    assert secret not in record_line(redacted) and redacted.message == "using [REDACTED]"
+    assert redacted.collect[0]["output_tail"] == "KEY=[REDACTED]" and redacted.outcome is Outcome.FAILURE
+    assert list(record_json(redacted)) == list(data)  # the same keys, in the same order
+    same = read_record(runner_json())
+    assert redact_record(same, []) is same
