@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 from handoff_task import NOTES, make_handoff_task
+from recordfactory import make_run_record
 
 from plugins.catalog import scan_dataset
-from recordfactory import make_run_record
 
 from swe_residual.dataset.load import load_dataset
 from swe_residual.states.diffparse import changed_files
