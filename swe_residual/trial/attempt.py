@@ -32,6 +32,10 @@ from swe_residual.verifier.outputs import Verdict
 
 @dataclass
 class AttemptResult:
+    """What one attempt gave: its outcome and verdict, the agent's account of its run, the
+    harness's measurements. `run_item` makes the record of the last one; `summary()` is the
+    record's entry under `attempts`."""
+
     number: int
     outcome: Outcome
     termination: Termination | None = None  # as the agent gave it: a `module:` agent may name its own

@@ -25,6 +25,9 @@ from swe_residual.verifier.outputs import Verdict, evaluate
 
 @dataclass(frozen=True)
 class Verification:
+    """One verification of a final state: the verdict, what the verifier gave, whether it ran
+    in a fresh instance, and how long it took."""
+
     verdict: Verdict
     output: VerifierOutput
     reverified: bool
