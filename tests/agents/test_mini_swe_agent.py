@@ -26,7 +26,7 @@ from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import ConfigError
 from swe_residual.metrics.acceptance import acceptance_bias
-from swe_residual.trial.records import record_json
+from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 SAMPLE_TASK = REPO_ROOT / "datasets" / "sample" / "lru-cache-ttl"
@@ -135,7 +135,7 @@ def test_accepting_script_leaves_exactly_the_inherited_failures(entry, scripts, 
     assert [s["command"] for s in trajectory["steps"]] == ACCEPT
     assert "tests/test_ttl.py" in trajectory["steps"][0]["output"]
     assert "self._clock() > expires_at" in trajectory["steps"][1]["output"]
-    assert acceptance_bias([record])["same_failing"] == 100.0
+    assert acceptance_bias([read_record(record)])["same_failing"] == 100.0
 
 
 def test_actions_of_one_model_call_are_one_step(entry, tmp_path: Path) -> None:
