@@ -105,9 +105,9 @@ def _items(backend: DockerBackend, watched: Task, unwatched: Task, count: int, r
     for _ in range(count):
         for name, task in (("unwatched", unwatched), ("watched", watched)):
             record = run_item(task, None, lambda: CommandAgent(WORK), backend, options)
-            assert record["termination"] == "submitted", record
-            figures[name]["wall"].append(record["durations"]["wall_sec"])
-            figures[name]["agent"].append(record["durations"]["agent_sec"])
+            assert record.termination == "submitted", record
+            figures[name]["wall"].append(record.durations.wall_sec)
+            figures[name]["agent"].append(record.durations.agent_sec)
     return {name: {key: round(statistics.median(values), 3) for key, values in kinds.items()}
             for name, kinds in figures.items()}
 
@@ -118,7 +118,7 @@ def _overshoot(backend: DockerBackend, limited: Task, run_dir: Path) -> dict:
     for _ in range(3):
         record = run_item(limited, None, lambda: CommandAgent("head -c 1G /dev/zero > /root/big; sleep 30"),
                           backend, options)
-        written = re.search(r"wrote ([\d.]+) MiB", record["message"] or "")
+        written = re.search(r"wrote ([\d.]+) MiB", record.message or "")
         rows.append(float(written.group(1)) if written else None)
     environment = backend.start(limited, None, StartSpec("bench", "bench-rate", 1))
     try:

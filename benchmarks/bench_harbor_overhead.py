@@ -77,14 +77,14 @@ def main(argv: list[str] | None = None) -> int:
                 resolve = time.perf_counter() - started
                 options = RunOptions(run_id="bench", run_dir=root / f"run-{number}")
                 record = run_item(task, None, factory, backend, options)
-                durations = record["durations"]
-                if record["termination"] != "submitted" or "agent_run_sec" not in durations:
-                    print(f"item {number}: {record['termination']}: {record.get('message') or record.get('error')}",
-                          file=sys.stderr)
+                durations = record.durations
+                if record.termination != "submitted" or durations.agent_run_sec is None:
+                    print(f"item {number}: {record.termination}: {record.message or record.error}", file=sys.stderr)
                     return 1
-                outside = durations["agent_sec"] - durations.get("agent_setup_sec", 0.0) - durations["agent_run_sec"]
-                rows.append({"resolve_sec": resolve, "outside_sec": outside,
-                             "setup_sec": durations.get("agent_setup_sec", 0.0), "run_sec": durations["agent_run_sec"]})
+                setup = durations.agent_setup_sec or 0.0
+                outside = (durations.agent_sec or 0.0) - setup - durations.agent_run_sec
+                rows.append({"resolve_sec": resolve, "outside_sec": outside, "setup_sec": setup,
+                             "run_sec": durations.agent_run_sec})
                 print(f"item {number}: resolve {resolve:.2f}s  outside {outside:.2f}s  "
                       f"(setup() {rows[-1]['setup_sec']:.2f}s, run() {rows[-1]['run_sec']:.2f}s)")
     later = rows[1:] or rows

@@ -9,7 +9,6 @@ is computed once, from the results file, at the end of the session.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ from swe_residual.handoff.views import BLIND, VIEWS
 from swe_residual.run.items import ItemSpec
 from swe_residual.trial.records import (
     append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_record_line, read_records,
+    record_line,
 )
 from swe_residual.report.html import write_report
 from swe_residual.run.resume import prepare_resume
@@ -52,7 +52,7 @@ from swe_residual.run.preflight import dataset_warnings, task_errors
 from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
 from swe_residual.summary.files import write_summary_files
 from swe_residual.summary.terminations import TerminationReport, termination_report
-from swe_residual.trial.record_model import as_records
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome, Start, Termination, Track
 
 reporter_key = pytest.StashKey["ResidualReporter"]()
@@ -318,10 +318,10 @@ def handoff_marker(view: str) -> str:
     return f"handoff_{view}"
 
 
-def record_of(report: pytest.TestReport) -> dict[str, Any] | None:
+def record_of(report: pytest.TestReport) -> RunRecord | None:
     for name, value in getattr(report, "user_properties", ()):  # a CollectReport has none
         if name == RECORD_PROPERTY:  # one line of ASCII JSON (fixtures/starts.py)
-            return read_record_line(value) if isinstance(value, str) else value
+            return read_record_line(value)
     return None
 
 
@@ -357,7 +357,7 @@ class ResidualReporter:
         self.problems: list[str] = []
         # Records that could not be appended to results.jsonl (a read-only or full disk): kept
         # here for the summary, written to `fallback_path`, and the run ends non-zero.
-        self.unsaved: list[dict[str, Any]] = []
+        self.unsaved: list[RunRecord] = []
         self.write_error: str | None = None
         self.fallback_path = fallback_path(self.results_path)
         self.fallback_error: str | None = None
@@ -371,17 +371,17 @@ class ResidualReporter:
         self.all_skipped = False
         self.session: pytest.Session | None = None  # set when the session finishes (for the verdict)
 
-    def _append(self, nodeid: str, record: dict[str, Any]) -> None:
+    def _append(self, nodeid: str, record: RunRecord) -> None:
         self.seen.add(nodeid)
-        record = {**record, "run_id": self.run_id}
+        record = record.model_copy(update={"run_id": self.run_id})
         try:
             append_record(self.results_path, record)
         except OSError as exc:
             self._keep_unsaved(record, exc)
         self.finished += 1
-        self.solved += record["outcome"] == Outcome.SUCCESS
+        self.solved += record.outcome == Outcome.SUCCESS
 
-    def _keep_unsaved(self, record: dict[str, Any], exc: OSError) -> None:
+    def _keep_unsaved(self, record: RunRecord, exc: OSError) -> None:
         """A record results.jsonl refused: never dropped, written elsewhere, reported at once."""
         self.unsaved.append(record)
         first = self.write_error is None
@@ -421,7 +421,7 @@ class ResidualReporter:
             if crashed is not None:
                 self._append(report.nodeid, crashed)
 
-    def _crash_record(self, report: pytest.TestReport) -> dict[str, Any] | None:
+    def _crash_record(self, report: pytest.TestReport) -> RunRecord | None:
         param = _item_id(report.nodeid) if report.nodeid.endswith("]") else ""
         settings = settings_of(self.config)
         catalog = catalog_of(self.config)
@@ -485,9 +485,9 @@ class ResidualReporter:
         # How the run ended rides on the verbose word (and so on the `-rA` lines): an agent
         # that never ran is UNSOLVED like one that tried, and only the termination tells them
         # apart. During the run, so does the running success rate, for long runs.
-        termination = record.get("termination") or "unknown"
+        termination = record.termination or "unknown"
         detail = termination if self.session_done else f"{termination}; {self.solved}/{self.finished} solved so far"
-        if record["outcome"] == Outcome.SUCCESS:
+        if record.outcome == Outcome.SUCCESS:
             return "passed", "S", (f"SOLVED ({detail})", {"green": True})
         markup = {"red": True} if termination == Termination.AGENT_ERROR else {"yellow": True}
         return "passed", "u", (f"UNSOLVED ({detail})", markup)
@@ -507,12 +507,11 @@ class ResidualReporter:
         # The file's records plus those it refused (also in the fallback file, which
         # read_records reads): the summary covers every finished item, each once.
         records = dedupe_records(loaded.records + self.unsaved)
-        typed = as_records(records)  # read once, by the summary and the termination lines
         # The command line's agent order, by the names records give them.
         order = [agent_label(self.config, spec) for spec in settings_of(self.config).agents]
         resume = self._resume_command() if interrupted is not None and self.results_path.exists() else None
         try:
-            summary = build_summary(typed, compare=True, uncertainty=settings_of(self.config).uncertainty)
+            summary = build_summary(records, compare=True, uncertainty=settings_of(self.config).uncertainty)
         except AgentConfigConflict as exc:  # never a silent merge of two agents under one name
             self.conflict = str(exc)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
@@ -522,11 +521,11 @@ class ResidualReporter:
             warnings = task_errors(catalog.task_errors) + dataset_warnings(e.task for e in catalog.tasks.values())
         except pytest.Collector.CollectError:
             warnings = []
-        self.terminations = termination_report(typed, order=order)
+        self.terminations = termination_report(records, order=order)
         self.summary = with_never_worked(
             with_run_status(in_agent_order(summary, order), self.skipped, interrupted=interrupted,
                             resume_command=resume, warnings=warnings), self.terminations.broken)
-        if typed and all(record.start == Start.RESIDUAL for record in typed):
+        if records and all(record.start == Start.RESIDUAL for record in records):
             self.residual_only = len(records)
         try:
             write_summary_files(self.run_dir, self.summary, render_markdown(self.summary))
@@ -622,7 +621,7 @@ class ResidualReporter:
             if self.fallback_error is not None:  # the last place left: the terminal itself
                 write(f"error: the fallback file failed too ({self.fallback_error})", red=True)
                 for record in self.unsaved:
-                    write(json.dumps(record, ensure_ascii=True))
+                    write(record_line(record))
         for nodeid, unsent in self.unsent:
             where = unsent["path"] or "the worker's error output"
             write(f"error: {nodeid}: its worker could not send the record ({unsent['error']}); it is in {where}",

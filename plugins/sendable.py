@@ -21,7 +21,7 @@ import execnet
 import pytest
 
 from plugins.context import RECORD_PROPERTY
-from swe_residual.trial.records import append_record, fallback_path, read_record_line, record_line
+from swe_residual.trial.records import append_record, fallback_path, read_record, read_record_line, record_line
 
 UNSENT_PROPERTY = "swe_residual_record_unsent"  # {"path": where the worker wrote the record, "error": why}
 
@@ -54,7 +54,8 @@ def keep_unsendable(report: pytest.TestReport, results_path: Path, error: str) -
         if name != RECORD_PROPERTY:
             properties.append((name, _escaped(value)))
             continue
-        record = read_record_line(value) if isinstance(value, str) else value
+        # a line as the fixture puts it (fixtures/starts.py); an object from a plugin that put one
+        record = read_record_line(value) if isinstance(value, str) else read_record(value)
         target = fallback_path(results_path)
         try:
             append_record(target, record)

@@ -6,10 +6,11 @@ run produced a valid measurement, whatever the agent scored: scores are in the s
 It fails only when the infrastructure failed on every attempt.
 """
 
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome
 
 
-def test_start(residual_record):
-    if residual_record["outcome"] == Outcome.INFRA_ERROR:
-        attempts = "; ".join(f"#{a['attempt']}: {a['error']}" for a in residual_record["attempts"])
-        raise AssertionError(f"no valid verdict after {len(residual_record['attempts'])} attempt(s): {attempts}")
+def test_start(residual_record: RunRecord) -> None:
+    if residual_record.outcome == Outcome.INFRA_ERROR:
+        attempts = "; ".join(f"#{a.attempt}: {a.error}" for a in residual_record.attempts)
+        raise AssertionError(f"no valid verdict after {len(residual_record.attempts)} attempt(s): {attempts}")

@@ -20,6 +20,7 @@ import pytest
 
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,7 +77,7 @@ class World:
         the item may be left afterwards."""
         entry = self.entries[self.ids[name]]
         chosen = next(s for s in entry.states if s.id == state) if state else None
-        record = run_item(entry.task, chosen, agent, self.backend, self.options)
+        record = record_json(run_item(entry.task, chosen, agent, self.backend, self.options))
         assert containers_of(self.options.run_id) == []
         return record
 

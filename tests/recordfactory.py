@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from swe_residual.trial.record_model import RunRecord
+from swe_residual.trial.records import read_record
+
 INFRA = "infra_error"
 
 #: The keys of a runner's record, in the order results.jsonl has always had them
@@ -62,3 +65,8 @@ def make_record(
     }
     record.update(extra)
     return record
+
+
+def make_run_record(*args: Any, **kwargs: Any) -> RunRecord:
+    """:func:`make_record` read as the typed record the metrics take."""
+    return read_record(make_record(*args, **kwargs))

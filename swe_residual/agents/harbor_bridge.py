@@ -150,7 +150,7 @@ class HarborAgent:
         checked = checked or {}
         setup_timeout = checked.get("setup_timeout_sec")
         self.setup_timeout_sec = float(setup_timeout) if isinstance(setup_timeout, (int, float)) else SETUP_TIMEOUT_SEC
-        # The runner's allowance beyond the budget (runner.outside_budget): setup() and start-up,
+        # The runner's allowance beyond the budget (trial/agent_run.py, outside_budget): setup() and start-up,
         # timed apart by the helper, which enforces run()'s limit itself.
         self.outside_budget_sec = self.setup_timeout_sec + START_GRACE_SEC
         self.install_step: AgentInstall | None = None  # a layer under its starts (runner -> backend)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.errors import SuiteError
-from swe_residual.trial.record_model import RecordLike, as_record, as_records
+from swe_residual.trial.record_model import RunRecord
 
 HASH_CHARS = 16
 MAX_PACKAGE_FILES = 500  # a package's sources hashed with a `module:` agent (more: the first ones)
@@ -92,20 +92,20 @@ def agent_files(spec: str | None, agent: Any) -> dict[str, str]:
     return found
 
 
-def record_config_hash(record: RecordLike) -> str | None:
+def record_config_hash(record: RunRecord) -> str | None:
     """The configuration hash of a record; None for records written before hashes existed."""
-    config = as_record(record).agent_config
+    config = record.agent_config
     return config.hash if config is not None else None
 
 
-def check_agent_configs(records: Sequence[RecordLike], sources: Sequence[str] | None = None) -> None:
+def check_agent_configs(records: Sequence[RunRecord], sources: Sequence[str] | None = None) -> None:
     """Raise `AgentConfigConflict` when one agent name has two configuration hashes.
 
     `sources` (parallel to `records`, e.g. "results.jsonl:12") say where each record came
     from; without them the record's run id does. Records without a hash are not compared.
     """
     first: dict[str, tuple[str, str]] = {}
-    for index, record in enumerate(as_records(records)):
+    for index, record in enumerate(records):
         digest = record_config_hash(record)
         if digest is None:
             continue

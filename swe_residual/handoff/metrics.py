@@ -18,14 +18,13 @@ or not); unresolved infrastructure errors do not.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
 
 from swe_residual.handoff.views import BLIND
 from swe_residual.handoff.views import VIEWS as VIEW_ORDER  # the order tables list views in; unknown ones follow
 from swe_residual.metrics.acceptance import acceptance_bias
-from swe_residual.metrics.headline import Record, RecordLike, headline, is_excluded
-from swe_residual.trial.record_model import as_record, as_records
+from swe_residual.metrics.headline import Record, headline, is_excluded
 from swe_residual.trial.values import Start
 
 __all__ = [
@@ -36,25 +35,20 @@ __all__ = [
 COST_QUANTITIES = ("steps", "tokens", "cost")
 
 
-def record_view(record: RecordLike) -> str:
-    return str(as_record(record).handoff or BLIND)
+def record_view(record: Record) -> str:
+    return str(record.handoff or BLIND)
 
 
-def views_of(records: Iterable[RecordLike]) -> list[str]:
+def views_of(records: Iterable[Record]) -> list[str]:
     """The views the Residual State records ran under, in table order."""
-    seen = {record_view(r) for r in as_records(records) if r.start == Start.RESIDUAL}
+    seen = {record_view(r) for r in records if r.start == Start.RESIDUAL}
     return [v for v in VIEW_ORDER if v in seen] + sorted(seen - set(VIEW_ORDER))
 
 
-_R = TypeVar("_R", Record, Mapping[str, Any])
-
-
-def by_view(records: Sequence[_R]) -> dict[str, list[_R]]:
-    """Per view: every Clean Start record, and the Residual records of that view (input order;
-    the records as given)."""
-    typed = as_records(records)
-    return {view: [r for r, t in zip(records, typed) if t.start != Start.RESIDUAL or record_view(t) == view]
-            for view in views_of(typed)}
+def by_view(records: Sequence[Record]) -> dict[str, list[Record]]:
+    """Per view: every Clean Start record, and the Residual records of that view (input order)."""
+    return {view: [r for r in records if r.start != Start.RESIDUAL or record_view(r) == view]
+            for view in views_of(records)}
 
 
 def primary_view(views: Sequence[str]) -> str | None:
@@ -62,7 +56,7 @@ def primary_view(views: Sequence[str]) -> str | None:
     return BLIND if BLIND in views else (views[0] if views else None)
 
 
-def primary_records(records: Sequence[_R]) -> list[_R]:
+def primary_records(records: Sequence[Record]) -> list[Record]:
     """The records behind the headline tables: all of them when one view ran (or none)."""
     views = views_of(records)
     if len(views) <= 1:
@@ -70,9 +64,8 @@ def primary_records(records: Sequence[_R]) -> list[_R]:
     return by_view(records)[primary_view(views)]  # type: ignore[index]
 
 
-def quantity(record: RecordLike, name: str) -> float | None:
+def quantity(record: Record, name: str) -> float | None:
     """A record's steps, tokens (prompt + completion) or cost; None when unknown."""
-    record = as_record(record)
     if name == "tokens":
         total = record.tokens.total if record.tokens is not None else None
         return None if total is None else float(total)
@@ -82,11 +75,11 @@ def quantity(record: RecordLike, name: str) -> float | None:
     return float(value)
 
 
-def takeover_cost(records: Iterable[RecordLike]) -> dict[str, dict[str, Any]]:
+def takeover_cost(records: Iterable[Record]) -> dict[str, dict[str, Any]]:
     """One agent's records of one view group (Clean and Residual): per quantity,
     ``{residual_median, clean_median, ratio, n_tasks, n_residual}``."""
     out: dict[str, dict[str, Any]] = {}
-    records = [r for r in as_records(records) if not is_excluded(r)]
+    records = [r for r in records if not is_excluded(r)]
     for name in COST_QUANTITIES:
         clean: dict[Hashable, float] = {}
         residual: dict[Hashable, list[float]] = {}
@@ -109,10 +102,9 @@ def takeover_cost(records: Iterable[RecordLike]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def view_block(records: Sequence[RecordLike]) -> dict[str, Any]:
+def view_block(records: Sequence[Record]) -> dict[str, Any]:
     """One agent, one view group: the headline pooled over tracks (each task weighted equally),
     the acceptance bias per track (never pooled), and the takeover cost."""
-    records = as_records(records)
     figures = headline(records, key_by_track=True)
     # The tracks the view's Residual States ran on (a Clean Start alone measures nothing here).
     tracks = sorted({str(r.track) for r in records if r.start == Start.RESIDUAL})
@@ -123,10 +115,10 @@ def view_block(records: Sequence[RecordLike]) -> dict[str, Any]:
     }
 
 
-def by_handoff(records: Sequence[RecordLike]) -> dict[str, dict[str, dict[str, Any]]]:
+def by_handoff(records: Sequence[Record]) -> dict[str, dict[str, dict[str, Any]]]:
     """``{AGENT: {VIEW: view_block}}`` over deduplicated records of any agents."""
     agents: dict[str, list[Record]] = {}
-    for r in as_records(records):
+    for r in records:
         agents.setdefault(str(r.agent), []).append(r)
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for agent in sorted(agents):

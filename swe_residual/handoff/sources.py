@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.states.state import NOTES_FILE, TRAJECTORY_FILE
+from swe_residual.trial.record_model import RunRecord
 
 #: the step fields a handoff keeps, in this order (swe_residual.trial.trajectory.steps_from_jsonl reads them)
 STEP_FIELDS = ("action", "command", "path", "output", "exit_code")
@@ -28,11 +29,11 @@ def trajectory_lines(steps: list[Any]) -> bytes:
     return "".join(lines).encode("utf-8", errors="surrogateescape")
 
 
-def predecessor_files(run_dir: Path, record: dict[str, Any]) -> dict[str, bytes]:
+def predecessor_files(run_dir: Path, record: RunRecord) -> dict[str, bytes]:
     """{file name: content} for the state directory, from the run's record and trajectory."""
     files: dict[str, bytes] = {}
     document: dict[str, Any] = {}
-    relative = record.get("trajectory")
+    relative = record.trajectory
     if isinstance(relative, str) and (run_dir / relative).is_file():
         try:
             loaded = json.loads((run_dir / relative).read_text(encoding="utf-8"))
@@ -42,7 +43,7 @@ def predecessor_files(run_dir: Path, record: dict[str, Any]) -> dict[str, bytes]
     steps = document.get("steps")
     if isinstance(steps, list) and steps:
         files[TRAJECTORY_FILE] = trajectory_lines(steps)
-    message = document.get("final_message") or record.get("message")
+    message = document.get("final_message") or record.message
     if isinstance(message, str) and message.strip():
         files[NOTES_FILE] = (message.strip() + "\n").encode("utf-8", errors="surrogateescape")
     return files

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from swe_residual.handoff.metrics import by_handoff, views_of
-from swe_residual.metrics.headline import RecordLike
+from swe_residual.metrics.headline import Record
 from swe_residual.summary.model import Summary, as_summary
 from swe_residual.summary.render import markdown_table, terminal_table
 from swe_residual.summary.tables import HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER
@@ -21,7 +21,7 @@ from swe_residual.summary.tables import HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEO
 __all__ = ["handoff_markdown", "handoff_summary", "handoff_terminal"]
 
 
-def handoff_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
+def handoff_summary(records: Sequence[Record]) -> dict[str, Any] | None:
     """``{AGENT: {VIEW: {...}}}`` for ``summary["by_handoff"]``, or None when one view ran."""
     return by_handoff(records) if len(views_of(records)) > 1 else None
 

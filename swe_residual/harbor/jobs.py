@@ -21,7 +21,6 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -149,25 +148,24 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
                              f"agent/trajectory.json: {why} (imported without a trajectory)"))
     durations = trial_durations(trial)
     valid = outcome != Outcome.INFRA_ERROR
-    record = replace(
-        run_record(task, trial.agent_name or identity, f"harbor:{trial.relative}"),
+    record = run_record(task, trial.agent_name or identity, f"harbor:{trial.relative}").model_copy(update=dict(
         outcome=outcome,
         reward=reward if valid else None,
         rewards=trial.rewards if valid else None,
         submitted=termination == Termination.SUBMITTED,
         termination=termination,
         tests=trial_tests(trial),
-        attempts=(Attempt(1, outcome, termination, error, reverified=False, durations=durations),),
+        attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error, reverified=False, durations=durations),),
         durations=durations,
         agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
                                          "model": trial.model_name}),
         cost=trial.cost_usd,
-        tokens=(Tokens(trial.n_input_tokens, trial.n_output_tokens)
+        tokens=(Tokens(prompt=trial.n_input_tokens, completion=trial.n_output_tokens)
                 if trial.n_input_tokens is not None and trial.n_output_tokens is not None else None),
         message=trajectory.final_message[-2000:] if trajectory and trajectory.final_message else None,
         error=error,
         absent=HARNESS_FIELDS,  # the agent's configuration is Harbor's
-    )
+    ))
     moment = trial.finished_at or trial.started_at
     provenance: dict[str, Any] = {"kind": "harbor-jobs", "source": source, "trial": trial.relative,
                                   "command": command}

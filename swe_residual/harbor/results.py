@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -66,7 +66,7 @@ class ExportedStart:
 
 @dataclass
 class HarborRecords:
-    records: list[dict[str, Any]] = field(default_factory=list)  # as results.jsonl holds them
+    records: list[RunRecord] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -164,14 +164,14 @@ def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir
         tests=trial_tests(trial) if valid else None, initial_tests=None,
         steps=len(trajectory.steps) if trajectory is not None else None,
         final_patch=final_patch, trajectory=steps_file.as_posix() if steps_file is not None else None,
-        attempts=(Attempt(1, outcome, termination, error),),
+        attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error),),
         durations=trial_durations(trial), inherited_patch=source.inherited_patch,
         reference_files=tuple(source.reference_files) if source.reference_files is not None else None,
         opened_files=opened, inspected=inspected_any,
         agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
                                          "model": trial.model_name}),
         cost=trial.cost_usd,
-        tokens=(Tokens(trial.n_input_tokens or 0, trial.n_output_tokens or 0)
+        tokens=(Tokens(prompt=trial.n_input_tokens or 0, completion=trial.n_output_tokens or 0)
                 if trial.n_input_tokens is not None or trial.n_output_tokens is not None else None),
         message=None, error=error, rewards=dict(trial.rewards) if trial.rewards else None,
         harbor_trial=trial.relative,
@@ -208,7 +208,7 @@ def read_harbor_results(jobs_dir: Path | str, export_dirs: Iterable[Path] = (), 
         trials.append((record, attempts_of[job], order))
     rollouts = [record for record, attempts, _ in sorted(trials, key=lambda t: t[2]) if attempts > 1]
     single = [record for record, attempts, _ in trials if attempts <= 1]
-    result.records = [record.to_json() for record in _one_per_item(single) + _as_rollouts(rollouts)]
+    result.records = _one_per_item(single) + _as_rollouts(rollouts)
     return result
 
 
@@ -227,7 +227,7 @@ def _as_rollouts(records: list[RunRecord]) -> list[RunRecord]:
         key = record_key(record)
         rollout = count.get(key, 0)
         count[key] = rollout + 1
-        out.append(replace(record, rollout=rollout))
+        out.append(record.model_copy(update={"rollout": rollout}))
     return out
 
 
@@ -241,7 +241,7 @@ def _one_per_item(records: list[RunRecord]) -> list[RunRecord]:
     kept = []
     for trials in items.values():
         chosen = next((r for r in trials if r.outcome != Outcome.INFRA_ERROR), trials[-1])
-        attempts = tuple(replace(r.attempts[0], attempt=number, harbor_trial=r.harbor_trial)
+        attempts = tuple(r.attempts[0].model_copy(update={"attempt": number, "harbor_trial": r.harbor_trial})
                          for number, r in enumerate(trials, start=1))
-        kept.append(replace(chosen, attempts=attempts))
+        kept.append(chosen.model_copy(update={"attempts": attempts}))
     return kept

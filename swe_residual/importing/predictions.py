@@ -23,7 +23,7 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +97,10 @@ def read_predictions(path: Path) -> list[Prediction]:
 
 def _run(prediction: Prediction, task: Task, source: str, digest: str, command: str) -> ImportedRun:
     # Submitted, verdict unknown: Stage IV's verifier decides (a passing state is dropped there).
-    record = replace(
-        run_record(task, prediction.model, f"predictions:{prediction.entry}"),
+    record = run_record(task, prediction.model, f"predictions:{prediction.entry}").model_copy(update=dict(
         submitted=True, termination=Termination.SUBMITTED,
-        attempts=(Attempt(1, None, Termination.SUBMITTED, None, reverified=False, durations=Durations()),),
-    )
+        attempts=(Attempt(attempt=1, termination=Termination.SUBMITTED, reverified=False, durations=Durations()),),
+    ))
     provenance = {"kind": "predictions", "source": source, "entry": prediction.entry, "sha256": digest,
                   "command": command}
     patch: bytes | None = prediction.patch.encode("utf-8")

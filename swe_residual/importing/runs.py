@@ -19,14 +19,14 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.load import Dataset
 from swe_residual.errors import ConfigError
 from swe_residual.trial.record_model import HARNESS_FIELDS, Durations, RunRecord
-from swe_residual.trial.records import agent_slug
+from swe_residual.trial.records import agent_slug, record_json
 from swe_residual.trial.values import Start
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORD, RECORDED_PANE, RunRef, Workdir, write_bytes, write_json
 from swe_residual.dataset.task import Task
@@ -123,7 +123,7 @@ IMPORTED_ABSENT = HARNESS_FIELDS | {"agent_config"}
 
 def run_record(task: Task, agent: str, run_id: str) -> RunRecord:
     """A Clean Start run record with nothing measured: each source fills in what it knows
-    (`dataclasses.replace`)."""
+    (`model_copy(update=...)`)."""
     return RunRecord(
         run_id=run_id, agent=agent, task=task.id, track=task.track, start=Start.CLEAN, state=None,
         predecessor=None, outcome=None, reward=None, submitted=False, termination=None, tests=None,
@@ -194,12 +194,12 @@ def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
     if run.trajectory is not None:
         relative = Path("trajectories") / agent_slug(str(record.agent or run.identity)) / ref.task / "clean.json"
         run.trajectory.write(run_dir / relative)
-        record = replace(record, trajectory=relative.as_posix(), steps=len(run.trajectory.steps))
+        record = record.model_copy(update={"trajectory": relative.as_posix(), "steps": len(run.trajectory.steps)})
     payload: str | None = None
     if run.patch is not None:
         write_bytes(run_dir / PATCH, run.patch)
         # The record's copy is for reading; changes.patch keeps the exact bytes.
-        record = replace(record, final_patch=run.patch.decode("utf-8", errors="replace"))
+        record = record.model_copy(update={"final_patch": run.patch.decode("utf-8", errors="replace")})
         final_state = {"recoverable": True, "detail": str(run.provenance.get("patch") or PATCH)}
         payload = PATCH
     elif run.commands is not None:
@@ -210,7 +210,7 @@ def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
         payload = COMMANDS
     else:
         final_state = {"recoverable": False, "detail": run.unrecoverable or "no final state in the source"}
-    written = record.to_json()
+    written = record_json(record)
     written["residualize"] = {
         **ref.as_dict(),
         "agent_spec": spec,

@@ -104,17 +104,16 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
     if termination != Termination.SUBMITTED or not valid:
         error = f"failure_mode: {trial.failure_mode or 'unset'}"
     durations = _durations(trial)
-    record = replace(
-        run_record(task, trial.agent_name or identity, f"terminal-bench:{trial.relative}"),
+    record = run_record(task, trial.agent_name or identity, f"terminal-bench:{trial.relative}").model_copy(update=dict(
         outcome=outcome, reward=reward if valid else None,
         submitted=termination == Termination.SUBMITTED, termination=termination, tests=_tests(trial),
-        attempts=(Attempt(1, outcome, termination, error, reverified=False, durations=durations),),
+        attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error, reverified=False, durations=durations),),
         durations=durations, steps=trial.episodes or None,  # one step per Terminus turn
         agent_config=AgentConfig.hashed({"agent": trial.agent_name, "model": trial.model_name}),
-        tokens=(Tokens(trial.input_tokens, trial.output_tokens)
+        tokens=(Tokens(prompt=trial.input_tokens, completion=trial.output_tokens)
                 if trial.input_tokens is not None and trial.output_tokens is not None else None),
         error=error, absent=HARNESS_FIELDS,
-    )
+    ))
     provenance: dict[str, Any] = {"kind": "terminal-bench", "source": source, "trial": trial.relative,
                                   "command": command}
     moment = trial.ended_at or trial.started_at

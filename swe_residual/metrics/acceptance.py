@@ -17,9 +17,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from swe_residual.states.diffparse import changed_files, parse_diff
-from swe_residual.metrics.headline import Record, RecordLike, is_excluded
+from swe_residual.metrics.headline import Record, is_excluded
 from swe_residual.metrics.lines import lcs_length
-from swe_residual.trial.record_model import as_record, as_records
 from swe_residual.trial.values import Outcome, Start, Termination
 
 __all__ = [
@@ -60,9 +59,8 @@ class KeptRun(NamedTuple):
     y: int  # 1 = success
 
 
-def normally_submitted(record: RecordLike) -> bool:
+def normally_submitted(record: Record) -> bool:
     """The agent declared the task done and the verifier returned a valid verdict."""
-    record = as_record(record)
     return record.termination == Termination.SUBMITTED and not is_excluded(record)
 
 
@@ -133,7 +131,7 @@ def _changes_any(patch: str, files: set[str], cache: dict[str, set[str]]) -> boo
     return bool(cache[patch] & files)
 
 
-def acceptance_bias(records: Iterable[RecordLike]) -> dict[str, Any]:
+def acceptance_bias(records: Iterable[Record]) -> dict[str, Any]:
     """Table 4 metrics of one agent's records (the summary passes one track at a time).
 
     Returns a dict with the keys of :data:`ACCEPTANCE_KEYS`; a metric with no qualifying run is
@@ -144,7 +142,7 @@ def acceptance_bias(records: Iterable[RecordLike]) -> dict[str, Any]:
     clean: dict[Hashable, Record] = {}
     clean_rollout: dict[tuple[Hashable, int], Record] = {}
     continuations: list[tuple[Hashable, Record]] = []
-    for rec in as_records(records):
+    for rec in records:
         if is_excluded(rec):
             continue
         task: Hashable = (rec.track, rec.task)

@@ -19,9 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from swe_residual.metrics.headline import RecordLike, TaskRuns, dedupe_records, is_excluded, task_table
+from swe_residual.metrics.headline import Record, TaskRuns, dedupe_records, is_excluded, task_table
 from swe_residual.metrics.intervals import Uncertainty, paired_difference
-from swe_residual.trial.record_model import as_records
 from swe_residual.trial.values import Outcome, Start
 
 __all__ = [
@@ -127,12 +126,12 @@ def reversals(pairs: Sequence[Mapping[str, Any]], scope: str) -> list[dict[str, 
     return found
 
 
-def unsolved_states(records: Iterable[RecordLike]) -> dict[str, Any]:
+def unsolved_states(records: Iterable[Record]) -> dict[str, Any]:
     """Residual states (track, task, state) that some agent ran with a valid verdict and no
     agent solved; infra-excluded runs neither solve nor count a state as attempted."""
     attempted: dict[tuple[str, str, str], set[str]] = {}
     solved: set[tuple[str, str, str]] = set()
-    for r in dedupe_records(as_records(records)):
+    for r in dedupe_records(records):
         if r.start != Start.RESIDUAL or is_excluded(r):
             continue
         key = (str(r.track), str(r.task), str(r.state))
@@ -147,10 +146,10 @@ def unsolved_states(records: Iterable[RecordLike]) -> dict[str, Any]:
     return {"n_states": len(attempted), "unsolved": states}
 
 
-def _task_tables(records: Iterable[RecordLike], scopes: Sequence[str]) -> dict[str, dict[str, dict[Any, TaskRuns]]]:
+def _task_tables(records: Iterable[Record], scopes: Sequence[str]) -> dict[str, dict[str, dict[Any, TaskRuns]]]:
     """``{scope: {agent: task table}}``: a track's tasks by id, ``overall``'s by (track, task)."""
     by_agent: dict[str, list[Any]] = {}
-    for r in dedupe_records(as_records(records)):
+    for r in dedupe_records(records):
         by_agent.setdefault(str(r.agent), []).append(r)
     out: dict[str, dict[str, dict[Any, TaskRuns]]] = {}
     for scope in scopes:
@@ -163,7 +162,7 @@ def _task_tables(records: Iterable[RecordLike], scopes: Sequence[str]) -> dict[s
     return out
 
 
-def paired_comparisons(records: Iterable[RecordLike], scopes: Sequence[str],
+def paired_comparisons(records: Iterable[Record], scopes: Sequence[str],
                        uncertainty: Uncertainty = Uncertainty()) -> dict[str, list[dict[str, Any]]]:
     """Per scope, every pair of agents (by name, ``a`` < ``b``): ``a`` minus ``b`` in Residual,
     Clean and Gap on their common tasks with t intervals over the per-task differences
@@ -232,7 +231,7 @@ def label_reversals(found: Sequence[dict[str, Any]], pairs: Sequence[Mapping[str
     return out
 
 
-def comparison(summary: Mapping[str, Any], records: Iterable[RecordLike],
+def comparison(summary: Mapping[str, Any], records: Iterable[Record],
                uncertainty: Uncertainty = Uncertainty()) -> dict[str, Any]:
     """The ``summary["comparison"]`` block: ``{n_agents, rankings, reversals: {scope: [...]},
     states: {n_states, unsolved}, pairs: {scope: [...]}, multiplicity}``; each reversal found

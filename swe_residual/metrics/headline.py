@@ -1,7 +1,7 @@
 """Headline metrics over run records: Res, Clean, Gap, CondFail and predecessor groups.
 
 Paper Appendix C.2, equations (3)-(5) and Table 8. Pure functions over run records
-(`RunRecord`, or their JSON dicts, read as `RunRecord`; DESIGN.md section 5). Records whose
+(`RunRecord`; DESIGN.md section 5). Records whose
 outcome is ``infra_error`` are excluded, never counted as failures; a task needs a non-excluded
 Clean Start record and at least one non-excluded Residual Start record of the agent to enter
 the task set T. Records are deduplicated by
@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any
 
-from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import dedupe_records, record_key
 from swe_residual.trial.values import Outcome, Start
 
 __all__ = [
     "Record",
-    "RecordLike",
     "TaskRuns",
     "StateRun",
     "record_key",
@@ -65,14 +64,14 @@ NO_CLEAN = "no Clean Start run with a verdict"
 NO_RESIDUAL = "no Residual Start run with a verdict"
 
 
-def is_excluded(record: RecordLike) -> bool:
+def is_excluded(record: RunRecord) -> bool:
     """An unresolved infrastructure error: excluded from every metric."""
-    return as_record(record).outcome == Outcome.INFRA_ERROR
+    return record.outcome == Outcome.INFRA_ERROR
 
 
-def success(record: RecordLike) -> int:
+def success(record: RunRecord) -> int:
     """y = 1 if the verifier's valid verdict is success, else 0."""
-    return 1 if as_record(record).outcome == Outcome.SUCCESS else 0
+    return 1 if record.outcome == Outcome.SUCCESS else 0
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def task_table(
-    records: Iterable[RecordLike], *, key_by_track: bool = False
+    records: Iterable[RunRecord], *, key_by_track: bool = False
 ) -> dict[Hashable, TaskRuns]:
     """Build T for one agent: tasks with a non-excluded clean run and >= 1 non-excluded state.
 
@@ -124,7 +123,7 @@ def task_table(
     # Each start's rollouts by index: a record read twice (one key) still counts once.
     clean: dict[Hashable, dict[int, int]] = {}
     states: dict[Hashable, dict[str, tuple[str, dict[int, int]]]] = {}
-    for rec in as_records(records):
+    for rec in records:
         if is_excluded(rec):
             continue
         task: Hashable = (rec.track, rec.task) if key_by_track else rec.task
@@ -153,12 +152,12 @@ def task_table(
     return table
 
 
-def dropped_tasks(records: Iterable[RecordLike], *, key_by_track: bool = False) -> list[dict[str, Any]]:
+def dropped_tasks(records: Iterable[RunRecord], *, key_by_track: bool = False) -> list[dict[str, Any]]:
     """The tasks of one agent's records that are not in T, each once with why: a task with no
     non-excluded Clean Start run, or none of a Residual State (an infrastructure error left
     after retries, or a run that never happened). Every figure leaves them out; this says so.
     ``[{"task", "track", "reasons": [...]}]`` in task order."""
-    records = as_records(records)
+    records = list(records)
     seen: dict[Hashable, Any] = {}
     clean: set[Hashable] = set()
     residual: set[Hashable] = set()
@@ -251,7 +250,7 @@ def by_predecessor(tasks: Iterable[TaskRuns]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def headline(records: Iterable[RecordLike], *, key_by_track: bool = False) -> dict[str, Any]:
+def headline(records: Iterable[RunRecord], *, key_by_track: bool = False) -> dict[str, Any]:
     """All headline metrics of one agent's records (one track, or all with ``key_by_track``).
 
     Returns ``{residual, clean, gap, cond_fail, n_tasks, n_states, by_predecessor}``; percentages
@@ -259,7 +258,7 @@ def headline(records: Iterable[RecordLike], *, key_by_track: bool = False) -> di
     rollout per start it also holds ``pass_at_k`` (:func:`pass_at_k_rates`, k = K) and
     ``disagreement`` (:func:`disagreement`); with one, neither key is there.
     """
-    records = as_records(records)
+    records = list(records)
     tasks = list(task_table(records, key_by_track=key_by_track).values())
     res = residual_rate(tasks)
     cln = clean_rate(tasks)
@@ -279,9 +278,9 @@ def headline(records: Iterable[RecordLike], *, key_by_track: bool = False) -> di
     return out
 
 
-def rollout_count(records: Iterable[RecordLike]) -> int:
+def rollout_count(records: Iterable[RunRecord]) -> int:
     """K of a set of records: the most rollouts any start has (1 for records without rollouts)."""
-    return max((as_record(r).rollout + 1 for r in records), default=1)
+    return max((r.rollout + 1 for r in records), default=1)
 
 
 def _pass(outcomes: Sequence[int], k: int) -> float:

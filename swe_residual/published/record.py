@@ -37,7 +37,8 @@ from swe_residual.importing import git_source
 from swe_residual.published.manifest import MANIFEST, SCHEMA
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.reconstruct import TABLE5_ROWS
-from swe_residual.residualize.workdir import COMMANDS
+from swe_residual.residualize.workdir import COMMANDS, stage_one
+from swe_residual.trial.records import read_record
 
 _DECISION = re.compile(r"^(reviewer_[12]): (name|task_directed|consistent) = ?(.*)$")
 
@@ -120,9 +121,9 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         if "import" in state.get("provenance", {}):
             state["provenance"]["import"]["command"] = re.sub(r" --dataset \S+", "", state["provenance"]["import"]["command"])
         run_dir = work / candidate["run"]
-        run = json.loads((run_dir / "record.json").read_text(encoding="utf-8"))
-        facts = (run.get("residualize") or {}).get("source") or {}
-        imported = (run.get("residualize") or {}).get("import") or {}
+        run = read_record(json.loads((run_dir / "record.json").read_text(encoding="utf-8")))
+        facts = stage_one(run).get("source") or {}
+        imported = stage_one(run).get("import") or {}
         packet = work / "review" / task_id / f"{candidate['candidate']}.md"
         entry = {
             "source": runs_name,
@@ -131,10 +132,10 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
             "agent": facts.get("agent"), "model": facts.get("model"),
             "task_version": facts.get("dataset") or runs_source.get("task_version", "not recorded"),
             "commands_sha256": hashlib.sha256((state_dir / COMMANDS).read_bytes()).hexdigest(),
-            "stage_i": {"outcome": run.get("outcome"), "termination": run.get("termination"),
-                        "submitted": bool(run.get("submitted")), "reward": run.get("reward"),
+            "stage_i": {"outcome": run.outcome, "termination": run.termination,
+                        "submitted": run.submitted, "reward": run.reward,
                         "declared_complete": facts.get("declared_complete"),
-                        "failure_mode": facts.get("failure_mode"), "tests": run.get("tests") or {}},
+                        "failure_mode": facts.get("failure_mode"), "tests": run.tests or {}},
             "stage_iii": _review(packet) if packet.is_file() else {},
             "state": state,
         }

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.states.diffparse import changed_files
-from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir
+from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir, stage_one
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.states.state import load_commands
 from swe_residual.trial.values import Outcome, Termination, Track
 
@@ -69,14 +70,14 @@ def substantive_changes(patch: str, patterns: Sequence[str]) -> list[str]:
     return sorted(path for path in changed_files(patch) if not is_artifact(path, patterns))
 
 
-def _rule(record: dict[str, Any]) -> tuple[str, str] | None:
-    if record.get("outcome") == Outcome.INFRA_ERROR or record.get("termination") == Termination.INFRA_ERROR:
-        return "infra_failure", str(record.get("error") or "infrastructure failure")
-    if not record.get("submitted"):
-        return "not_submitted", f"termination {record.get('termination')}"
-    if record.get("outcome") == Outcome.SUCCESS:
-        return "not_failing", f"the verifier passes (reward {record.get('reward')})"
-    final_state = (record.get("residualize") or {}).get("final_state") or {}
+def _rule(record: RunRecord) -> tuple[str, str] | None:
+    if record.outcome == Outcome.INFRA_ERROR or record.termination == Termination.INFRA_ERROR:
+        return "infra_failure", str(record.error or "infrastructure failure")
+    if not record.submitted:
+        return "not_submitted", f"termination {record.termination}"
+    if record.outcome == Outcome.SUCCESS:
+        return "not_failing", f"the verifier passes (reward {record.reward})"
+    final_state = stage_one(record).get("final_state") or {}
     if final_state.get("recoverable") is False:
         return NO_FINAL_STATE, str(final_state.get("detail") or "the final state cannot be recovered")
     return None
@@ -91,7 +92,7 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
     for ref in work.runs():
         record = work.record(ref)
         verdict = _rule(record)
-        track = record.get("track", Track.REPO)
+        track = record.track
         payload = work.payload(ref)
         if verdict is None and not any((work.run_dir(ref) / name).is_file() for name in (PATCH, COMMANDS)):
             verdict = (NO_FINAL_STATE, f"neither {PATCH} nor {COMMANDS} in {ref.relative}")

@@ -27,6 +27,7 @@ from swe_residual.errors import ConfigError, DatasetError
 from swe_residual.residualize.predecessors import Predecessor
 from swe_residual.residualize.recording import RecordingBackend
 from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.trial.values import Track
 
@@ -161,15 +162,16 @@ def _run_one(work: Workdir, ref: RunRef, task: Any, predecessor: Predecessor, ba
     except DatasetError as exc:
         raise ConfigError(f"{ref.task}: the task cannot be run: {exc}") from exc
     if task.track == Track.REPO:
-        payload = (record.get("final_patch") or "").encode("utf-8", errors="surrogateescape")
+        payload = (record.final_patch or "").encode("utf-8", errors="surrogateescape")
         write_bytes(run_dir / PATCH, payload)
-        committed = record.get("committed_patch")
+        committed = record.committed_patch
         if committed:  # a task graded on committed work sees only this part (states/patches.py)
             write_bytes(run_dir / COMMITTED, committed.encode("utf-8", errors="surrogateescape"))
     else:
         payload = "".join(json.dumps(entry, ensure_ascii=True) + "\n" for entry in recorder.log).encode("ascii")
         write_bytes(run_dir / COMMANDS, payload)
-    record["residualize"] = {
+    written = record_json(record)
+    written["residualize"] = {
         **ref.as_dict(),
         "agent_spec": predecessor.spec,
         "timeout_sec": timeout_sec,
@@ -177,8 +179,8 @@ def _run_one(work: Workdir, ref: RunRef, task: Any, predecessor: Predecessor, ba
         "interactions": len(recorder.log) if task.track == Track.MACHINE else None,
     }
     # Written last: a run without record.json is run again next time.
-    write_json(run_dir / RECORD, record)
-    tests = record.get("tests") or {}
+    write_json(run_dir / RECORD, written)
+    tests = record.tests or {}
     passed = sum(status == "passed" for status in tests.values())
-    progress(f"{ref.task} {ref.predecessor} #{ref.attempt}: {record['outcome']}, termination "
-             f"{record['termination']}, {passed}/{len(tests)} tests passed, {record.get('steps')} steps")
+    progress(f"{ref.task} {ref.predecessor} #{ref.attempt}: {record.outcome}, termination "
+             f"{record.termination}, {passed}/{len(tests)} tests passed, {record.steps} steps")

@@ -64,7 +64,10 @@ from swe_residual.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
 from swe_residual.residualize.review_machine import machine_changes_path, replay_changes
 from swe_residual.residualize.review_record import review_table
-from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORDED_PANE, RunRef, Workdir, write_bytes
+from swe_residual.residualize.workdir import (
+    COMMANDS, COMMITTED, PATCH, RECORDED_PANE, RunRef, Workdir, stage_one, write_bytes,
+)
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.states.state import MACHINE_FILE, ResidualState, load_state
 from swe_residual.dataset.task import Task
 from swe_residual.verifier.outputs import PASSED, Verdict, evaluate
@@ -209,7 +212,7 @@ def _validation_table(verdict: Verdict) -> dict[str, Any]:
     return table
 
 
-def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
+def state_toml(outcome: Outcome, record: RunRecord, config: dict[str, Any],
                rules: Sequence[str] = RULES) -> str:
     ref = outcome.ref
     assert outcome.verdict is not None
@@ -220,12 +223,12 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
         "predecessor": ref.predecessor,
         "source_run": f"residualize:{ref.relative}",
         ("patch" if outcome.track == Track.REPO else "commands"): PATCH if outcome.track == Track.REPO else COMMANDS,
-        **({"committed_patch": COMMITTED} if record.get("committed_patch") else {}),
+        **({"committed_patch": COMMITTED} if record.committed_patch else {}),
         "prior_attempt": {
-            "submitted": bool(record.get("submitted")),
-            "termination": record.get("termination"),
-            "steps": record.get("steps"),
-            "duration_sec": round(float((record.get("durations") or {}).get("agent_sec") or 0.0), 2),
+            "submitted": bool(record.submitted),
+            "termination": None if record.termination is None else str(record.termination),
+            "steps": record.steps,
+            "duration_sec": round(float(record.durations.agent_sec or 0.0), 2),
         },
     }
     if outcome.track == Track.MACHINE:
@@ -251,7 +254,7 @@ def state_toml(outcome: Outcome, record: dict[str, Any], config: dict[str, Any],
         data["provenance"]["stage_iv"]["oracle_on_state"] = outcome.oracle_on_state
         if not outcome.oracle_on_state:
             data["provenance"]["stage_iv"]["oracle_on_state_why_not"] = outcome.oracle_on_state_detail
-    imported = (record.get("residualize") or {}).get("import")
+    imported = stage_one(record).get("import")
     if imported:  # an imported run: its source, the import command and the source's date
         data["provenance"]["import"] = dict(imported)
     if review.get("decisions"):  # each reviewer's name and answers (review_record.py)

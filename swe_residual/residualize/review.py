@@ -36,7 +36,7 @@ from swe_residual.dataset.load import load_dataset
 from swe_residual.errors import ConfigError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.review_summary import summarize
-from swe_residual.residualize.workdir import RunRef, Workdir
+from swe_residual.residualize.workdir import RunRef, Workdir, stage_one
 from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
 from swe_residual.trial.values import Track
 
@@ -86,16 +86,16 @@ def interaction_line(number: int, entry: dict[str, Any]) -> str:
 def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | None) -> str:
     record = work.record(ref)
     run_dir = work.run_dir(ref)
-    trajectory_path = run_dir / record["trajectory"] if record.get("trajectory") else None
-    tests = record.get("tests") or {}
+    trajectory_path = run_dir / record.trajectory if record.trajectory else None
+    tests = record.tests or {}
     passed = sum(status == "passed" for status in tests.values())
-    duration = (record.get("durations") or {}).get("agent_sec")
+    duration = record.durations.agent_sec
     parts = [
         f"# Review packet: {ref.task} / {ref.candidate}\n",
-        f"Predecessor `{ref.predecessor}` (agent `{record.get('residualize', {}).get('agent_spec', record.get('agent'))}`), "
+        f"Predecessor `{ref.predecessor}` (agent `{stage_one(record).get('agent_spec', record.agent)}`), "
         f"attempt {ref.attempt}; run `{ref.relative}`.\n",
-        f"Stage I: termination `{record.get('termination')}`, verifier reward {record.get('reward')}, "
-        f"{passed}/{len(tests)} hidden tests passed, {record.get('steps')} steps"
+        f"Stage I: termination `{record.termination}`, verifier reward {record.reward}, "
+        f"{passed}/{len(tests)} hidden tests passed, {record.steps} steps"
         + (f", {duration:.1f}s" if isinstance(duration, (int, float)) else "") + ".\n",
         f"\n{DECISIONS_HEADING}\n\n"
         "Each reviewer answers independently, `yes` or `no` in place of `?`. The candidate is retained\n"
@@ -108,7 +108,7 @@ def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | No
     if summarizer:
         parts += ["\n## Summary of the trajectory\n\n", summarize(work, ref, request, summarizer) + "\n"]
     payload = work.payload(ref).decode("utf-8", errors="replace")
-    if record.get("track") == Track.MACHINE:
+    if record.track == Track.MACHINE:
         commands = [json.loads(line) for line in payload.splitlines() if line.strip()]
         listing = "\n".join(interaction_line(i, c) for i, c in enumerate(commands, start=1))
         parts += ["\n## Changes from the clean state (commands replayed on a fresh machine)\n\n",

@@ -24,7 +24,6 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.docker.machine_changes import MachineChanges
@@ -36,7 +35,8 @@ from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.review import CRITERIA, REVIEWERS, interaction_line, packet_path, read_decisions
 from swe_residual.residualize.review_machine import machine_changes_path, read_changes
 from swe_residual.residualize.review_summary import summary_path
-from swe_residual.residualize.workdir import RunRef, Workdir
+from swe_residual.residualize.workdir import RunRef, Workdir, stage_one
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.states.diffparse import parse_diff
 from swe_residual.trial.values import Track
 
@@ -69,15 +69,15 @@ def _document(title: str, body: list[str]) -> str:
     ]) + "\n"
 
 
-def _facts(ref: RunRef, record: dict[str, Any]) -> str:
-    tests = record.get("tests") or {}
+def _facts(ref: RunRef, record: RunRecord) -> str:
+    tests = record.tests or {}
     passed = sum(status == "passed" for status in tests.values())
-    duration = (record.get("durations") or {}).get("agent_sec")
+    duration = record.durations.agent_sec
     rows = [
-        ("Predecessor", f"{ref.predecessor} ({(record.get('residualize') or {}).get('agent_spec', record.get('agent'))})"),
-        ("Attempt", str(ref.attempt)), ("Run", ref.relative), ("Track", str(record.get("track"))),
-        ("Stage I", f"termination {record.get('termination')}, reward {record.get('reward')}, "
-                    f"{passed}/{len(tests)} hidden tests passed, {record.get('steps')} steps"
+        ("Predecessor", f"{ref.predecessor} ({stage_one(record).get('agent_spec', record.agent)})"),
+        ("Attempt", str(ref.attempt)), ("Run", ref.relative), ("Track", str(record.track)),
+        ("Stage I", f"termination {record.termination}, reward {record.reward}, "
+                    f"{passed}/{len(tests)} hidden tests passed, {record.steps} steps"
                     + (f", {duration:.1f}s" if isinstance(duration, (int, float)) else "")),
     ]
     body = "".join(f'<tr><th class="l">{e(name)}</th><td class="l">{e(value)}</td></tr>' for name, value in rows)
@@ -148,8 +148,8 @@ def render_page(work: Workdir, ref: RunRef, request: str) -> str:
     values = read_decisions(packet_path(work, ref).read_text(encoding="utf-8")) \
         if packet_path(work, ref).is_file() else {r: {} for r in REVIEWERS}
     payload = work.payload(ref).decode("utf-8", errors="replace")
-    tests = record.get("tests") or {}
-    trajectory = work.run_dir(ref) / record["trajectory"] if record.get("trajectory") else None
+    tests = record.tests or {}
+    trajectory = work.run_dir(ref) / record.trajectory if record.trajectory else None
     summary = summary_path(work, ref)
     back = os.path.relpath(work.root / "review" / INDEX, page.parent)
     body = [
@@ -159,7 +159,7 @@ def render_page(work: Workdir, ref: RunRef, request: str) -> str:
         heading(2, "decisions", "Decisions"), _decisions(work, ref, values),
         heading(2, "request", "Request"), preformatted(request, MAX_PATCH_CHARS),
         heading(2, "changes", "Changes from the clean state"),
-        _machine_section(work, ref, payload) if record.get("track") == Track.MACHINE else _patch_section(payload),
+        _machine_section(work, ref, payload) if record.track == Track.MACHINE else _patch_section(payload),
         heading(2, "tests", "Hidden tests at the end of the run"),
         table(["Test", "Status"], [[test, status] for test, status in sorted(tests.items())]) if tests
         else '<p class="note">No per-test result.</p>',
@@ -200,7 +200,7 @@ def render_index(work: Workdir, refs: list[RunRef]) -> str:
         counts[state] += 1
         names = ", ".join(values[r].get("name") or "-" for r in REVIEWERS)
         rows.append([link(page_path(work, ref), work.root / "review", f"{ref.task} / {ref.candidate}"),
-                     e(record.get("track")), e(_change_in_brief(work, ref, str(record.get("track")))), e(names),
+                     e(record.track), e(_change_in_brief(work, ref, str(record.track))), e(names),
                      f'<span class="{ {"kept": "ok", "rejected": "bad"}.get(state, "infra") }">{e(state)}</span>'])
     body = [f"<h1>Stage III review: {len(refs)} candidate(s)</h1>",
             f'<p class="note">{counts["kept"]} kept, {counts["rejected"]} rejected, {counts["undecided"]} undecided. '

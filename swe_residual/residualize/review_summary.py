@@ -37,7 +37,7 @@ def summarize(work: Workdir, ref: RunRef, request: str, command: str) -> str:
     if kept.is_file():
         return kept.read_text(encoding="utf-8")
     record = work.record(ref)
-    trajectory = work.run_dir(ref) / record["trajectory"] if record.get("trajectory") else None
+    trajectory = work.run_dir(ref) / record.trajectory if record.trajectory else None
     text = run_summarizer(command, trajectory, request)
     write_bytes(kept, text.encode("utf-8"))
     return text

@@ -25,6 +25,8 @@ from typing import Any
 
 from swe_residual.errors import ConfigError
 from swe_residual.residualize import tomlwrite
+from swe_residual.trial.record_model import RunRecord
+from swe_residual.trial.records import read_record
 
 RECORD = "record.json"
 PATCH = "changes.patch"
@@ -60,6 +62,13 @@ class RunRef:
         return RunRef(str(data["task"]), str(data["predecessor"]), int(data["attempt"]))
 
 
+def stage_one(record: RunRecord) -> dict[str, Any]:
+    """What Stage I wrote beside a run's record (its `residualize` key): the run's reference,
+    the predecessor's spec, the payload, and for an imported run its source."""
+    block = record.extra.get("residualize")
+    return block if isinstance(block, dict) else {}
+
+
 class Workdir:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
@@ -67,9 +76,9 @@ class Workdir:
     def run_dir(self, ref: RunRef) -> Path:
         return self.root / ref.relative
 
-    def record(self, ref: RunRef) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.run_dir(ref) / RECORD).read_text(encoding="utf-8"))
-        return data
+    def record(self, ref: RunRef) -> RunRecord:
+        """The run's record; what Stage I added to it is :func:`stage_one`'s."""
+        return read_record(json.loads((self.run_dir(ref) / RECORD).read_text(encoding="utf-8")))
 
     def has_record(self, ref: RunRef) -> bool:
         return (self.run_dir(ref) / RECORD).is_file()

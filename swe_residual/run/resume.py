@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from swe_residual.trial.record_model import RunRecord
-from swe_residual.trial.records import fallback_path, record_key, validate_record
+from pydantic import ValidationError
+
+from swe_residual.trial.records import fallback_path, read_record, record_key, validate_record
 from swe_residual.trial.values import Outcome
 
 
@@ -36,13 +37,12 @@ def prepare_resume(results_path: Path, *, rewrite: bool = True) -> set[tuple[str
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+            run = read_record(record) if validate_record(record) is None else None
+        except (json.JSONDecodeError, ValidationError):
+            run = None
+        if run is None:
             dropped.append(line)
             continue
-        if validate_record(record) is not None:
-            dropped.append(line)
-            continue
-        run = RunRecord.from_json(record)
         if run.outcome == Outcome.INFRA_ERROR:
             continue  # unresolved: measured again on resume
         kept.append(line)  # the line as it was written: nothing here rewrites a record

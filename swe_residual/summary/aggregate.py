@@ -25,7 +25,6 @@ from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.comparison import clip_left, comparison, headline_line
 from swe_residual.metrics.headline import (
     Record,
-    RecordLike,
     dropped_tasks,
     headline,
     is_excluded,
@@ -95,7 +94,7 @@ from swe_residual.summary.tables import (
     excluded_groups,
     state_label,
 )  # fmt: skip
-from swe_residual.trial.record_model import as_records
+from swe_residual.trial.record_model import RecordLike, as_records
 from swe_residual.trial.records import dedupe_records
 from swe_residual.trial.values import Termination, Track
 

@@ -3,6 +3,11 @@
 Each record is appended and flushed to disk at once, so a crash loses at most the item in
 flight. Reading tolerates a half-written last line (it is reported, not fatal): that item
 simply has no record and is rerun on resume.
+
+A record is a `RunRecord` everywhere in the suite; it is JSON only at the edges here:
+`record_json` and `record_line` write one, `read_record` and `read_record_line` read one, and
+`read_records` reads results files. The rules of its JSON are the model's
+(swe_residual/trial/record_model.py).
 """
 
 from __future__ import annotations
@@ -16,15 +21,18 @@ import tempfile
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TypeVar
+from typing import Any, Iterable, Mapping
 
-from swe_residual.trial.record_model import RECORD_SCHEMA, RecordLike, RunRecord
+from pydantic import ValidationError
+
+from swe_residual.trial.record_model import FROM_JSON, RECORD_SCHEMA, RunRecord
 from swe_residual.trial.values import Outcome, Start, Track
 
 __all__ = [
     "ItemKey", "LoadedRecords", "OUTCOMES", "RECORD_SCHEMA", "REQUIRED_FIELDS", "agent_slug", "append_record",
     "append_record_or_fallback", "dedupe_records", "fallback_path", "infra_error_record", "item_id", "item_key", "item_name",
-    "read_records", "record_key", "rollout_file_suffix", "rollout_suffix", "validate_record",
+    "read_record", "read_record_line", "read_records", "record_json", "record_key", "record_line",
+    "rollout_file_suffix", "rollout_suffix", "validate_record",
 ]  # fmt: skip
 
 REQUIRED_FIELDS = (
@@ -58,24 +66,16 @@ def item_key(agent: Any, track: Any, task: Any, start: Any, state: Any, handoff:
     return key if not rollout else (*key, int(rollout))
 
 
-def record_key(record: RecordLike) -> ItemKey:
-    """:func:`item_key` of a run record (a missing field reads as None, a missing rollout as 0)."""
-    if isinstance(record, RunRecord):
-        return item_key(record.agent, record.track, record.task, record.start, record.state, record.handoff,
-                        record.rollout)
-    return item_key(
-        record.get("agent"), record.get("track"), record.get("task"), record.get("start"), record.get("state"),
-        record.get("handoff"), record.get("rollout") or 0,
-    )
+def record_key(record: RunRecord) -> ItemKey:
+    """:func:`item_key` of a run record (a record of an older suite has rollout 0)."""
+    return item_key(record.agent, record.track, record.task, record.start, record.state, record.handoff,
+                    record.rollout)
 
 
-_R = TypeVar("_R", RunRecord, Mapping[str, Any])
-
-
-def dedupe_records(records: Iterable[_R]) -> list[_R]:
+def dedupe_records(records: Iterable[RunRecord]) -> list[RunRecord]:
     """One record per :func:`record_key`: the last one seen, kept at the position of the key's
     first appearance, so merging the same results twice gives the same list."""
-    latest: dict[ItemKey, _R] = {}
+    latest: dict[ItemKey, RunRecord] = {}
     for record in records:
         latest[record_key(record)] = record
     return list(latest.values())
@@ -115,12 +115,12 @@ def agent_slug(agent: str) -> str:
 def infra_error_record(
     run_id: str, agent: str, task: str, track: Track, state: str | None, predecessor: str | None, error: str,
     handoff: str | None = None, rollout: int = 0,
-) -> dict[str, Any]:
+) -> RunRecord:
     """The record of an item whose run was lost outright (e.g. its worker process died)."""
     return RunRecord.infra_error(
         run_id=run_id, agent=agent, task=task, track=track, state=state, predecessor=predecessor, error=error,
         handoff=None if handoff in (None, "blind") else handoff, rollout=rollout,
-    ).to_json()
+    )
 
 
 def fallback_path(results_path: Path) -> Path:
@@ -133,24 +133,37 @@ def fallback_path(results_path: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"swe-residual-{results.parent.name}-{digest}.unsaved.jsonl"
 
 
-def record_line(record: Mapping[str, Any]) -> str:
+def record_json(record: RunRecord) -> dict[str, Any]:
+    """The record as `results.jsonl` holds it: plain JSON types (an enum member as its string,
+    a tuple as a list), in the contract's order, its absent fields left out."""
+    return record.model_dump(mode="json", fallback=str)
+
+
+def read_record(data: Mapping[str, Any]) -> RunRecord:
+    """The record of a JSON object (a results line, a Stage I run's record.json, one made by
+    hand); pydantic's ValidationError names the field of a value it cannot take."""
+    return RunRecord.model_validate(data, context=FROM_JSON)
+
+
+def record_line(record: RunRecord) -> str:
     """A record as one line of ASCII JSON: the one form a record takes outside a process (in
     `results.jsonl`, the fallback file, an xdist report). Lossless for any text: a character
     outside ASCII is a `\\uXXXX` escape, and so is a lone surrogate (a byte that is not UTF-8,
     kept by `surrogateescape` in a patch, a file name or an output), which `json.loads` reads
-    back to the same string, and `.encode("utf-8", "surrogateescape")` to the same bytes."""
-    return json.dumps(record, ensure_ascii=True, sort_keys=False, default=str)
+    back to the same string, and `.encode("utf-8", "surrogateescape")` to the same bytes.
+    (pydantic's own JSON refuses lone surrogates, so the text is Python's `json`.)"""
+    return json.dumps(record_json(record), ensure_ascii=True, sort_keys=False, default=str)
 
 
-def read_record_line(text: str) -> dict[str, Any]:
+def read_record_line(text: str) -> RunRecord:
     """The record of a :func:`record_line`."""
     record = json.loads(text)
     if not isinstance(record, dict):
         raise ValueError("a record line holds a JSON object")
-    return record
+    return read_record(record)
 
 
-def append_record(path: Path, record: dict[str, Any]) -> None:
+def append_record(path: Path, record: RunRecord) -> None:
     """Append one record as one whole line, then fsync; raises OSError when it is not on disk.
 
     A short write (a nearly full disk takes part of the line) is continued until the line is
@@ -180,7 +193,7 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def append_record_or_fallback(path: Path, record: dict[str, Any]) -> tuple[Path, str | None]:
+def append_record_or_fallback(path: Path, record: RunRecord) -> tuple[Path, str | None]:
     """Append to `path`; when that fails, to its :func:`fallback_path`. Returns where the record
     went and why `path` refused it (None when it did not); raises OSError when both fail."""
     try:
@@ -195,7 +208,7 @@ def append_record_or_fallback(path: Path, record: dict[str, Any]) -> tuple[Path,
 
 @dataclass
 class LoadedRecords:
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[RunRecord] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # "file:line" of each record, in order
 
@@ -249,5 +262,16 @@ def _read_file(path: Path, loaded: LoadedRecords) -> None:
         if problem:
             loaded.problems.append(f"{path}:{number}: {problem}")
             continue
-        loaded.records.append(record)
+        try:
+            loaded.records.append(read_record(record))
+        except ValidationError as exc:
+            loaded.problems.append(f"{path}:{number}: {_refusal(exc)}")
+            continue
         loaded.sources.append(f"{path}:{number}")
+
+
+def _refusal(error: ValidationError) -> str:
+    """Why a record was refused, in one line: each field and what it could not take (the last
+    of its errors: for a number, "a valid number" after "a valid integer")."""
+    by_field = {str(e["loc"][0]) if e["loc"] else "record": e for e in error.errors(include_url=False)}
+    return "; ".join(f"{name}: {e['msg']} ({e['input']!r:.60})" for name, e in by_field.items())

@@ -27,6 +27,7 @@ from swe_residual.agents.host_files import host_program
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.errors import ConfigError
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.dataset.task import Task, load_task
 from swe_residual.trial.trajectory import Trajectory
@@ -73,7 +74,7 @@ def test_cmd_agent_from_the_checkout_runs_in_the_container(docker_task: Task, tm
     (checkout / "helper.txt").write_text("from the host checkout\n")
     factory = resolve_agent("cmd:./fix-agent.sh", {"upload": "dir"}, base_dir=checkout)
     with DockerBackend(run_id="agentenv", progress=lambda line: None) as backend:
-        record = run_item(docker_task, None, factory, backend, options(tmp_path))
+        record = record_json(run_item(docker_task, None, factory, backend, options(tmp_path)))
         assert record["outcome"] == "success", record
         message = record["message"]
         assert "dockerenv=yes" in message and f"host={socket.gethostname()} " not in message
@@ -96,7 +97,7 @@ def test_agent_mount_read_only_and_never_over_the_repository(docker_task: Task, 
     mounted = AgentEnvironment(mounts=(AgentMount(tools, "/opt/tools", read_only=True),))
     agent = resolve_agent("cmd:/opt/tools/fixcalc && (touch /opt/tools/new 2>&1 || true)")
     with DockerBackend(run_id="agentenv", progress=lambda line: None, agent_environment=mounted) as backend:
-        record = run_item(docker_task, None, agent, backend, options(tmp_path))
+        record = record_json(run_item(docker_task, None, agent, backend, options(tmp_path)))
     assert record["outcome"] == "success", record
     assert "Read-only file system" in record["message"]
     assert not (tools / "new").exists()
@@ -104,7 +105,7 @@ def test_agent_mount_read_only_and_never_over_the_repository(docker_task: Task, 
     over_repo = AgentEnvironment(mounts=(AgentMount(tools, "/app/tools", read_only=True),))
     with DockerBackend(run_id="agentenv", progress=lambda line: None, agent_environment=over_repo) as backend:
         with pytest.raises(ConfigError, match="overlaps the task's repository at /app"):
-            run_item(docker_task, None, agent, backend, options(tmp_path))
+            record_json(run_item(docker_task, None, agent, backend, options(tmp_path)))
 
 
 def test_failing_setup_is_an_infra_error_built_once(docker_task: Task, tmp_path: Path) -> None:
@@ -113,7 +114,7 @@ def test_failing_setup_is_an_infra_error_built_once(docker_task: Task, tmp_path:
     progress: list[str] = []
     broken = AgentEnvironment(setup=AgentSetup(script, script.read_bytes()))
     with DockerBackend(run_id="agentenv", progress=progress.append, agent_environment=broken) as backend:
-        record = run_item(docker_task, None, resolve_agent("noop"), backend, options(tmp_path))
+        record = record_json(run_item(docker_task, None, resolve_agent("noop"), backend, options(tmp_path)))
     assert record["outcome"] == "infra_error" and len(record["attempts"]) == 2
     assert "broken-setup.sh exited with 3" in record["error"] and "cannot reach the package index" in record["error"]
     assert sum("agent set-up: running" in line for line in progress) == 1  # not once per retry

@@ -27,6 +27,7 @@ from swe_residual.agents.environment import AgentEnvironment
 from swe_residual.agents.harbor_bridge import harbor_python
 from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.errors import ConfigError
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 pytestmark = [pytest.mark.slow, *requires_docker]
@@ -107,7 +108,7 @@ def run(entry: TaskEntry, state_id: str | None, script: list[Reply], backend: ob
         agent = resolve_agent("harbor:terminus-2", {"api_base": server.url,
                                                     "record_terminal_session": json.dumps(records)},
                               "openai/served-model")
-        record = run_item(entry.task, state, agent, backend, options)
+        record = record_json(run_item(entry.task, state, agent, backend, options))
         # every scripted reply was asked for, no more
         assert server.requests == len(script), (record["termination"], record.get("message"), record.get("error"))
     record["_trajectory"] = json.loads((options.run_dir / record["trajectory"]).read_text())
@@ -236,7 +237,7 @@ def test_an_installed_harbor_agent_without_network_is_one_clear_error_naming_its
     # An engine network of "none" for the set-up container: a machine without network, for real.
     offline_setup = AgentEnvironment(setup_network="none")
     with DockerBackend(cache_dir=tmp_path / "cache", progress=progress.append, agent_environment=offline_setup) as offline:
-        records = [run_item(entry.task, start, agent, offline, options) for start in (None, state)]
+        records = [record_json(run_item(entry.task, start, agent, offline, options)) for start in (None, state)]
     for record in records:
         assert record["outcome"] == "infra_error", record  # a set-up failure: excluded, never a failure
         assert record["error"].startswith(
@@ -273,7 +274,7 @@ def test_opened_and_inspected_come_from_its_keystrokes_on_a_repo_track_state(har
 
 def test_harbor_nop_declares_done_with_an_empty_trajectory(harbor_ready, entry, backend, tmp_path: Path) -> None:
     options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
-    record = run_item(entry.task, None, resolve_agent("harbor:nop"), backend, options)
+    record = record_json(run_item(entry.task, None, resolve_agent("harbor:nop"), backend, options))
     assert (record["outcome"], record["termination"], record["agent"]) == ("failure", "submitted", "harbor:nop")
     assert record["steps"] == 0 and record["tokens"] is None
     # The runner resolves the agent for every item: Harbor's check (its import, seconds) runs once.
@@ -290,7 +291,7 @@ def test_the_local_backend_is_one_clear_error_per_item(harbor_ready, tmp_path: P
     (tmp_path / "work").mkdir()
     backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path / "work")
     options = RunOptions(run_id="harbor", run_dir=tmp_path / "run")
-    record = run_item(entry.task, None, resolve_agent("harbor:terminus-2", None, "openai/m"), backend, options)
+    record = record_json(run_item(entry.task, None, resolve_agent("harbor:terminus-2", None, "openai/m"), backend, options))
     assert record["termination"] == "agent_error"
     assert record["message"].startswith("ConfigError: --agent=harbor:terminus-2 needs the docker backend")
 

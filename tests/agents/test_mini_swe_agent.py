@@ -26,6 +26,7 @@ from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import ConfigError
 from swe_residual.metrics.acceptance import acceptance_bias
+from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 SAMPLE_TASK = REPO_ROOT / "datasets" / "sample" / "lru-cache-ttl"
@@ -104,7 +105,7 @@ def failing(tests: dict[str, str] | None) -> set[str]:
 @pytest.mark.slow
 def test_solving_script_solves_from_the_clean_start(entry, scripts, backend, tmp_path: Path) -> None:
     options = RunOptions(run_id="mini", run_dir=tmp_path / "run", max_steps=10)
-    record = run_item(entry.task, None, mini(scripts["solve"]), backend, options)
+    record = record_json(run_item(entry.task, None, mini(scripts["solve"]), backend, options))
     assert (record["outcome"], record["termination"], record["submitted"]) == ("success", "submitted", True)
     assert set(record["tests"].values()) == {"passed"}
     # steps = model calls: one per scripted output, each the command run and what it showed
@@ -123,7 +124,7 @@ def test_solving_script_solves_from_the_clean_start(entry, scripts, backend, tmp
 def test_accepting_script_leaves_exactly_the_inherited_failures(entry, scripts, backend, tmp_path: Path) -> None:
     state = next(s for s in entry.states if s.id == STATE)
     options = RunOptions(run_id="mini", run_dir=tmp_path / "run")
-    record = run_item(entry.task, state, mini(scripts["accept"]), backend, options)
+    record = record_json(run_item(entry.task, state, mini(scripts["accept"]), backend, options))
     assert (record["outcome"], record["termination"], record["submitted"]) == ("failure", "submitted", True)
     assert failing(record["tests"]) == failing(record["initial_tests"]) == {
         "test_ttl_cache.test_decorator_ttl", "test_ttl_cache.test_ttl_boundary_is_expired",
@@ -134,7 +135,7 @@ def test_accepting_script_leaves_exactly_the_inherited_failures(entry, scripts, 
     assert [s["command"] for s in trajectory["steps"]] == ACCEPT
     assert "tests/test_ttl.py" in trajectory["steps"][0]["output"]
     assert "self._clock() > expires_at" in trajectory["steps"][1]["output"]
-    assert acceptance_bias([record])["same_failing"] == 100.0
+    assert acceptance_bias([read_record(record)])["same_failing"] == 100.0
 
 
 def test_actions_of_one_model_call_are_one_step(entry, tmp_path: Path) -> None:
@@ -146,7 +147,7 @@ def test_actions_of_one_model_call_are_one_step(entry, tmp_path: Path) -> None:
     ]))
     backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path)
     options = RunOptions(run_id="mini", run_dir=tmp_path / "run", max_steps=3)
-    record = run_item(entry.task, None, mini(script), backend, options)
+    record = record_json(run_item(entry.task, None, mini(script), backend, options))
     assert (record["termination"], record["steps"]) == ("submitted", 3)
     steps = json.loads((options.run_dir / record["trajectory"]).read_text())["steps"]
     assert steps[0]["command"] == "echo one\necho two" and steps[0]["output"] == "one\ntwo\n"
@@ -157,8 +158,8 @@ def test_actions_of_one_model_call_are_one_step(entry, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_exit_statuses_map_to_terminations(entry, tmp_path: Path) -> None:
     backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path)
-    run = lambda script, **kw: run_item(  # noqa: E731
-        entry.task, None, mini(script), backend, RunOptions(run_id="mini", run_dir=tmp_path / "run", **kw))
+    run = lambda script, **kw: record_json(run_item(  # noqa: E731
+        entry.task, None, mini(script), backend, RunOptions(run_id="mini", run_dir=tmp_path / "run", **kw)))
     endless = tmp_path / "endless.json"
     endless.write_text(json.dumps(["echo working"] * 20))
     step_limited = run(endless, max_steps=3)

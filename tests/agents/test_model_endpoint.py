@@ -31,6 +31,7 @@ from swe_residual.agents import resolve_agent  # noqa: E402
 from swe_residual.dataset.load import TaskEntry, load_dataset  # noqa: E402
 from swe_residual.environments.local import LocalBackend  # noqa: E402
 from swe_residual.errors import ConfigError  # noqa: E402
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item  # noqa: E402
 
 SERVED = "served-model"  # the name the server serves; litellm's "openai/" prefix picks the protocol
@@ -68,7 +69,7 @@ def agent(api_base: str, model: str = f"openai/{SERVED}", **options: str):
 
 
 def run(entry: TaskEntry, backend, factory, tmp_path: Path, **options) -> dict:
-    return run_item(entry.task, None, factory, backend, RunOptions(run_id="m", run_dir=tmp_path / "run", **options))
+    return record_json(run_item(entry.task, None, factory, backend, RunOptions(run_id="m", run_dir=tmp_path / "run", **options)))
 
 
 def free_port() -> int:

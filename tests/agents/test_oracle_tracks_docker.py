@@ -19,6 +19,7 @@ from swe_residual.dataset.task import load_task
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.environments.docker.base_image import ensure_base_image
 from swe_residual.states.state import load_state
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 pytestmark = [*requires_docker, pytest.mark.slow]
@@ -56,8 +57,8 @@ def test_oracle_runs_on_top_of_a_machine_state_whose_workdir_is_a_git_repository
     assert task.track == "machine"
     state = load_state(task, task_dir / "residual" / "terminus-1")
     with DockerBackend(cache_dir=tmp_path / "cache", progress=lambda _: None, run_id="oracle-tracks") as backend:
-        record = run_item(task, state, OracleAgent, backend,
-                          RunOptions(run_id="oracle-tracks", run_dir=tmp_path / "run", infra_retries=0))
+        record = record_json(run_item(task, state, OracleAgent, backend,
+                          RunOptions(run_id="oracle-tracks", run_dir=tmp_path / "run", infra_retries=0)))
     # A reset before solve.sh would have restored config.txt and removed notes.txt: solve.sh's
     # `set -e` would then fail (agent_error), and the verifier would see no /app/solved.
     assert record["termination"] == "submitted", record.get("error") or record.get("message")

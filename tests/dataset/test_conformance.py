@@ -24,6 +24,7 @@ from swe_residual.environments.docker import DockerBackend
 from swe_residual.environments.docker.engine import default_client, remove_images
 from swe_residual.environments.docker.images import remove_cached_images
 from swe_residual.environments.docker.verification import VERIFIER_REPO
+from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.report.html import render_html
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
@@ -77,7 +78,7 @@ def _run(dataset_dir: Path, backend: DockerBackend, tmp_path: Path, task_id: str
     assert not entry.state_errors
     state = next(s for s in entry.states if s.id == state_id) if state_id else None
     options = RunOptions(run_id=f"conformance-{SESSION}", run_dir=tmp_path, infra_retries=0)
-    return run_item(entry.task, state, agent, backend, options)
+    return record_json(run_item(entry.task, state, agent, backend, options))
 
 
 def test_published_tasks_load_on_their_track_and_in_the_images_workdir(dataset_dir: Path) -> None:
@@ -155,14 +156,14 @@ def test_an_oracle_that_cannot_solve_is_listed_not_silent(tmp_path: Path, backen
     assert record["outcome"] == "failure"
     assert "solve.sh printed errors it went on past" in record["message"]
     assert "left the repository unchanged" in record["message"]
-    summary = build_summary([record])
+    summary = build_summary([read_record(record)])
     assert summary["oracle"]["starts"] == 1
     assert [(e["task"], e["state"]) for e in summary["oracle"]["unsolved"]] == [("calc-broken", None)]
     lines = render_terminal(summary)
     assert any(line.startswith("oracle did not solve 1 of 1 starts") for line in lines)
     assert any("calc-broken [clean]" in line for line in lines)
     assert "oracle did not solve 1 of 1 starts" in render_markdown(summary)
-    assert "Starts the reference solution did not solve" in render_html(summary, [record], tmp_path)
+    assert "Starts the reference solution did not solve" in render_html(summary, [read_record(record)], tmp_path)
 
 
 def test_validate_names_track_and_workdir_and_why(dataset_dir: Path) -> None:

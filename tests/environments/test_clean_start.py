@@ -26,6 +26,7 @@ from swe_residual.residualize import reconstruct, review
 from swe_residual.residualize.generate import generate
 from swe_residual.residualize.predecessors import parse_predecessor
 from swe_residual.states.state import load_state
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 EGG = "pkg.egg-info/PKG-INFO"  # in the repository directory (local) and made by the Dockerfile (docker)
@@ -56,7 +57,7 @@ def make_ignoring_task(root: Path, task_id: str) -> Path:
 
 
 def _run(task: Task, agent: Any, backend: Any, run_dir: Path) -> dict[str, Any]:
-    return run_item(task, None, agent, backend, RunOptions(run_id="clean-start", run_dir=run_dir, infra_retries=0))
+    return record_json(run_item(task, None, agent, backend, RunOptions(run_id="clean-start", run_dir=run_dir, infra_retries=0)))
 
 
 def _check_captures(task: Task, backend: Any, tmp_path: Path) -> None:

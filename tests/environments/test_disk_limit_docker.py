@@ -24,6 +24,7 @@ from swe_residual.environments.base import StartSpec
 from swe_residual.environments.disk_usage import MIB
 from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
 from swe_residual.environments.docker import disk
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 pytestmark = [*requires_docker, pytest.mark.slow]
@@ -56,7 +57,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
 
 def _run(setup: tuple, command: str) -> dict:
     task, backend, options, run_id = setup
-    record = run_item(task, None, lambda: CommandAgent(command), backend, options)
+    record = record_json(run_item(task, None, lambda: CommandAgent(command), backend, options))
     assert containers_of(run_id) == []  # the container is removed: the host disk is left intact
     return record
 

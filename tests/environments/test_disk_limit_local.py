@@ -18,6 +18,7 @@ from swe_residual.agents.builtin import CommandAgent
 from swe_residual.dataset.task import load_task
 from swe_residual.environments.disk_usage import MIB
 from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 pytestmark = [pytest.mark.slow]
@@ -38,7 +39,7 @@ def test_writing_past_storage_mb_in_the_workspace_is_disk_limit(tmp_path: Path, 
     task, backend, options = _setup(tmp_path)
     # A slow writer (1 MiB every 20 ms) that would write 400 MiB, then sleep.
     command = f"for i in $(seq 400); do head -c 1M /dev/zero >> {where}; sleep 0.02; done; sleep 30"
-    record = run_item(task, None, lambda: CommandAgent(command), backend, options)
+    record = record_json(run_item(task, None, lambda: CommandAgent(command), backend, options))
     assert (record["outcome"], record["termination"], len(record["attempts"])) == ("failure", "disk_limit", 1)
     assert f"limit {LIMIT_MB} MiB" in record["message"] and "wrote" in record["message"]
     assert record["durations"]["agent_sec"] < 20  # stopped at once, not after its sleep
@@ -52,9 +53,9 @@ def test_writing_past_storage_mb_in_the_workspace_is_disk_limit(tmp_path: Path, 
 def test_an_agent_under_its_limit_is_unaffected_and_a_task_without_one_has_no_account(tmp_path: Path) -> None:
     task, backend, options = _setup(tmp_path)
     solve = f"head -c 2M /dev/zero > $HOME/cache.bin && cat > calc.py <<'EOF'\n{SOLVED_SOURCE}EOF\n"
-    record = run_item(task, None, lambda: CommandAgent(solve), backend, options)
+    record = record_json(run_item(task, None, lambda: CommandAgent(solve), backend, options))
     assert (record["outcome"], record["termination"]) == ("success", "submitted")
     assert record["disk_limit"]["exceeded"] is False and record["disk_limit"]["peak_bytes"] >= 2 * MIB
     task, backend, options = _setup(tmp_path / "none", limit=None)
-    record = run_item(task, None, lambda: CommandAgent(solve), backend, options)
+    record = record_json(run_item(task, None, lambda: CommandAgent(solve), backend, options))
     assert record["outcome"] == "success" and "disk_limit" not in record

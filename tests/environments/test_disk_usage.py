@@ -10,7 +10,8 @@ import pytest
 from swe_residual.agents.base import AgentSession, Budget, BudgetExhausted
 from swe_residual.environments.base import ExecResult
 from swe_residual.environments.disk_usage import MIB, DiskMeter, DiskWatcher, format_size, tree_bytes
-from swe_residual.trial.record_model import DiskLimit, RunRecord
+from swe_residual.trial.record_model import DiskLimit
+from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import run_agent
 from swe_residual.trial.trajectory import Trajectory
 from swe_residual.trial.values import Termination
@@ -115,7 +116,7 @@ def test_a_stopped_session_ends_the_command_under_way_and_every_later_call() -> 
 
 
 def test_an_agent_that_ignores_the_stop_is_abandoned_after_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("swe_residual.trial.runner.AGENT_GRACE_SEC", 0.2)
+    monkeypatch.setattr("swe_residual.trial.agent_run.AGENT_GRACE_SEC", 0.2)
     session = _session()
     release = threading.Event()
 
@@ -139,8 +140,9 @@ def test_the_record_writes_disk_limit_only_when_set_and_reads_it_back() -> None:
             "predecessor": None, "outcome": "failure", "reward": 0.0, "submitted": False,
             "termination": "disk_limit", "tests": None, "initial_tests": None, "steps": 1, "final_patch": None,
             "trajectory": None, "attempts": [], "durations": {}}
-    assert "disk_limit" not in RunRecord.from_json(base).to_json()
-    account = DiskLimit(64, "watched", "walked", 70 * MIB, 5, 0.25, True, None)
-    written = RunRecord.from_json({**base, "disk_limit": account.to_json()}).to_json()
-    assert written["disk_limit"] == account.to_json() and written["termination"] == "disk_limit"
-    assert RunRecord.from_json(written).termination is Termination.DISK_LIMIT
+    assert "disk_limit" not in record_json(read_record(base))
+    account = DiskLimit(storage_mb=64, enforcement="watched", how="walked", peak_bytes=70 * MIB, readings=5,
+                        interval_sec=0.25, exceeded=True)
+    written = record_json(read_record({**base, "disk_limit": account.model_dump(mode="json")}))
+    assert written["disk_limit"] == account.model_dump(mode="json") and written["termination"] == "disk_limit"
+    assert read_record(written).termination is Termination.DISK_LIMIT and read_record(written).disk_limit == account

@@ -35,6 +35,7 @@ from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached
 from swe_residual.environments.docker.fleet import DockerFleet, engine_cache_dir, preferred_index
 from swe_residual.errors import ConfigError, InfraError
 from swe_residual.environments.docker.base_image import ensure_base_image
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.states.state import load_state
 from swe_residual.dataset.task import Task, load_task
@@ -282,8 +283,8 @@ def test_items_run_on_both_engines(task: Task, proxy: EngineProxy, cache_dir: Pa
     for worker, expected in (("gw0", proxy.url), ("gw3", UNIX_URL)):
         monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
         with DockerFleet(urls, run_id="fleet", cache_dir=cache_dir, progress=lambda line: None) as fleet:
-            clean = run_item(task, None, FixesClamp, fleet, _options(tmp_path))
-            residual = run_item(task, state, FixesClamp, fleet, _options(tmp_path))
+            clean = record_json(run_item(task, None, FixesClamp, fleet, _options(tmp_path)))
+            residual = record_json(run_item(task, state, FixesClamp, fleet, _options(tmp_path)))
         for record in (clean, residual):
             assert record["outcome"] == "success" and record["reward"] == 1.0, record
             assert record["engine"] == expected
@@ -307,9 +308,9 @@ def test_a_lost_engine_retries_the_item_on_the_other(task: Task, proxy: EnginePr
         runs: list[int] = []
         if when == "before the start":
             proxy.stop()
-            record = run_item(task, None, FixesClamp, fleet, _options(tmp_path))
+            record = record_json(run_item(task, None, FixesClamp, fleet, _options(tmp_path)))
         else:
-            record = run_item(task, None, lambda: FixesClamp(lose=proxy, runs=runs), fleet, _options(tmp_path))
+            record = record_json(run_item(task, None, lambda: FixesClamp(lose=proxy, runs=runs), fleet, _options(tmp_path)))
             assert len(runs) == 2  # the agent ran on the lost engine, then again on the other
         first, second = record["attempts"]
         assert first["outcome"] == "infra_error" and proxy.url in first["error"], first

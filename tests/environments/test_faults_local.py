@@ -30,7 +30,7 @@ from swe_residual.dataset.load import load_dataset
 from swe_residual.environments import local
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend
-from swe_residual.trial.records import fallback_path
+from swe_residual.trial.records import fallback_path, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 SPEC = StartSpec("run", "item", 1)
@@ -114,7 +114,7 @@ def test_processes_left_by_the_agent_are_killed_before_verification(setup, monke
     entry, backend, options = setup
     monkeypatch.setattr("scripted_agents.KillsTheVerifier.pattern", LOCAL_KILLER)
     try:
-        record = run_item(entry.task, None, resolve_agent("module:scripted_agents:KillsTheVerifier"), backend, options)
+        record = record_json(run_item(entry.task, None, resolve_agent("module:scripted_agents:KillsTheVerifier"), backend, options))
         # The loop (pkill of the verifier's processes) died before the hidden tests arrived:
         # one attempt, the true verdict.
         assert (record["outcome"], record["reward"], len(record["attempts"])) == ("failure", 0.0, 1), record["attempts"]
@@ -126,7 +126,7 @@ def test_processes_left_by_the_agent_are_killed_before_verification(setup, monke
 
 def test_hijacking_the_test_runner_gains_nothing_locally(setup) -> None:
     entry, backend, options = setup
-    record = run_item(entry.task, None, resolve_agent("module:scripted_agents:EditsTestRunner"), backend, options)
+    record = record_json(run_item(entry.task, None, resolve_agent("module:scripted_agents:EditsTestRunner"), backend, options))
     assert (record["outcome"], record["reward"]) == ("failure", 0.0)
     assert record["tests"]["test_calc.test_add"] == "passed" and record["tests"]["test_calc.test_clamp_high"] == "failed"
 

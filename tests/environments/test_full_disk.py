@@ -65,7 +65,7 @@ def test_a_short_write_is_continued_or_cut_off_never_counted_as_saved(small_disk
     assert reason is not None and "No space left on device" in reason
     # Readers see both, and say where the second came from.
     loaded = read_records([results.parent])
-    assert [r["task"] for r in loaded.records] == ["t1", "t2"]
+    assert [r.task for r in loaded.records] == ["t1", "t2"]
     assert any("read from the fallback file" in problem for problem in loaded.problems)
 
 

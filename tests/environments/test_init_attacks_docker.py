@@ -29,6 +29,7 @@ from swe_residual.agents import AgentResult, AgentSession, resolve_agent
 from swe_residual.metrics.headline import is_excluded, success
 from swe_residual.summary.aggregate import build_summary
 from swe_residual.summary.terminations import termination_report
+from swe_residual.trial.records import read_record
 
 pytestmark = requires_docker
 
@@ -58,7 +59,7 @@ def _agents_failure(record: dict[str, Any]) -> None:
     """Counted as the agent's failure: measured, not excluded, never retried."""
     assert record["outcome"] == "failure", (record["outcome"], record["error"], record["attempts"])
     assert len(record["attempts"]) == 1, record["attempts"]
-    assert not is_excluded(record)
+    assert not is_excluded(read_record(record))
 
 
 @pytest.mark.parametrize("attack", sorted(KILL_INIT))
@@ -100,10 +101,10 @@ def test_a_container_stopped_with_no_cause_from_outside_is_the_agents_failure(wo
         assert text.startswith("the container stopped with no cause from outside it (no kill request, no "
                                "out-of-memory kill, no engine error in the engine's record)"), text
         assert "exit code 137" in text and "the agent's failure" in text
-    summary = build_summary([record])
+    summary = build_summary([read_record(record)])
     assert (summary["infra"]["excluded"], summary["infra"]["retried"], summary["infra"]["unresolved"]) == ([], 0, 0)
-    assert success(record) == 0  # measured: a failure in the success rates
-    report = termination_report([record])
+    assert success(read_record(record)) == 0  # measured: a failure in the success rates
+    report = termination_report([read_record(record)])
     assert any("no cause from outside it" in line for line in report.errors), report.errors
 
 

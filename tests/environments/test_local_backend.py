@@ -177,6 +177,7 @@ from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 root = Path(sys.argv[1])
@@ -185,7 +186,7 @@ backend = LocalBackend(cache_dir=root / "cache", work_dir=root)
 options = RunOptions(run_id="loud", run_dir=root / "run", infra_retries=0)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 loud = "head -c 314572800 /dev/zero | tr '\\\\0' x"
-record = run_item(entry.task, None, resolve_agent("cmd:" + loud), backend, options)
+record = record_json(run_item(entry.task, None, resolve_agent("cmd:" + loud), backend, options))
 environment = backend.start(entry.task, None, StartSpec("loud", "direct", 1))
 try:
     result = environment.exec(loud)

@@ -17,6 +17,7 @@ from swe_residual.agents import resolve_agent
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.handoff.file import give_handoff
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.states.state import load_state
 from swe_residual.dataset.task import Task, load_task
@@ -36,8 +37,8 @@ def docker_task(request: pytest.FixtureRequest, tmp_path: Path, cache_dir: Path)
 def test_trace_reaches_the_agent_in_its_container_and_never_the_grading(docker_task: Task, tmp_path: Path) -> None:
     state = load_state(docker_task, docker_task.path / "residual" / "drafter-1")
     with DockerBackend(run_id="handoff", progress=lambda line: None) as backend:
-        records = {view: run_item(docker_task, state, resolve_agent(AGENT), backend,
-                                  RunOptions(run_id="handoff", run_dir=tmp_path / "run", infra_retries=1, handoff=view))
+        records = {view: record_json(run_item(docker_task, state, resolve_agent(AGENT), backend,
+                                  RunOptions(run_id="handoff", run_dir=tmp_path / "run", infra_retries=1, handoff=view)))
                    for view in ("blind", "trace")}
     assert (records["blind"]["outcome"], records["trace"]["outcome"]) == ("failure", "success"), records
     for record in records.values():

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import TESTS_DIR
 from handoff_records import default_records, view_records
-from recordfactory import make_record
+from recordfactory import make_run_record
+
+from swe_residual.trial.record_model import RunRecord
+from swe_residual.trial.records import read_record
 
 from swe_residual.handoff.metrics import by_view, primary_records, quantity, takeover_cost, view_block, views_of
 from swe_residual.report.html import render_html
@@ -31,31 +35,38 @@ FROZEN = TESTS_DIR / "data" / "handoff"
 approx = pytest.approx
 
 
+def typed(records: list[dict[str, Any]]) -> list[RunRecord]:
+    return [read_record(record) for record in records]
+
+
+def of_agent(agent: str) -> list[RunRecord]:
+    return [r for r in typed(view_records()) if r.agent == agent]
+
+
 def test_records_group_by_view_with_the_clean_starts_shared() -> None:
-    records = view_records()
+    records = typed(view_records())
     assert views_of(records) == ["blind", "trace"]
-    groups = by_view([r for r in records if r["agent"] == "A"])
-    clean = [r["task"] for r in groups["trace"] if r["start"] == "clean"]
-    assert clean == ["t1", "t2", "m1"] == [r["task"] for r in groups["blind"] if r["start"] == "clean"]
-    assert [r["state"] for r in groups["trace"] if r["start"] == "residual"] == ["P-1", "Q-1", "P-1"]
-    assert all("handoff" not in r for r in groups["blind"])
-    assert primary_records(default_records()) == default_records()  # one view: every record, as it was
-    only_trace = [r for r in records if r["start"] == "clean" or r.get("handoff") == "trace"]
+    groups = by_view([r for r in records if r.agent == "A"])
+    clean = [r.task for r in groups["trace"] if r.start == "clean"]
+    assert clean == ["t1", "t2", "m1"] == [r.task for r in groups["blind"] if r.start == "clean"]
+    assert [r.state for r in groups["trace"] if r.start == "residual"] == ["P-1", "Q-1", "P-1"]
+    assert all(r.handoff is None for r in groups["blind"])
+    assert primary_records(typed(default_records())) == typed(default_records())  # one view: every record
+    only_trace = [r for r in records if r.start == "clean" or r.handoff == "trace"]
     assert views_of(only_trace) == ["trace"] and primary_records(only_trace) == only_trace
 
 
 def test_quantities_read_from_a_record() -> None:
-    assert quantity(make_record("t", steps=7), "steps") == 7.0
-    assert quantity(make_record("t", tokens={"prompt": 3, "completion": 4}), "tokens") == 7.0
-    assert quantity(make_record("t", tokens={"prompt": 3, "completion": None}), "tokens") is None
-    assert quantity(make_record("t", tokens=None), "tokens") is None
-    assert quantity(make_record("t", cost=None), "cost") is None and quantity(make_record("t"), "cost") is None
-    assert quantity(make_record("t", cost=0.0), "cost") == 0.0
-    assert quantity(make_record("t", steps=True), "steps") is None
+    assert quantity(make_run_record("t", steps=7), "steps") == 7.0
+    assert quantity(make_run_record("t", tokens={"prompt": 3, "completion": 4}), "tokens") == 7.0
+    assert quantity(make_run_record("t", tokens={"prompt": 3, "completion": None}), "tokens") is None
+    assert quantity(make_run_record("t", tokens=None), "tokens") is None
+    assert quantity(make_run_record("t", cost=None), "cost") is None and quantity(make_run_record("t"), "cost") is None
+    assert quantity(make_run_record("t", cost=0.0), "cost") == 0.0
 
 
 def test_headline_per_view_by_hand() -> None:
-    groups = by_view([r for r in view_records() if r["agent"] == "A"])
+    groups = by_view(of_agent("A"))
     blind, trace = view_block(groups["blind"]), view_block(groups["trace"])
     # blind: t1 (1/2 states solved), t2 (0/1), m1 (0/1); every Clean solved
     assert (blind["residual"], blind["clean"], blind["gap"], blind["cond_fail"]) == (
@@ -68,7 +79,7 @@ def test_headline_per_view_by_hand() -> None:
 
 
 def test_acceptance_bias_per_view_by_hand() -> None:
-    groups = by_view([r for r in view_records() if r["agent"] == "A"])
+    groups = by_view(of_agent("A"))
     ab = view_block(groups["trace"])["acceptance_bias"]["repo"]
     assert ab["same_failing"] == 100.0  # t2/P-1 failed with the same failing test it started with
     assert (ab["initially_failing_clean"], ab["initially_failing_residual"]) == (100.0, 50.0)  # t1 1, t2 0
@@ -80,7 +91,7 @@ def test_acceptance_bias_per_view_by_hand() -> None:
 
 
 def test_takeover_cost_by_hand() -> None:
-    groups = by_view([r for r in view_records() if r["agent"] == "A"])
+    groups = by_view(of_agent("A"))
     blind, trace = takeover_cost(groups["blind"]), takeover_cost(groups["trace"])
     # steps: blind Residual 4, 12, 6, 3 -> 5; Clean 10, 20, 8 -> 10
     assert blind["steps"] == {"residual_median": 5.0, "clean_median": 10.0, "ratio": 0.5, "n_tasks": 3, "n_residual": 4}
@@ -95,13 +106,13 @@ def test_takeover_cost_by_hand() -> None:
     assert blind["cost"] == {"residual_median": approx(0.25), "clean_median": 0.75, "ratio": approx(1 / 3),
                              "n_tasks": 2, "n_residual": 2}
     assert trace["cost"]["ratio"] == approx(0.575 / 0.75)
-    b = takeover_cost([r for r in view_records() if r["agent"] == "B"])
+    b = takeover_cost(of_agent("B"))
     # B: the infra error is left out: Residual 15, 30 -> 22.5; Clean 30, 25 -> 27.5
     assert b["steps"]["ratio"] == approx(22.5 / 27.5) and b["tokens"]["ratio"] is None and b["cost"]["n_tasks"] == 0
 
 
 def test_a_zero_clean_median_gives_no_ratio() -> None:
-    records = [make_record("t", None, cost=0.0), make_record("t", "s", cost=0.4)]
+    records = [make_run_record("t", None, cost=0.0), make_run_record("t", "s", cost=0.4)]
     assert takeover_cost(records)["cost"] == {"residual_median": 0.4, "clean_median": 0.0, "ratio": None,
                                               "n_tasks": 1, "n_residual": 1}
 

@@ -10,8 +10,11 @@ import pytest
 
 from conftest import REPO_ROOT
 
+from recordfactory import make_run_record
+
 from swe_residual.cli.main import main as cli_main
 from swe_residual.handoff.sources import predecessor_files
+from swe_residual.trial.record_model import RunRecord
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 PREDECESSORS = REPO_ROOT / "datasets" / "predecessors"
@@ -33,6 +36,11 @@ def test_the_pipeline_writes_the_sample_states_trajectories_and_notes(tmp_path: 
     assert (out / "lru-cache-ttl" / "residual" / "skimmer-1" / "notes.md").read_text() == "ran lru-cache-ttl.sh\n"
 
 
+def partial_record(fields: dict[str, str | None]) -> RunRecord:
+    """A Stage I record whose trajectory and message are those of `fields`."""
+    return make_run_record("t").model_copy(update={"trajectory": None, "message": None, **fields})
+
+
 @pytest.mark.unit
 def test_what_a_run_gives_a_state(tmp_path: Path) -> None:
     trajectory = {"schema": 1, "agent": "p", "final_message": "  All done.\n", "steps": [
@@ -42,14 +50,14 @@ def test_what_a_run_gives_a_state(tmp_path: Path) -> None:
          "duration_sec": 0.0},
     ]}
     (tmp_path / "t.json").write_text(json.dumps(trajectory))
-    files = predecessor_files(tmp_path, {"trajectory": "t.json", "message": "ignored: the trajectory has one"})
+    files = predecessor_files(tmp_path, partial_record({"trajectory": "t.json", "message": "ignored: the trajectory has one"}))
     assert files["notes.md"] == b"All done.\n"
     assert [json.loads(line) for line in files["trajectory.jsonl"].decode().splitlines()] == [
         {"action": "command", "command": "pytest", "output": "1 failed", "exit_code": 1},
         {"action": "view", "path": "a.py", "output": "x"},
     ]
     # Without a trajectory file: the record's message alone; without either: nothing at all.
-    assert predecessor_files(tmp_path, {"trajectory": "missing.json", "message": "Done"}) == {"notes.md": b"Done\n"}
-    assert predecessor_files(tmp_path, {"trajectory": None, "message": None}) == {}
+    assert predecessor_files(tmp_path, partial_record({"trajectory": "missing.json", "message": "Done"})) == {"notes.md": b"Done\n"}
+    assert predecessor_files(tmp_path, partial_record({"trajectory": None, "message": None})) == {}
     (tmp_path / "bad.json").write_text("{not json")
-    assert predecessor_files(tmp_path, {"trajectory": "bad.json"}) == {}
+    assert predecessor_files(tmp_path, partial_record({"trajectory": "bad.json"})) == {}

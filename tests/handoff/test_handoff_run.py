@@ -16,7 +16,7 @@ from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend
 from swe_residual.handoff.file import give_handoff, handoff_sentence
-from swe_residual.trial.records import read_records
+from swe_residual.trial.records import read_records, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.summary.aggregate import DURATION_KEYS, build_summary
 
@@ -40,7 +40,7 @@ def _options(tmp_path: Path, view: str) -> RunOptions:
 def test_trace_changes_the_outcome_and_the_file_never_reaches_grading(local, tmp_path: Path, mode: str) -> None:
     entry, backend = local(environment_mode=mode)
     state = entry.states[0]
-    records = {view: run_item(entry.task, state, resolve_agent(AGENT), backend, _options(tmp_path, view))
+    records = {view: record_json(run_item(entry.task, state, resolve_agent(AGENT), backend, _options(tmp_path, view)))
                for view in ("blind", "trace", "notes", "structured")}
     # blind: no file, the inherited work is kept and fails; trace and structured name the failing
     # test, so the agent starts over and solves it; notes only claim success.
@@ -85,7 +85,7 @@ def test_the_verifier_would_see_a_file_left_behind(local, tmp_path: Path) -> Non
 
 def test_a_state_without_sources_still_runs_with_a_file_saying_so(local, tmp_path: Path) -> None:
     entry, backend = local(trajectory=False, notes=False)
-    record = run_item(entry.task, entry.states[0], resolve_agent(AGENT), backend, _options(tmp_path, "trace"))
+    record = record_json(run_item(entry.task, entry.states[0], resolve_agent(AGENT), backend, _options(tmp_path, "trace")))
     assert record["outcome"] == "failure" and record["handoff"] == "trace"  # nothing told it to start over
     trajectory = json.loads((tmp_path / "run" / record["trajectory"]).read_text())
     assert "The previous agent left no trajectory" in trajectory["steps"][1]["output"]

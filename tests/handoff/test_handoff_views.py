@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 from handoff_task import NOTES, make_handoff_task
+from recordfactory import make_run_record
 
 from plugins.catalog import scan_dataset
+
 from swe_residual.dataset.load import load_dataset
 from swe_residual.states.diffparse import changed_files
 from swe_residual.errors import ConfigError, DatasetError
@@ -198,10 +200,10 @@ def test_item_ids_and_keys_show_a_view_only_when_it_is_not_blind(tmp_path: Path)
     assert item_id("a", "t", "s-1") == item_id("a", "t", "s-1", "blind") == "a/t/residual:s-1"
     assert item_id("a", "t", "s-1", "trace") == "a/t/residual:s-1@trace"
     assert item_key("a", "repo", "t", "residual", "s-1", "blind") == ("a", "repo", "t", "residual", "s-1")
-    blind = {"agent": "a", "track": "repo", "task": "t", "start": "residual", "state": "s-1", "n": 1}
-    trace = {**blind, "handoff": "trace", "n": 2}
+    blind = make_run_record("t", "s-1", agent="a", steps=1)
+    trace = blind.model_copy(update={"handoff": "trace", "steps": 2})
     assert record_key(trace) == ("a", "repo", "t", "residual", "s-1", "trace") != record_key(blind)
-    assert [r["n"] for r in dedupe_records([blind, trace, {**trace, "n": 3}])] == [1, 3]
+    assert [r.steps for r in dedupe_records([blind, trace, trace.model_copy(update={"steps": 3})])] == [1, 3]
 
     make_handoff_task(tmp_path / "data")
     catalog = scan_dataset(tmp_path / "data")

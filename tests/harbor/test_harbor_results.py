@@ -21,6 +21,7 @@ from swe_residual.agents import resolve_agent
 from swe_residual.cli.main import main as cli_main
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.summary.aggregate import build_summary
 
@@ -45,7 +46,7 @@ def suite_run(tmp_path: Path, cache_dir: Path) -> tuple[Path, list[dict[str, Any
     for entry in load_dataset(dataset).entries:
         for state in [None, *entry.states]:
             for agent in ("oracle", "noop"):
-                records.append(run_item(entry.task, state, resolve_agent(agent), backend, options))
+                records.append(record_json(run_item(entry.task, state, resolve_agent(agent), backend, options)))
     return dataset, records
 
 

@@ -149,9 +149,9 @@ def test_report_matches_a_trial_to_its_exported_state_by_checksum(exported: dict
     # Copied from elsewhere: found by name in the export directory, confirmed by checksum.
     _run_trial(job, "d_copied", tmp_path / "gone" / "calc--drafter-1", checksum=task_checksum(residual))
     found = read_harbor_results(exported["jobs"], [exported["export"]], run_id="r", run_dir=tmp_path / "run")
-    starts = {(r["start"], r["state"]) for r in found.records}
+    starts = {(r.start, r.state) for r in found.records}
     assert starts == {("residual", "drafter-1"), ("clean", None)}
-    trials = sorted(a["harbor_trial"] for r in found.records for a in r["attempts"])
+    trials = sorted(a.harbor_trial for r in found.records for a in r.attempts)
     assert trials == ["job/a_state", "job/b_clean", "job/d_copied"]
     assert [p.split(":")[0] for p in found.problems] == ["job/c_stale"]
     assert "differs from" in found.problems[0]

@@ -33,6 +33,7 @@ from swe_residual.cli.main import main
 from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend, default_cache_dir
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 # Unique per run: the docker images named after the task are removed at the end.
@@ -283,10 +284,10 @@ def check_every_start(dataset: Path, backend: Any, run_dir: Path) -> None:
     options = RunOptions(run_id=f"import-{secrets.token_hex(3)}", run_dir=run_dir, infra_retries=0)
     for state in (None, *task_entry.states):
         label = "clean" if state is None else state.id
-        solved = run_item(task, state, resolve_agent("oracle"), backend, options)
+        solved = record_json(run_item(task, state, resolve_agent("oracle"), backend, options))
         assert (solved["outcome"], solved["reward"]) == ("success", 1.0), (label, solved.get("message"))
         assert set(solved["tests"].values()) == {"passed"}
-        left = run_item(task, state, resolve_agent("noop"), backend, options)
+        left = record_json(run_item(task, state, resolve_agent("noop"), backend, options))
         assert (left["outcome"], left["reward"]) == ("failure", 0.0), (label, left.get("message"))
         failing = {test for test, status in left["tests"].items() if status != "passed"}
         assert failing == (set(F2P) if state is None else LEFT_OUT[state.id][1]), label

@@ -92,12 +92,12 @@ def test_the_runs_are_what_the_signatures_assume(results: Path) -> None:
     loaded = read_records([results])
     assert not loaded.problems and len(loaded.records) == 12
     for r in loaded.records:
-        assert r["outcome"] == "failure" and r["termination"] == "submitted", r
-        if r["start"] == "residual":
-            assert r["reference_files"] == ["README.md", "calc.py"]
-            assert r["initial_tests"]["test_calc.test_clamp_high"] == "failed"
-            if r["agent"] == KEEPER:
-                assert r["final_patch"] == r["inherited_patch"]
+        assert r.outcome == "failure" and r.termination == "submitted", r
+        if r.start == "residual":
+            assert r.reference_files == ("README.md", "calc.py")
+            assert r.initial_tests["test_calc.test_clamp_high"] == "failed"
+            if r.agent == KEEPER:
+                assert r.final_patch == r.inherited_patch
             else:
                 assert r["final_patch"] == ""
 

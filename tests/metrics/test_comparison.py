@@ -24,6 +24,8 @@ from swe_residual.metrics.comparison import (
     unsolved_states,
 )
 from swe_residual.summary.aggregate import build_summary, render_terminal
+from swe_residual.trial.record_model import RunRecord
+from swe_residual.trial.records import read_record
 
 pytestmark = pytest.mark.unit
 
@@ -145,12 +147,12 @@ def test_every_reversed_pair_is_listed_largest_first() -> None:
     assert line == "ranking reversed: a over c on clean (+40.0), c over a on residual (+50.0); 2 more pair(s) reversed"
 
 
-def rec(agent: str, task: str, state: str | None, outcome: str, track: str = "repo") -> dict[str, Any]:
-    return {
-        "agent": agent, "task": task, "track": track, "start": "clean" if state is None else "residual",
-        "state": state, "predecessor": None if state is None else "P", "outcome": outcome,
+def rec(agent: str, task: str, state: str | None, outcome: str, track: str = "repo") -> RunRecord:
+    return read_record({
+        "run_id": "r", "agent": agent, "task": task, "track": track, "start": "clean" if state is None else "residual",
+        "state": state, "predecessor": None if state is None else "P", "outcome": outcome, "submitted": True,
         "termination": "submitted", "attempts": [],
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def test_states_no_agent_solved_from_records() -> None:
@@ -202,7 +204,7 @@ def test_summary_comparison_block_and_terminal_line() -> None:
     assert found["significant"] is None and block["pairs"]["repo"][0]["reason"] == "cannot be estimated from one task"
     assert lines[-1].startswith("infra:")
     assert all(len(line) <= 100 for line in lines)
-    no_reversal = build_summary([r for r in records if r["agent"] == "alpha"], compare=True)
+    no_reversal = build_summary([r for r in records if r.agent == "alpha"], compare=True)
     assert "one agent, no ranking; 2 of 2 states solved by no agent" in render_terminal(no_reversal)
 
 
@@ -236,7 +238,7 @@ def test_a_reversal_is_found_and_labelled_on_the_common_tasks() -> None:
     assert (pair["n_tasks"], pair["clean"], pair["residual"]) == (4, 0.0, -100.0)
     assert summary["comparison"]["reversals"] == {"repo": [], "overall": []}
     # beta now fails two common clean starts: alpha +50 on Clean, beta +100 on Residual, on 4 tasks
-    flipped = [r for r in records if not (r["agent"] == "beta" and r["task"] in ("t0", "t1") and r["state"] is None)]
+    flipped = [r for r in records if not (r.agent == "beta" and r.task in ("t0", "t1") and r.state is None)]
     flipped += [rec("beta", "t0", None, "failure"), rec("beta", "t1", None, "failure")]
     summary = build_summary(flipped, compare=True)
     (found,) = summary["comparison"]["reversals"]["repo"]

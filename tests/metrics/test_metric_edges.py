@@ -10,11 +10,12 @@ from functools import partial
 from typing import Any
 
 import pytest
-from recordfactory import make_record
+from recordfactory import make_run_record
 
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.headline import dedupe_records
 from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import record_key
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.unit
 S, F = "success", "failure"
 P, X = "passed", "failed"
 
-rec = partial(make_record, steps=None)
+rec = partial(make_run_record, steps=None)
 
 
 def patch(path: str, added: list[str]) -> str:
@@ -62,7 +63,7 @@ def test_records_differing_only_by_track_are_both_kept() -> None:
     assert (tracks["machine"]["residual"], tracks["machine"]["clean"]) == (100.0, 0.0)
     assert summary["infra"]["items"] == 4
     # the last record of one key still wins
-    assert dedupe_records([repo_state, rec("t", "s", S)])[0]["outcome"] == S
+    assert dedupe_records([repo_state, rec("t", "s", S)])[0].outcome == S
 
 
 # --------------------------------------------------------------------------- 2. Split by Kept
@@ -127,7 +128,7 @@ def test_initially_failing_clean_and_residual_over_the_same_states() -> None:
 # --------------------------------------------------------------------------- 4. per-track acceptance bias
 
 
-def _two_track_records(agent: str = "A") -> list[dict[str, Any]]:
+def _two_track_records(agent: str = "A") -> list[RunRecord]:
     return [
         # repo: the failed continuation ends with exactly F(Sr) = {A} -> Same failing 1
         rec("r", None, S, agent=agent, tests={"A": P}),
@@ -148,7 +149,7 @@ def test_overall_acceptance_bias_is_the_repo_tracks_never_a_pool() -> None:
     assert block["tracks"]["machine"]["acceptance_bias"]["same_failing"] == pytest.approx(0.0)
     assert block["overall"]["acceptance_bias"] == block["tracks"]["repo"]["acceptance_bias"]
     # an agent without repo runs has no Table 4 figures overall: null, not the machine track's
-    machine_only = build_summary([r for r in _two_track_records() if r["track"] == "machine"])
+    machine_only = build_summary([r for r in _two_track_records() if r.track == "machine"])
     assert machine_only["agents"]["A"]["overall"]["acceptance_bias"] is None
     # the headline stays pooled: overall has both tasks
     assert block["overall"]["n_tasks"] == 2

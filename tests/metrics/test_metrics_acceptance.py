@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from recordfactory import make_record
+from recordfactory import make_run_record
 
 from swe_residual.metrics.acceptance import (
     acceptance_bias,
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.unit
 S, F, X = "success", "failure", "infra_error"
 
 
-rec = partial(make_record, steps=None)
+rec = partial(make_run_record, steps=None)
 
 
 def patch(files: dict[str, Sequence[str]], removed: dict[str, Sequence[str]] | None = None) -> str:
@@ -268,7 +268,7 @@ def test_left_out_opened_none_when_unknown_and_empty_l_skipped() -> None:
     assert ab["left_out_residual"] == pytest.approx(0.0)
     assert ab["left_out_opened"] is None  # opened_files unknown for every run
     # the same state with L empty (the predecessor changed every reference file): skipped
-    cont_empty = dict(cont, reference_files=["a.py"])
+    cont_empty = cont.model_copy(update={"reference_files": ("a.py",)})
     ab = acceptance_bias([clean, cont_empty])
     assert ab["left_out_clean"] is None and ab["left_out_residual"] is None
     assert left_out_files(["a.py", "c.py"], patch({"a.py": ["1"]})) == {"c.py"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from recordfactory import make_record
+from recordfactory import make_run_record
 
 from swe_residual.metrics.headline import (
     by_predecessor,
@@ -17,7 +17,7 @@ from swe_residual.metrics.headline import (
 
 pytestmark = pytest.mark.unit
 
-rec = make_record
+rec = make_run_record
 
 
 S, F, X = "success", "failure", "infra_error"

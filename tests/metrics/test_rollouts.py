@@ -9,13 +9,12 @@ from itertools import combinations
 from typing import Any
 
 import pytest
-from recordfactory import make_record
+from recordfactory import make_record, make_run_record
 
 from swe_residual.metrics.headline import headline, pass_at_k
 from swe_residual.run.items import ItemSpec, rollout_indices
 from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
-from swe_residual.trial.record_model import RunRecord
-from swe_residual.trial.records import dedupe_records, item_id, record_key
+from swe_residual.trial.records import dedupe_records, item_id, read_record, record_json, record_key
 
 pytestmark = pytest.mark.unit
 
@@ -23,7 +22,7 @@ S, F, X = "success", "failure", "infra_error"
 
 
 def rec(task: str, state: str | None, outcome: str, rollout: int, **extra: Any) -> dict[str, Any]:
-    return make_record(task, state, outcome, rollout=rollout, **extra)
+    return make_run_record(task, state, outcome, rollout=rollout, **extra)
 
 
 def rolled(task: str, state: str | None, outcomes: str, pred: str = "P") -> list[dict[str, Any]]:
@@ -172,16 +171,16 @@ def test_two_rollouts_of_one_start_are_two_records() -> None:
     assert record_key(first) != record_key(second)
     assert dedupe_records([first, second, first]) == [first, second]
     # rollout 0 keys as a record without rollouts always did; the rollout comes last, as an int
-    assert record_key(first) == record_key(make_record("a", "a1", S)) == ("A", "repo", "a", "residual", "a1")
+    assert record_key(first) == record_key(make_run_record("a", "a1", S)) == ("A", "repo", "a", "residual", "a1")
     assert record_key(second) == ("A", "repo", "a", "residual", "a1", 1)
-    assert record_key(RunRecord.from_json(second)) == record_key(second)
+    assert record_key(read_record(record_json(second))) == record_key(second)
 
 
 def test_a_record_without_rollout_reads_as_rollout_0_and_writes_back_as_it_was() -> None:
     old = make_record("a", None, S)
-    record = RunRecord.from_json(old)
-    assert record.rollout == 0 and "rollout" not in record.to_json()
-    assert RunRecord.from_json({**old, "rollout": 3}).to_json()["rollout"] == 3
+    record = read_record(old)
+    assert record.rollout == 0 and "rollout" not in record_json(record)
+    assert record_json(read_record({**old, "rollout": 3}))["rollout"] == 3
 
 
 def test_item_ids_name_the_rollout_only_with_several() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recordfactory import make_record
 from taskfactory import make_machine_task
 
 from swe_residual.cli.main import main as cli_main
@@ -168,6 +169,7 @@ def test_record_writes_a_manifest_that_builds_the_same_state(tmp_path: Path, sou
     run.mkdir(parents=True)
     trial = "0a1b-tiny-task/tiny-task.1-of-1"
     (run / "record.json").write_text(json.dumps({
+        **make_record("tiny-task", agent="terminus", track="machine"),
         "outcome": "failure", "termination": "submitted", "submitted": True, "reward": 0.0,
         "tests": {"t.test_solved": "failed"},
         "residualize": {"source": {"agent": "terminus", "model": "openai/gpt-4o-mini", "declared_complete": True,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from dockerneeded import docker_test, engine_needed  # noqa: F401 - engine_needed is autouse
+from recordfactory import make_record
 from reviewwork import make_review_work
 from taskfactory import make_machine_task
 
@@ -133,8 +134,8 @@ def machine_work(tmp_path: Path) -> Iterator[Path]:
     run = work / ref.relative
     run.mkdir(parents=True)
     (run / "commands.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in COMMANDS))
-    write_json(run / "record.json", {"track": "machine", "termination": "submitted", "reward": 0.0, "steps": 2,
-                                     "tests": {"t::test_solved": "failed"}})
+    write_json(run / "record.json", make_record(task_id, agent="terminus", track="machine", outcome="failure",
+                                                steps=2, tests={"t::test_solved": "failed"}))
     write_json(work / "generate.json", {"dataset": str(tmp_path / "dataset"), "predecessors": {"terminus": "x"},
                                         "tasks": [task_id]})
     write_json(work / "filter.json", {"candidates": [ref.as_dict()], "excluded": []})

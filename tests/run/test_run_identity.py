@@ -27,7 +27,7 @@ import pytest
 from test_plugin import records, run, suite  # noqa: F401  (the `suite` fixture)
 
 from swe_residual.cli.main import main as cli_main
-from swe_residual.trial.records import append_record
+from swe_residual.trial.records import append_record, read_record
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ def test_one_agent_name_with_two_configurations_is_an_error_naming_both(suite: p
     # One results file holding both (concatenated by hand): the same error, and no summary.
     joined = suite.path / "out" / "joined" / "results.jsonl"
     for record in five[:1] + six[:1]:
-        append_record(joined, record)
+        append_record(joined, read_record(record))
     assert cli_main(["report", str(joined), "--out", str(tmp_path / "j")]) == 2
 
 

@@ -7,7 +7,6 @@ failure text holding one, and checked with execnet's own serializer, as xdist se
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import execnet
@@ -17,7 +16,7 @@ from plugins.context import RECORD_PROPERTY
 from plugins.residual import record_of
 from plugins.sendable import UNSENT_PROPERTY, keep_unsendable, unsendable
 from swe_residual.trial.records import fallback_path, read_records, record_line
-from recordfactory import make_record
+from recordfactory import make_record, make_run_record
 
 PATCH = "diff --git a/caf\udce9.txt b/caf\udce9.txt\n+temp\udce9rature \udcff\n"
 
@@ -29,12 +28,12 @@ def _report(value: object, longrepr: str | None = None) -> pytest.TestReport:
 
 @pytest.mark.unit
 def test_a_record_line_is_ascii_sendable_and_gives_back_the_same_bytes(pytestconfig: pytest.Config) -> None:
-    record = make_record("t", final_patch=PATCH)
+    record = make_run_record("t", final_patch=PATCH)
     line = record_line(record)
     assert line.isascii() and "\\udce9" in line
     report = _report(line)
     assert unsendable(pytestconfig, report) is None
-    assert record_of(report)["final_patch"].encode("utf-8", "surrogateescape") == PATCH.encode("utf-8", "surrogateescape")
+    assert record_of(report).final_patch.encode("utf-8", "surrogateescape") == PATCH.encode("utf-8", "surrogateescape")
 
 
 @pytest.mark.unit
@@ -52,6 +51,6 @@ def test_an_unsendable_report_has_its_record_written_by_the_worker(pytestconfig:
         assert name == UNSENT_PROPERTY and where["path"] == str(fallback_path(results))
         assert "\\xe9" in str(report.longrepr)
         (kept,) = read_records([results]).records  # read beside results.jsonl, as every reader does
-        assert kept["final_patch"] == PATCH and json.dumps(kept, ensure_ascii=True)
+        assert kept.final_patch == PATCH and record_line(kept).isascii()
     finally:
         fallback_path(results).unlink(missing_ok=True)

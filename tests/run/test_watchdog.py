@@ -17,6 +17,7 @@ from test_plugin import only_run_dir, records, run, suite  # noqa: F401  (the `s
 from swe_residual.agents import AgentSession, Budget, BudgetExhausted
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import AGENT_GRACE_SEC, RunOptions, run_agent, run_item
 from swe_residual.run.settings import WATCHDOG_MARGIN_SEC
 from swe_residual.trial.trajectory import Trajectory
@@ -75,8 +76,8 @@ def test_an_agent_that_never_returns_is_a_time_limit_failure(tmp_path: Path) -> 
     (tmp_path / "work").mkdir()
     agent = WakesUpLate()
     started = time.monotonic()
-    record = run_item(entry.task, entry.states[0], lambda: agent, backend,
-                      RunOptions(run_id="r", run_dir=tmp_path / "run"))
+    record = record_json(run_item(entry.task, entry.states[0], lambda: agent, backend,
+                      RunOptions(run_id="r", run_dir=tmp_path / "run")))
     elapsed = time.monotonic() - started
     assert (record["outcome"], record["termination"], record["submitted"]) == ("failure", "time_limit", False)
     assert record["budget"]["timeout_sec"] == BUDGET_SEC

@@ -15,6 +15,7 @@ from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import ConfigError
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.run.settings import resolve_agent_options
 
@@ -41,7 +42,7 @@ def test_the_budget_is_identical_for_both_starts_and_recorded(setup, tmp_path: P
     entry, backend = setup(agent_timeout_sec=40)
     options = RunOptions(run_id="b", run_dir=tmp_path / "run", timeout_multiplier=1.5, max_steps=7, cost_limit=2.5)
     factory = resolve_agent("mini-swe-agent", {"script": script(tmp_path, "s.json", [SUBMIT])}, "deterministic")
-    records = [run_item(entry.task, state, factory, backend, options) for state in (None, entry.states[0])]
+    records = [record_json(run_item(entry.task, state, factory, backend, options)) for state in (None, entry.states[0])]
     assert [r["start"] for r in records] == ["clean", "residual"]
     for record in records:
         assert record["budget"] == {"timeout_sec": 60.0, "max_steps": 7, "cost_limit": 2.5}
@@ -57,7 +58,7 @@ def test_wall_time_is_the_task_timeout_times_the_multiplier(setup, tmp_path: Pat
                                 "deterministic")
     else:
         factory = resolve_agent("cmd:sleep 30")
-    record = run_item(entry.task, None, factory, backend, options)
+    record = record_json(run_item(entry.task, None, factory, backend, options))
     assert (record["outcome"], record["termination"], record["submitted"]) == ("failure", "time_limit", False)
     assert record["budget"]["timeout_sec"] == 1.0
     assert record["durations"]["agent_sec"] < 10
@@ -72,7 +73,7 @@ def test_step_limit_is_a_task_failure(setup, tmp_path: Path, agent: str) -> None
         factory = resolve_agent("mini-swe-agent", {"script": script(tmp_path, "s.json", ["echo hi"] * 5)}, "deterministic")
     else:
         factory = resolve_agent("module:scripted_agents:LoopsForever")
-    record = run_item(entry.task, None, factory, backend, options)
+    record = record_json(run_item(entry.task, None, factory, backend, options))
     assert (record["outcome"], record["termination"], record["steps"]) == ("failure", "step_limit", 2)
     assert len(record["attempts"]) == 1
 
@@ -82,7 +83,7 @@ def test_cost_limit_is_a_task_failure(setup, tmp_path: Path) -> None:
     outputs = [{"command": "echo hi", "cost": 0.4}] * 5
     options = RunOptions(run_id="b", run_dir=tmp_path / "run", cost_limit=1.0)
     factory = resolve_agent("mini-swe-agent", {"script": script(tmp_path, "s.json", outputs)}, "deterministic")
-    record = run_item(entry.task, None, factory, backend, options)
+    record = record_json(run_item(entry.task, None, factory, backend, options))
     assert (record["outcome"], record["termination"]) == ("failure", "cost_limit")
     assert record["cost"] == pytest.approx(1.2) and record["steps"] == 3
     assert record["budget"]["cost_limit"] == 1.0 and len(record["attempts"]) == 1

@@ -14,7 +14,8 @@ from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
 from swe_residual.errors import EnvironmentLostByAgent
-from swe_residual.trial.records import REQUIRED_FIELDS
+from swe_residual.trial.values import Outcome, Start
+from swe_residual.trial.records import REQUIRED_FIELDS, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 
@@ -33,17 +34,18 @@ def test_oracle_solves_and_noop_fails_from_every_start(setup) -> None:
     entry, backend, options = setup()
     for state in (None, entry.states[0]):
         solved = run_item(entry.task, state, resolve_agent("oracle"), backend, options)
-        assert solved["outcome"] == "success" and solved["reward"] == 1.0
-        assert set(solved["tests"].values()) == {"passed"}
+        assert solved.outcome == "success" and solved.reward == 1.0
+        assert set(solved.tests.values()) == {"passed"}
         unsolved = run_item(entry.task, state, resolve_agent("noop"), backend, options)
-        assert unsolved["outcome"] == "failure" and unsolved["reward"] == 0.0
-        assert unsolved["termination"] == "submitted" and unsolved["submitted"] is True
+        assert unsolved.outcome == "failure" and unsolved.reward == 0.0
+        assert unsolved.termination == "submitted" and unsolved.submitted is True
 
 
 def test_record_has_the_contract_fields(setup) -> None:
     entry, backend, options = setup()
     state = entry.states[0]
-    record = run_item(entry.task, state, resolve_agent("noop"), backend, options)
+    typed = run_item(entry.task, state, resolve_agent("noop"), backend, options)
+    record = record_json(typed)
     assert set(REQUIRED_FIELDS) <= set(record)
     assert record["start"] == "residual" and record["state"] == "drafter-1" and record["predecessor"] == "drafter"
     assert record["initial_tests"]["test_calc.test_clamp_high"] == "failed"
@@ -64,6 +66,9 @@ def test_record_has_the_contract_fields(setup) -> None:
     # the contract's order, keys and plain types (execnet, xdist's transport, takes nothing else)
     assert list(record) == [key for key in RUNNER_KEYS if key != "handoff"]
     assert execnet.loads(execnet.dumps(record)) == record
+    # and the typed record reads the same: enum members, tuples, the parts by attribute
+    assert typed.start is Start.RESIDUAL and typed.reference_files == ("calc.py",)
+    assert typed.attempts[0].outcome is Outcome.FAILURE and typed.durations.wall_sec > 0
 
 
 def test_cmd_agent_gets_the_request_and_its_trajectory_is_read(setup) -> None:
@@ -75,36 +80,36 @@ def test_cmd_agent_gets_the_request_and_its_trajectory_is_read(setup) -> None:
         'echo \'{"command": "sed -i ... calc.py", "output": ""}\' >> "$SWE_RESIDUAL_TRAJECTORY_FILE"'
     )
     record = run_item(entry.task, None, resolve_agent(f"cmd:{script}"), backend, options)
-    assert record["outcome"] == "success" and record["steps"] == 2
-    assert record["opened_files"] == ["calc.py"]
+    assert record.outcome == "success" and record.steps == 2
+    assert record.opened_files == ("calc.py",)
 
 
 def test_agent_errors_and_budgets_are_task_failures(setup) -> None:
     entry, backend, options = setup(agent_timeout_sec=1)
     crashed = run_item(entry.task, None, resolve_agent("cmd:exit 3"), backend, options)
-    assert (crashed["outcome"], crashed["termination"], crashed["submitted"]) == ("failure", "agent_error", False)
+    assert (crashed.outcome, crashed.termination, crashed.submitted) == ("failure", "agent_error", False)
     slow = run_item(entry.task, None, resolve_agent("cmd:sleep 30"), backend, options)
-    assert (slow["outcome"], slow["termination"]) == ("failure", "time_limit")
-    assert len(slow["attempts"]) == 1  # never retried
+    assert (slow.outcome, slow.termination) == ("failure", "time_limit")
+    assert len(slow.attempts) == 1  # never retried
     raised = run_item(entry.task, None, resolve_agent("module:scripted_agents:Crashes"), backend, options)
-    assert raised["termination"] == "agent_error" and "fell over" in raised["message"]
+    assert raised.termination == "agent_error" and "fell over" in raised.message
 
 
 def test_step_limit(setup) -> None:
     entry, backend, _ = setup()
     options = RunOptions(run_id="r", run_dir=entry.task.path.parent.parent / "run", max_steps=3)
     record = run_item(entry.task, None, resolve_agent("module:scripted_agents:LoopsForever"), backend, options)
-    assert (record["termination"], record["steps"], record["outcome"]) == ("step_limit", 3, "failure")
-    assert record["budget"]["max_steps"] == 3
+    assert (record.termination, record.steps, record.outcome) == ("step_limit", 3, "failure")
+    assert record.budget.max_steps == 3
 
 
 def test_infra_error_is_retried_from_a_fresh_instance(setup, tmp_path: Path, monkeypatch) -> None:
     entry, backend, options = setup()
     monkeypatch.setenv("FLAKY_INFRA_DIR", str(tmp_path))
     record = run_item(entry.task, entry.states[0], resolve_agent("module:scripted_agents:FlakyInfra"), backend, options)
-    assert [a["outcome"] for a in record["attempts"]] == ["infra_error", "failure"]
-    assert "container lost" in record["attempts"][0]["error"]
-    assert record["outcome"] == "failure" and record["steps"] == 1
+    assert [a.outcome for a in record.attempts] == ["infra_error", "failure"]
+    assert "container lost" in record.attempts[0].error
+    assert record.outcome == "failure" and record.steps == 1
 
 
 def test_unresolved_infra_error_after_all_retries(setup, tmp_path: Path, monkeypatch) -> None:
@@ -112,8 +117,8 @@ def test_unresolved_infra_error_after_all_retries(setup, tmp_path: Path, monkeyp
     monkeypatch.setenv("FLAKY_INFRA_DIR", str(tmp_path))
     monkeypatch.setattr("scripted_agents.FlakyInfra.failures", 99)
     record = run_item(entry.task, None, resolve_agent("module:scripted_agents:FlakyInfra"), backend, options)
-    assert record["outcome"] == "infra_error" and len(record["attempts"]) == 3
-    assert record["tests"] is None and record["reward"] is None
+    assert record.outcome == "infra_error" and len(record.attempts) == 3
+    assert record.tests is None and record.reward is None
 
 
 def test_verifier_crash_reverifies_the_saved_state_first(setup, tmp_path: Path) -> None:
@@ -125,21 +130,21 @@ def test_verifier_crash_reverifies_the_saved_state_first(setup, tmp_path: Path) 
     )
     entry, backend, options = setup(test_sh=flaky)
     record = run_item(entry.task, None, resolve_agent("noop"), backend, options)
-    assert record["outcome"] == "failure" and len(record["attempts"]) == 1
-    assert record["attempts"][0]["reverified"] is True
+    assert record.outcome == "failure" and len(record.attempts) == 1
+    assert record.attempts[0].reverified is True
 
 
 def test_verifier_that_never_gives_a_verdict_is_infra(setup) -> None:
     entry, backend, options = setup(test_sh="#!/bin/bash\necho -1 > \"$VERIFIER_LOGS_DIR/reward.txt\"\n")
     record = run_item(entry.task, None, resolve_agent("oracle"), backend, options)
-    assert record["outcome"] == "infra_error" and len(record["attempts"]) == 3
-    assert all("verifier" in a["error"] for a in record["attempts"])
+    assert record.outcome == "infra_error" and len(record.attempts) == 3
+    assert all("verifier" in a.error for a in record.attempts)
 
 
 def test_reward_files_written_by_the_agent_gain_nothing(setup) -> None:
     entry, backend, options = setup()
     record = run_item(entry.task, None, resolve_agent("module:scripted_agents:WritesRewardFiles"), backend, options)
-    assert record["outcome"] == "failure" and record["reward"] == 0.0
+    assert record.outcome == "failure" and record.reward == 0.0
 
 
 class LosesAnotherContainer:
@@ -155,5 +160,5 @@ class LosesAnotherContainer:
 def test_a_container_lost_with_no_cause_that_is_not_the_agents_stays_infra(setup) -> None:
     entry, backend, options = setup()
     record = run_item(entry.task, None, LosesAnotherContainer, backend, options)
-    assert record["outcome"] == "infra_error" and len(record["attempts"]) == 3
-    assert all("no cause from outside it" in attempt["error"] for attempt in record["attempts"])
+    assert record.outcome == "infra_error" and len(record.attempts) == 3
+    assert all("no cause from outside it" in attempt.error for attempt in record.attempts)

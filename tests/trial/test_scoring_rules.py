@@ -24,6 +24,7 @@ from swe_residual.agents import AgentResult, AgentSession, resolve_agent
 from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.environments.base import VerifierOutput
 from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.verifier.outputs import evaluate
 
@@ -68,7 +69,7 @@ def test_an_exhausted_budget_is_a_failure_even_when_the_final_state_passes(
     # Paper App. D: "In the success rates of Table 3, runs that exhaust the budget count as
     # task failures." The verdict itself stays in the record.
     entry, backend = make_entry(tmp_path)
-    record = run_item(entry.task, None, lambda: FixesThenOverruns(spend), backend, options(tmp_path, **limits))
+    record = record_json(run_item(entry.task, None, lambda: FixesThenOverruns(spend), backend, options(tmp_path, **limits)))
     assert (record["outcome"], record["termination"], record["submitted"]) == ("failure", termination, False)
     assert record["reward"] == 1.0 and record["rewards"] == {"reward": 1.0}
     assert set(record["tests"].values()) == {"passed"}
@@ -80,7 +81,7 @@ def test_a_command_killed_at_its_time_limit_is_a_failure_even_when_its_work_pass
     # task failures." (App. C: "If an evaluated agent exhausts its budget without solving the
     # task, the run counts as a task failure.")
     entry, backend = make_entry(tmp_path, agent_timeout_sec=1)
-    record = run_item(entry.task, None, resolve_agent(f"cmd:{FIX_CLAMP} && sleep 30"), backend, options(tmp_path))
+    record = record_json(run_item(entry.task, None, resolve_agent(f"cmd:{FIX_CLAMP} && sleep 30"), backend, options(tmp_path)))
     assert (record["outcome"], record["termination"], record["reward"]) == ("failure", "time_limit", 1.0)
 
 
@@ -92,8 +93,8 @@ def test_a_cmd_agent_exiting_75_is_a_model_service_failure_retried_from_a_fresh_
     # instance of the same initial state." Exit status 75 (EX_TEMPFAIL) is how a `cmd:` agent
     # says so (README, docs/agents.md).
     entry, backend = make_entry(tmp_path)
-    always = run_item(entry.task, None, resolve_agent("cmd:echo 'HTTP 429 from the model' >&2; exit 75"),
-                      backend, options(tmp_path))
+    always = record_json(run_item(entry.task, None, resolve_agent("cmd:echo 'HTTP 429 from the model' >&2; exit 75"),
+                      backend, options(tmp_path)))
     assert always["outcome"] == "infra_error" and always["termination"] == "infra_error"
     assert [a["outcome"] for a in always["attempts"]] == ["infra_error"] * 3
     assert all(a["error"].startswith("model: ") and "429" in a["error"] for a in always["attempts"])
@@ -102,7 +103,7 @@ def test_a_cmd_agent_exiting_75_is_a_model_service_failure_retried_from_a_fresh_
     # Rate-limited once: the second attempt starts from a fresh instance and is the measurement.
     marker = tmp_path / "rate-limited-once"
     once = f"if [ ! -e {marker} ]; then touch {marker}; {FIX_CLAMP}; exit 75; fi; true"
-    record = run_item(entry.task, entry.states[0], resolve_agent(f"cmd:{once}"), backend, options(tmp_path))
+    record = record_json(run_item(entry.task, entry.states[0], resolve_agent(f"cmd:{once}"), backend, options(tmp_path)))
     assert [a["outcome"] for a in record["attempts"]] == ["infra_error", "failure"]
     # The first attempt's fix died with its instance: the residual state is graded as it was.
     assert record["outcome"] == "failure" and record["termination"] == "submitted" and record["reward"] == 0.0
@@ -151,13 +152,13 @@ def test_a_rate_limited_model_is_infra_retried_never_the_agents_failure(
     agent = resolve_agent("mini-swe-agent", {"script": str(script), "model_class": f"{__name__}.RateLimitedModel"},
                           "deterministic")
     monkeypatch.setattr(RateLimitedModel, "failures_left", 1)
-    record = run_item(entry.task, None, agent, backend, options(tmp_path))
+    record = record_json(run_item(entry.task, None, agent, backend, options(tmp_path)))
     assert [a["outcome"] for a in record["attempts"]] == ["infra_error", "success"]
     assert record["attempts"][0]["error"].startswith("model: RateLimitError")
     assert (record["outcome"], record["termination"], record["steps"]) == ("success", "submitted", 2)
 
     monkeypatch.setattr(RateLimitedModel, "failures_left", 99)
-    unresolved = run_item(entry.task, None, agent, backend, options(tmp_path))
+    unresolved = record_json(run_item(entry.task, None, agent, backend, options(tmp_path)))
     assert unresolved["outcome"] == "infra_error" and len(unresolved["attempts"]) == 3
     assert all(a["outcome"] == "infra_error" for a in unresolved["attempts"])
 
@@ -220,7 +221,7 @@ def test_reward_one_with_a_skipped_acceptance_test_is_a_contradicted_reward(tmp_
     # acceptance test of tests/config.json that did not pass contradicts a reward of 1, so the
     # run is a failure, with the reward file's figure kept in `rewards` and the reason recorded.
     entry, backend = make_entry(tmp_path, test_sh=SKIPPED_HIGH, environment_mode="shared")
-    record = run_item(entry.task, None, resolve_agent("noop"), backend, options(tmp_path))
+    record = record_json(run_item(entry.task, None, resolve_agent("noop"), backend, options(tmp_path)))
     assert (record["outcome"], record["reward"], record["rewards"]) == ("failure", 0.0, {"reward": 1.0})
     assert record["tests"]["test_calc.test_clamp_high"] == "skipped"  # the statuses are kept
     assert "1 of 4 acceptance test(s)" in record["contradicted"] and "test_clamp_high skipped" in record["contradicted"]
@@ -245,17 +246,17 @@ def test_a_cmd_agent_that_records_no_trajectory_has_unknown_opened_and_inspected
     # and Inspection needs the agent's actions too: with no recorded actions neither is known.
     entry, backend = make_entry(tmp_path)
     state = entry.states[0]
-    silent = run_item(entry.task, state, resolve_agent("cmd:git diff; cat calc.py"), backend, options(tmp_path))
+    silent = record_json(run_item(entry.task, state, resolve_agent("cmd:git diff; cat calc.py"), backend, options(tmp_path)))
     assert silent["opened_files"] is None and silent["inspected"] is None
     assert silent["steps"] == 1  # the invocation, which is all the session saw
 
     # The same work, with its steps written to $SWE_RESIDUAL_TRAJECTORY_FILE: known.
     steps = "".join(json.dumps({"command": c, "output": "x"}).replace("'", "") + "\\n" for c in ("git diff", "cat calc.py"))
-    recorded = run_item(entry.task, state, resolve_agent(
-        f"""cmd:git diff; cat calc.py; printf '{steps}' > "$SWE_RESIDUAL_TRAJECTORY_FILE\""""), backend, options(tmp_path))
+    recorded = record_json(run_item(entry.task, state, resolve_agent(
+        f"""cmd:git diff; cat calc.py; printf '{steps}' > "$SWE_RESIDUAL_TRAJECTORY_FILE\""""), backend, options(tmp_path)))
     assert recorded["opened_files"] == ["calc.py"] and recorded["inspected"] is True
 
     # An in-process agent acts only through the session: none of its actions is unseen, so
     # "opened nothing" is a fact, not a gap.
-    noop = run_item(entry.task, state, resolve_agent("noop"), backend, options(tmp_path))
+    noop = record_json(run_item(entry.task, state, resolve_agent("noop"), backend, options(tmp_path)))
     assert noop["opened_files"] == [] and noop["inspected"] is False

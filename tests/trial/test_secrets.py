@@ -19,6 +19,7 @@ from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
 from swe_residual.trial.redaction import REDACTED, redact, secret_values
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 FAKE_KEY = "sk-fake-0123456789abcdef"
@@ -49,10 +50,10 @@ def test_keys_reach_a_cmd_agent_only_when_listed(tmp_path: Path, monkeypatch: py
     entry = load_dataset(tmp_path / "data").entries[0]
     backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path)
     echo = 'cmd:echo "key=[${OPENAI_API_KEY:-unset}]"; test -n "$OPENAI_API_KEY"'
-    unlisted = run_item(entry.task, None, resolve_agent(echo), backend, RunOptions(run_id="s", run_dir=tmp_path / "a"))
+    unlisted = record_json(run_item(entry.task, None, resolve_agent(echo), backend, RunOptions(run_id="s", run_dir=tmp_path / "a")))
     assert unlisted["termination"] == "agent_error"  # not passed: the command saw no key
     options = RunOptions(run_id="s", run_dir=tmp_path / "b", agent_options=(("env", "OPENAI_API_KEY"),))
-    listed = run_item(entry.task, None, resolve_agent(echo, dict(options.agent_options)), backend, options)
+    listed = record_json(run_item(entry.task, None, resolve_agent(echo, dict(options.agent_options)), backend, options))
     assert listed["termination"] == "submitted"  # passed: the command saw it...
     assert f"key=[{REDACTED}]" in listed["message"]  # ...and the record does not
     assert FAKE_KEY not in json.dumps(listed) and FAKE_KEY not in all_text(tmp_path / "b")
@@ -67,8 +68,8 @@ def test_the_mini_swe_agent_model_layer_gets_keys_in_process(tmp_path: Path, mon
     script = tmp_path / "s.json"
     script.write_text(json.dumps(['echo "in-env=[${ANTHROPIC_API_KEY:-unset}]"', "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]))
     options = RunOptions(run_id="s", run_dir=tmp_path / "run")
-    record = run_item(entry.task, None, resolve_agent("mini-swe-agent", {"script": str(script)}, "deterministic"),
-                      backend, options)
+    record = record_json(run_item(entry.task, None, resolve_agent("mini-swe-agent", {"script": str(script)}, "deterministic"),
+                      backend, options))
     steps = json.loads((options.run_dir / record["trajectory"]).read_text())["steps"]
     assert steps[0]["output"] == "in-env=[unset]\n"
     assert os.environ["ANTHROPIC_API_KEY"] == FAKE_KEY  # still there for the model layer (litellm reads it)

@@ -19,6 +19,7 @@ from scripted_agents import FIX_CLAMP
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 
 
@@ -27,7 +28,7 @@ def _run(tmp_path: Path, command: str, **task_options: Any) -> dict[str, Any]:
     entry = load_dataset(tmp_path / "data").entries[0]
     backend = LocalBackend(cache_dir=tmp_path / "cache", work_dir=tmp_path)
     options = RunOptions(run_id=f"local-{tmp_path.name}", run_dir=tmp_path / "run", infra_retries=1)
-    return run_item(entry.task, None, resolve_agent(f"cmd:{command}"), backend, options)
+    return record_json(run_item(entry.task, None, resolve_agent(f"cmd:{command}"), backend, options))
 
 
 def test_honest_agent_succeeds(tmp_path: Path) -> None:

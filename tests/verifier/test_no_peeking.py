@@ -21,6 +21,7 @@ from taskfactory import make_task
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.verifier.state_check import check_state_verdict
 
@@ -57,7 +58,7 @@ def peek(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TaskEntry, 
 
 def _run(peek: tuple[TaskEntry, DockerBackend, RunOptions], agent: str, residual: bool = False) -> dict[str, Any]:
     entry, backend, options = peek
-    record = run_item(entry.task, entry.states[0] if residual else None, resolve_agent(agent), backend, options)
+    record = record_json(run_item(entry.task, entry.states[0] if residual else None, resolve_agent(agent), backend, options))
     assert containers_of(options.run_id) == []  # every attempt's container is gone
     return record
 

@@ -26,6 +26,7 @@ from swe_residual.environments.docker import DockerBackend
 from swe_residual.environments.docker.engine import default_client, remove_images
 from swe_residual.environments.local import LocalBackend
 from swe_residual.environments.docker.base_image import BASE_IMAGE
+from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.dataset.task import load_task
 
@@ -253,7 +254,7 @@ def test_only_committed_work_is_graded_on_the_deepswe_shaped_task(backend_name: 
         for factory in (resolve_agent("oracle"), FixesWithoutCommitting, CommitsTheInheritedWork):
             agent = factory()
             for state in (None, *entry.states):
-                record = run_item(entry.task, state, factory, backend, options)
+                record = record_json(run_item(entry.task, state, factory, backend, options))
                 outcomes.setdefault(agent.name, []).append(record["outcome"])
                 # Graded from the collected model.patch, kept beside the record; the reward dict
                 # keeps the grader's f2p/p2p counts.

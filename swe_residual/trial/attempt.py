@@ -1,0 +1,219 @@
+"""One attempt at an item: start the environment, run the agent, capture what it left,
+grade it (swe_residual/trial/grading.py). `run_item` retries an attempt lost to the infrastructure.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from swe_residual.agents import Agent, AgentSession
+from swe_residual.verifier.canary import canary
+from swe_residual.environments.base import Backend, StartSpec
+from swe_residual.environments.disk_usage import DiskReport, DiskWatcher
+from swe_residual.errors import EnvironmentLostByAgent, InfraError
+from swe_residual.handoff.file import give_handoff
+from swe_residual.environments.harness_git import CaptureFailed
+from swe_residual.states.patches import capture_patch, committed_patch
+from swe_residual.trial.record_model import Attempt, Canary, Durations
+from swe_residual.trial.records import item_id
+from swe_residual.states.state import ResidualState
+from swe_residual.dataset.task import Task
+from swe_residual.trial.trajectory import Trajectory
+from swe_residual.trial.agent_run import agent_run_watched, watch_disk
+from swe_residual.trial.grading import Verification, checked_claim, reverify_saved, score, verify
+from swe_residual.trial.item_files import item_agent_logs_dir, item_artifacts_dir
+from swe_residual.trial.options import RunOptions
+from swe_residual.trial.values import Outcome, Termination, Track
+from swe_residual.verifier.outputs import Verdict
+
+
+@dataclass
+class AttemptResult:
+    """What one attempt gave: its outcome and verdict, the agent's account of its run, the
+    harness's measurements. `run_item` makes the record of the last one; `summary()` is the
+    record's entry under `attempts`."""
+
+    number: int
+    outcome: Outcome
+    termination: Termination | None = None  # as the agent gave it: a `module:` agent may name its own
+    verdict: Verdict | None = None
+    final_patch: str | None = None
+    trajectory: Trajectory | None = None
+    message: str | None = None
+    committed_patch: str | None = None  # options.capture_commits: the predecessor's commits
+    error: str | None = None
+    durations: dict[str, float] | None = None
+    reverified: bool = False
+    cost: float | None = None
+    fidelity: str | None = None  # how a machine-track state was restored (docker backend)
+    engine: str | None = None  # the Docker engine's URL when a fleet of engines ran it
+    verification: Verification | None = None
+    # Where the repository sat as the agent saw it: absolute paths in its commands resolve here.
+    workdir: str | None = None
+    actions_recorded: bool = True  # False: the trajectory cannot say what the agent opened
+    tokens: dict[str, int] | None = None  # {"prompt", "completion"} over the model calls; None: unknown
+    cost_known: bool = True  # False: a model call had no price, so the record's cost is null
+    submitted: bool = False  # the agent declared the task done (whatever the verifier made of it)
+    notes: tuple[str, ...] = ()  # the harness's own notes on this attempt, for verifier_notes
+    canary: Canary | None = None  # the clean state's verdict, when it was asked
+    disk: DiskReport | None = None  # how `[environment] storage_mb` was enforced (None: the task sets none)
+    machine_kept: float | None = None  # machine track: share of the predecessor's file changes left as they were
+
+    def summary(self) -> Attempt:
+        return Attempt(attempt=self.number, outcome=self.outcome, termination=self.termination, error=self.error,
+                       reverified=self.reverified,
+                       durations=Durations(**(self.durations or {})), canary=self.canary)
+
+
+def stop_agent_processes(environment: Any, task: Task) -> None:
+    """Repo track: nothing the agent left running outlives it (machine track: it may be the task)."""
+    stop = getattr(environment, "stop_processes", None)
+    if task.track == Track.REPO and callable(stop):
+        stop()
+
+
+def capture_final_patch(environment: Any) -> tuple[str | None, str | None]:
+    """(the final patch, or None with why it could not be made)."""
+    own = getattr(environment, "capture_patch", None)
+    try:
+        return (own() if callable(own) else capture_patch(environment)), None
+    except CaptureFailed as exc:  # the agent's tree defeats the harness's git: its own doing
+        return None, f"the final state could not be captured: {exc}"
+
+
+def read_machine_kept(environment: Any, state: ResidualState | None) -> float | None:
+    """The share of the predecessor's file changes (the state's machine.json) still as it left
+    them, read before the verifier runs; None without a record of them, or when they cannot be read."""
+    recorded = state.machine_digests() if state is not None else {}
+    if not recorded:
+        return None
+    from swe_residual.environments.docker.machine_changes import file_digests, unchanged_share
+
+    try:
+        return unchanged_share(recorded, file_digests(environment, sorted(recorded)))
+    except (InfraError, OSError):
+        return None
+
+
+def lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSession, trajectory: Trajectory,
+                   durations: dict[str, float], started: float, agent_started: float, environment: Any) -> AttemptResult:
+    """The attempt whose container stopped with no cause from outside it (`EnvironmentLostByAgent`):
+    the agent's failure, never retried; nothing is left to verify, so no verdict."""
+    reason = f"{str(lost).removeprefix(f'{lost.stage}: ')}: the agent's failure, nothing could be verified"
+    trajectory.final_message = reason
+    durations.setdefault("agent_sec", time.monotonic() - agent_started)
+    durations["total_sec"] = time.monotonic() - started
+    return AttemptResult(number, Outcome.FAILURE, Termination.AGENT_ERROR, trajectory=trajectory, message=reason,
+                    error=reason, durations=durations, cost=session.cost, engine=getattr(environment, "engine", None),
+                    actions_recorded=session.actions_recorded, workdir=environment.workdir, tokens=session.tokens,
+                    cost_known=session.cost_known)
+
+
+def run_attempt(
+    number: int,
+    task: Task,
+    state: ResidualState | None,
+    agent: Agent,
+    backend: Backend,
+    options: RunOptions,
+    acceptance: list[str] | None,
+    reference_solution: str | None,
+) -> AttemptResult:
+    durations: dict[str, float] = {}
+    started = time.monotonic()
+    item = item_id(agent.name, task.id, state.id if state else None, options.handoff, options.rollout)
+    # An agent's own install step (Harbor's installed agents) is a layer under its starts.
+    spec = StartSpec(options.run_id, item, number, install=getattr(agent, "install_step", None))
+    # Kept beside the record; a backend falls back to a private directory if it cannot be written.
+    artifacts_dir = item_artifacts_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
+    agent_logs_dir = item_agent_logs_dir(options.run_dir, agent.name, task, state, options.handoff, options.rollout)
+    shutil.rmtree(agent_logs_dir, ignore_errors=True)  # an earlier attempt's: the record is the last one's
+    environment = backend.start(task, state, spec)  # InfraError -> retried by the caller
+    watch: DiskWatcher | DiskReport | None = None
+    try:
+        durations["setup_sec"] = time.monotonic() - started
+        trajectory = Trajectory(agent=agent.name)
+        handoff = give_handoff(options.handoff, state, environment)  # None: blind, or a Clean Start
+        uses_solution = getattr(agent, "uses_reference_solution", False)  # only the oracle sees it
+        session = AgentSession(
+            instruction=task.instruction + (handoff.sentence if handoff is not None else ""),
+            budget=options.budget(task),
+            environment=environment,
+            trajectory=trajectory,
+            reference_solution=reference_solution if uses_solution else None,
+            solution_dir=task.solution_dir if uses_solution else None,
+            solution_env=dict(task.config.solution_env) if uses_solution else {},
+            track=str(task.track),
+            logs_dir=agent_logs_dir,
+        )
+        fidelity = getattr(environment, "fidelity", None)
+        agent_started = time.monotonic()
+        # Until the first verdict the agent's own container is in use: one that stopped with no
+        # cause from outside it is the agent's doing (environments/docker/lost.py).
+        watch = watch_disk(environment, task, session)
+        try:
+            termination, message, result, disk = agent_run_watched(agent, session, options.watchdog_exceptions,
+                                                                    watch, environment)
+            trajectory.final_message = message
+            if handoff is not None:  # gone before the patch, the collect steps and the verifier
+                handoff.take_back()
+            # What the agent spent: charged to the session, or reported on its result.
+            cost = max(session.cost, (result.cost or 0.0) if result is not None else 0.0)
+            durations["agent_sec"] = time.monotonic() - agent_started
+            durations.update(session.phases)  # the agent's own setup() and run(), when it times them
+            stop_agent_processes(environment, task)
+            # A machine-track start has no repository to diff: its work is the machine itself.
+            # The whole final working tree against the base commit (what Kept and Left-out read),
+            # taken before the collect steps run and whatever the task's grading rule is.
+            final_patch, capture_note = capture_final_patch(environment) if task.track == Track.REPO else (None, None)
+            committed = committed_patch(environment) \
+                if options.capture_commits and task.track == Track.REPO and final_patch is not None else None
+            notes = (capture_note,) if capture_note else ()
+            machine_kept = read_machine_kept(environment, state) if task.track == Track.MACHINE else None
+            verify_started = time.monotonic()
+            verification = verify(backend, environment, task, acceptance, artifacts_dir)
+        except EnvironmentLostByAgent as lost:
+            if lost.environment_id != getattr(environment, "container_id", None):
+                raise  # another container (a separate verifier's): nothing says the agent stopped it
+            return lost_by_agent(number, lost, session, trajectory, durations, started, agent_started,
+                                  environment)
+        if not verification.verdict.valid:
+            first_error = verification.verdict.error
+            verification = reverify_saved(backend, environment, task, final_patch, spec, acceptance, artifacts_dir)
+            if not verification.verdict.valid and verification.verdict.error != first_error:
+                notes += (f"verifier on the final state: {first_error}",)
+        if verification.verdict.success:
+            verification = replace(verification, verdict=checked_claim(backend, task, options.run_id, verification))
+        verdict = verification.verdict
+        canary_record = None
+        if verdict.valid:
+            outcome, error = score(verdict, termination), None
+        else:
+            clean = canary(backend, task, options.run_id)  # InfraError (the engine): retried
+            canary_record = Canary(valid=clean.valid, reward=clean.reward, error=clean.error)
+            if clean.valid:
+                # The verifier works on the clean state and not on what the agent left: its failure.
+                outcome, error = Outcome.FAILURE, None
+                notes += (f"no valid verdict on the agent's final state ({verdict.error}), verified again in a "
+                          "fresh instance; the verifier gives one on the task's clean state: the agent's failure",)
+            else:
+                outcome = Outcome.INFRA_ERROR
+                error = f"verifier: {verdict.error} (it fails on the task's clean state too: {clean.error})"
+        durations["verify_sec"] = time.monotonic() - verify_started
+        durations["total_sec"] = time.monotonic() - started
+        failed_verification = outcome == Outcome.FAILURE and not verdict.valid
+        return AttemptResult(number, outcome, Termination.VERIFIER_FAILED if failed_verification else termination,
+                        verdict, final_patch, trajectory, message, error=error,
+                        durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
+                        engine=getattr(environment, "engine", None),
+                        verification=verification, actions_recorded=session.actions_recorded,
+                        workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
+                        submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record,
+                        disk=disk, committed_patch=committed, machine_kept=machine_kept)
+    finally:
+        if isinstance(watch, DiskWatcher):
+            watch.halt()  # already stopped, unless the attempt ended early (an engine failure)
+        environment.close()
