@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import secrets
 import sys
 from pathlib import Path
@@ -29,7 +28,12 @@ from swe_residual.run.shard_check import agent_order, check_shards, missing_line
 from swe_residual.trial.records import append_record, read_records
 from swe_residual.run.status import partial_text, with_never_worked
 from swe_residual.run.verdict import run_verdict
-from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
+from swe_residual.summary.agent_order import in_agent_order
+from swe_residual.summary.aggregate import summarize
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.model import read_summary
+from swe_residual.summary.terminal import render_terminal
+from swe_residual.trial.record_model import as_records
 from swe_residual.summary.terminations import termination_report
 from swe_residual.report.html import write_report_from_results
 from swe_residual.summary.files import write_summary_files
@@ -54,8 +58,8 @@ def _recorded_uncertainty(paths: list[Path]) -> Uncertainty | None:
     for path in paths:
         summary = (path if path.is_dir() else path.parent) / "summary.json"
         try:
-            recorded = Uncertainty.from_json(json.loads(summary.read_text(encoding="utf-8")).get("uncertainty"))
-        except (OSError, ValueError, AttributeError, TypeError):
+            recorded = read_summary(summary).uncertainty
+        except (OSError, ValueError):  # no summary there, or not one (pydantic's ValidationError is a ValueError)
             continue
         if recorded is not None:
             return recorded
@@ -102,13 +106,14 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out) if args.out else _default_out(paths)
     uncertainty = _uncertainty(args, [*paths, out])
-    summary = build_summary(loaded.records, compare=True, sources=loaded.sources, uncertainty=uncertainty)
+    records = as_records(loaded.records)  # the results files' records, read once
+    summary = summarize(records, compare=True, sources=loaded.sources, uncertainty=uncertainty)
     partial = shards.partial()
     if partial is not None:
-        summary = {**summary, "partial": partial}
+        summary = summary.model_copy(update={"partial": partial})
     order = agent_order(read_inputs(paths))
     summary = in_agent_order(summary, order)
-    terminations = termination_report(loaded.records, order=order)  # the run's own table, merged
+    terminations = termination_report(records, order=order)  # the run's own table, merged
     summary = with_never_worked(summary, terminations.broken)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory
