@@ -1,11 +1,12 @@
 """Comparing agents: rankings under Clean and Residual starts, reversals, unsolved states.
 
 Pure functions over the run records and the pairs they give (the typed comparison block of the
-summary is assembled from them by :mod:`swe_residual.summary.comparison`). The paper's point is that the order of agents can flip once they start
-from inherited work (GLM 68.9 clean / 15.4 residual vs. Qwen 51.1 / 30.6): a reversal is a
-pair whose order under Clean is the opposite of its order under Residual on the tasks both
-agents ran (their common tasks: a margin measured on each agent's own tasks would compare
-different tasks), and both margins are reported with their intervals on those tasks.
+summary is assembled from them by :mod:`swe_residual.summary.comparison`). The paper's point is
+that the order of agents can flip once they start from inherited work (GLM 68.9 clean / 15.4
+residual vs. Qwen 51.1 / 30.6): a reversal is a pair whose order under Clean is the opposite of
+its order under Residual on the tasks both agents ran (their common tasks: a margin measured on
+each agent's own tasks would compare different tasks), and both margins are reported with their
+intervals on those tasks.
 
 Many pairs at once: the pairs of one scope are one family per figure (Residual, Clean, Gap),
 and Holm's step-down adjustment keeps the chance of any false "significant" in a family at

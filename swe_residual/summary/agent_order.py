@@ -21,8 +21,8 @@ def in_agent_order(summary: Summary, order: Sequence[str]) -> Summary:
     """`summary` with its per-agent parts in `order` (a run's: the command line's), any other
     agent after them: every table drawn from it then lists the agents the same way. The JSON
     file's keys stay sorted; only the renderers see the difference."""
-    update: dict[str, object] = {"agents": _ordered(summary.agents, order),
-                                 "infra": summary.infra.model_copy(update={"by_agent": _ordered(summary.infra.by_agent, order)})}
+    infra = summary.infra.model_copy(update={"by_agent": _ordered(summary.infra.by_agent, order)})
+    update: dict[str, object] = {"agents": _ordered(summary.agents, order), "infra": infra}
     if summary.by_handoff:
         update["by_handoff"] = _ordered(summary.by_handoff, order)
     comparison = summary.comparison

@@ -51,12 +51,13 @@ def compare_agents(agents: Mapping[str, AgentSummary], records: Sequence[RunReco
     scopes = comparison_scopes(agents)
     pairs = paired_comparisons(records, scopes, uncertainty)
     states = unsolved_states(records)
+    unsolved = tuple(UnsolvedState(**state) for state in states["unsolved"])
     return Comparison(
         n_agents=len(agents),
         rankings=rankings(agents),
         reversals={scope: tuple(Reversal(**r) for r in label_reversals(reversals(pairs[scope], scope), pairs[scope]))
                    for scope in scopes},
-        states=StatesSolved(n_states=states["n_states"], unsolved=tuple(UnsolvedState(**u) for u in states["unsolved"])),
+        states=StatesSolved(n_states=states["n_states"], unsolved=unsolved),
         pairs={scope: tuple(Pair(**p) for p in found) for scope, found in pairs.items()},
         multiplicity=Multiplicity(method="holm", family=FAMILY, alpha=1.0 - uncertainty.confidence),
     )

@@ -42,7 +42,7 @@ def _durations(records: Sequence[RunRecord]) -> dict[str, AgentInfra]:
     out: dict[str, AgentInfra] = {}
     for agent in sorted(by_agent):
         recs = by_agent[agent]
-        medians = {phase: _median([float(seconds) for r in recs if (seconds := getattr(r.durations, phase)) is not None])
+        medians = {phase: _median([float(s) for r in recs if (s := getattr(r.durations, phase)) is not None])
                    for phase in DURATION_KEYS}
         out[agent] = AgentInfra(items=len(recs), attempts=sum(len(r.attempts) for r in recs), **medians)
     return out

@@ -25,7 +25,9 @@ from enum import Enum
 from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, WithJsonSchema, model_serializer, model_validator
+from pydantic import (
+    BaseModel, ConfigDict, SerializerFunctionWrapHandler, WithJsonSchema, model_serializer, model_validator,
+)  # fmt: skip
 
 __all__ = ["Bound", "Number", "Omit", "OmitUnless", "Part"]
 
@@ -93,9 +95,11 @@ class Part(BaseModel):
         defaulted = _keys_read_as_default(cls)
         return {key: value for key, value in raw.items() if value is not None or key not in defaulted}
 
+    # No return annotation: pydantic then documents the part's fields as its serialization schema
+    # (docs/schema/), where an annotation would replace them.
     @model_serializer(mode="wrap")
-    def _leave_out(self, handler: SerializerFunctionWrapHandler) -> Any:
-        out = handler(self)
+    def _leave_out(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        out: dict[str, Any] = handler(self)
         for key, name, rule in _omissions(type(self)):
             if rule is Omit.NONE:
                 omitted = getattr(self, name) is None

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from swe_residual.metrics.acceptance import acceptance_bias
-from swe_residual.metrics.headline import TaskRuns, dropped_tasks, headline, pass_at_k_per_task, short_starts, task_table
+from swe_residual.metrics.headline import (
+    TaskRuns, dropped_tasks, headline, pass_at_k_per_task, short_starts, task_table,
+)  # fmt: skip
 from swe_residual.metrics.intervals import Uncertainty, gap_power, percent_bound, task_intervals
 from swe_residual.metrics.over_tasks import difference_interval, mean_interval
 from swe_residual.metrics.rollout_noise import disagreement_intervals, variance_splits

@@ -109,7 +109,8 @@ def render_terminal(summary: Summary) -> list[str]:
     if compared(s):  # the pairs on the widest scope (overall with several tracks)
         widest = s.scopes()[-1] if s.scopes() else None
         # names kept by their end, where agent specs differ (as the reversal line does)
-        pairs = [replace(row, pair=row.pair.model_copy(update={"a": clip_left(row.pair.a, 20), "b": clip_left(row.pair.b, 20)}))
+        pairs = [replace(row, pair=row.pair.model_copy(update={"a": clip_left(row.pair.a, 20),
+                                                               "b": clip_left(row.pair.b, 20)}))
                  for row in PAIRS.rows_of(s) if row.scope == widest]
         if pairs:
             lines.append(f"agents compared [{widest}] (a - b on common tasks, points; holm: after Holm's adjustment)")

@@ -44,7 +44,8 @@ def pairs_of(summary: Summary, scope: str) -> list[dict[str, Any]]:
             fa, fb = (agents[x].scope(scope) for x in (a, b))
             if not fa or not fb or None in (fa.clean, fa.residual, fb.clean, fb.residual):
                 continue
-            out.append({"a": a, "b": b, "n_tasks": 10, "clean": fa.clean - fb.clean, "residual": fa.residual - fb.residual})
+            out.append({"a": a, "b": b, "n_tasks": 10, "clean": fa.clean - fb.clean,
+                        "residual": fa.residual - fb.residual})
     return out
 
 

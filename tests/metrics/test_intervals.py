@@ -231,7 +231,8 @@ def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> Non
     assert summary_dict(records) == summary
     other = summary_dict(records, uncertainty=Uncertainty(seed=1))
     assert other["uncertainty"]["seed"] == 1 and other["agents"]["A"] == block
-    wider = summary_dict(records, uncertainty=Uncertainty(confidence=0.99))["agents"]["A"]["overall"]["intervals"]["gap"]
+    wider = summary_dict(records, uncertainty=Uncertainty(confidence=0.99))["agents"]["A"]["overall"]["intervals"][
+        "gap"]
     assert wider[0] < block["overall"]["intervals"]["gap"][0]
     # shown after the figure in summary.md; on the terminal the Gap's
     low, high = block["overall"]["intervals"]["gap"]

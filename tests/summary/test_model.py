@@ -146,7 +146,7 @@ def test_the_omission_rules_of_summary_json() -> None:
     stopped = summary_json(Summary(interrupted=True))
     assert stopped["interrupted"] is True and stopped["interrupted_reason"] is None and "resume_command" not in stopped
     # nothing rounded, an int stays an int, an interval is a list
-    figures = summary_json(Summary(agents={"a": {"overall": {"residual": 100 * 5 / 9, "clean": 50,
-                                                             "intervals": {"gap": (-1, 2.5)}}}}))["agents"]["a"]["overall"]
+    overall = {"residual": 100 * 5 / 9, "clean": 50, "intervals": {"gap": (-1, 2.5)}}
+    figures = summary_json(Summary(agents={"a": {"overall": overall}}))["agents"]["a"]["overall"]
     assert figures["residual"] == 100 * 5 / 9 and json.dumps(figures["clean"]) == "50"
     assert figures["intervals"]["gap"] == [-1.0, 2.5]

@@ -102,9 +102,9 @@ def test_excluded_items_sharing_an_error_are_one_row_per_agent_and_error() -> No
     from swe_residual.summary.tables import EXCLUDED, excluded_groups
 
     no_network = "agent-setup: a: its install step needs the network"
-    items = [ExcludedItem("a", "t1", None, no_network), ExcludedItem("a", "t1", "s1", no_network),
-             ExcludedItem("a", "t2", "s2", no_network), ExcludedItem("b", "t1", None, no_network),
-             ExcludedItem("a", "t3", None, "environment: lost container")]
+    items = [ExcludedItem(agent=agent, task=task, state=state, error=error) for agent, task, state, error in (
+        ("a", "t1", None, no_network), ("a", "t1", "s1", no_network), ("a", "t2", "s2", no_network),
+        ("b", "t1", None, no_network), ("a", "t3", None, "environment: lost container"))]
     groups = excluded_groups(items)
     assert [(g.agent, g.error, len(g.items), g.task, g.state) for g in groups] == [
         ("a", no_network, 3, "2 tasks", "3 starts"), ("b", no_network, 1, "t1", "(clean)"),

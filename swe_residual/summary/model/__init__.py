@@ -9,21 +9,24 @@ edges). :func:`swe_residual.summary.aggregate.summarize` builds a :class:`Summar
 """
 
 from swe_residual.metrics.intervals import Intervals, Uncertainty
-from swe_residual.summary.model.comparison import Comparison, Multiplicity, Pair, Rank, Reversal, StatesSolved, UnsolvedState
+from swe_residual.summary.model.comparison import (
+    Comparison, Multiplicity, Pair, Rank, Reversal, StatesSolved, UnsolvedState,
+)  # fmt: skip
 from swe_residual.summary.model.handoff import HandoffView, TakeoverCost
 from swe_residual.summary.model.infra import (
     AgentInfra, ContradictedItem, ExcludedItem, FailedItem, Fidelity, FidelityState, Infra, OracleMiss, OracleSummary,
 )  # fmt: skip
 from swe_residual.summary.model.scope import (
-    OVERALL, AcceptanceBias, AgentSummary, Disagreement, DroppedTask, PassAtK, Power, PredecessorGroup, ScopeMetrics,
-    ShortStart, SplitByKept, VarianceSplit,
+    OVERALL, AcceptanceBias, AgentSummary, Disagreement, DroppedTask, Headline, PassAtK, Power, PredecessorGroup,
+    ScopeMetrics, ShortStart, SplitByKept, VarianceSplit,
 )  # fmt: skip
 from swe_residual.summary.model.summary import Partial, Skipped, Summary, read_summary, summary_json, summary_text
 
 __all__ = [
     "OVERALL", "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "ContradictedItem", "Disagreement",
-    "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity", "FidelityState", "HandoffView", "Infra", "Intervals",
-    "Multiplicity", "OracleMiss", "OracleSummary", "Pair", "Partial", "PassAtK", "Power", "PredecessorGroup", "Rank",
-    "Reversal", "ScopeMetrics", "ShortStart", "Skipped", "SplitByKept", "StatesSolved", "Summary", "TakeoverCost",
-    "Uncertainty", "UnsolvedState", "VarianceSplit", "read_summary", "summary_json", "summary_text",
+    "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity", "FidelityState", "HandoffView", "Headline",
+    "Infra", "Intervals", "Multiplicity", "OracleMiss", "OracleSummary", "Pair", "Partial", "PassAtK", "Power",
+    "PredecessorGroup", "Rank", "Reversal", "ScopeMetrics", "ShortStart", "Skipped", "SplitByKept",
+    "StatesSolved", "Summary", "TakeoverCost", "Uncertainty", "UnsolvedState", "VarianceSplit", "read_summary",
+    "summary_json", "summary_text",
 ]  # fmt: skip

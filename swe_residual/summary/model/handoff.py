@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from swe_residual.summary.model.scope import AcceptanceBias
+from swe_residual.summary.model.scope import AcceptanceBias, Headline
 from swe_residual.summary.part import Number, Part
 
 __all__ = ["HandoffView", "TakeoverCost"]
@@ -21,16 +21,10 @@ class TakeoverCost(Part):
     n_residual: int = 0
 
 
-class HandoffView(Part):
+class HandoffView(Headline):
     """One agent under one handoff view: the headline pooled over tracks, the acceptance bias
     per track, the takeover cost per quantity."""
 
-    residual: Number | None = None
-    clean: Number | None = None
-    gap: Number | None = None
-    cond_fail: Number | None = None
-    n_tasks: int = 0
-    n_states: int = 0
     acceptance_bias: Mapping[str, AcceptanceBias] = {}
     takeover: Mapping[str, TakeoverCost] = {}
 

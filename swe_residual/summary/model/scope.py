@@ -12,7 +12,7 @@ from swe_residual.metrics.intervals import Intervals
 from swe_residual.summary.part import Bound, Number, Omit, Part
 
 __all__ = [
-    "OVERALL", "AcceptanceBias", "AgentSummary", "Disagreement", "DroppedTask", "PassAtK", "Power",
+    "OVERALL", "AcceptanceBias", "AgentSummary", "Disagreement", "DroppedTask", "Headline", "PassAtK", "Power",
     "PredecessorGroup", "ScopeMetrics", "ShortStart", "SplitByKept", "VarianceSplit",
 ]  # fmt: skip
 
@@ -117,8 +117,8 @@ class VarianceSplit(Part):
     n_tasks: int = 0
 
 
-class ScopeMetrics(Part):
-    """One agent's figures on one track, or ``overall`` (its tracks pooled, each task once)."""
+class Headline(Part):
+    """The headline figures (Table 3 and CondFail) and the tasks and states behind them."""
 
     residual: Number | None = None
     clean: Number | None = None
@@ -126,6 +126,11 @@ class ScopeMetrics(Part):
     cond_fail: Number | None = None
     n_tasks: int = 0
     n_states: int = 0
+
+
+class ScopeMetrics(Headline):
+    """One agent's figures on one track, or ``overall`` (its tracks pooled, each task once)."""
+
     by_predecessor: Mapping[str, PredecessorGroup] = {}
     cond_fail_tasks: int = 0
     cond_fail_states: int = 0
