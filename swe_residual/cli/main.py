@@ -25,7 +25,7 @@ from swe_residual.metrics.intervals import Uncertainty
 from swe_residual.run.gates import evaluate_gates, parse_gate
 from swe_residual.run.settings import BY_FLAG, resolve_setting
 from swe_residual.run.shard_check import agent_order, check_shards, missing_lines, read_inputs
-from swe_residual.trial.records import append_record, read_records
+from swe_residual.trial.records import LoadedRecords, append_record, read_records
 from swe_residual.run.status import partial_text, with_never_worked
 from swe_residual.run.verdict import run_verdict
 from swe_residual.summary.agent_order import in_agent_order
@@ -35,7 +35,7 @@ from swe_residual.summary.model import read_summary
 from swe_residual.summary.terminal import render_terminal
 from swe_residual.trial.record_model import as_records
 from swe_residual.summary.terminations import termination_report
-from swe_residual.report.html import write_report_from_results
+from swe_residual.report.html import write_report
 from swe_residual.summary.files import write_summary_files
 
 
@@ -75,6 +75,19 @@ def _uncertainty(args: argparse.Namespace, paths: list[Path]) -> Uncertainty:
     return Uncertainty(**values)
 
 
+def _read_results(paths: list[Path]) -> tuple[LoadedRecords, list[Path]]:
+    """The records of the results files (or run directories), as `read_records` reads them, and
+    the directory each came from: report.html links its trajectory and verifier log from there."""
+    loaded, directories = LoadedRecords(), []
+    for path in paths:
+        one = read_records([path])
+        loaded.records += one.records
+        loaded.problems += one.problems
+        loaded.sources += one.sources
+        directories += [path if path.is_dir() else path.parent] * len(one.records)
+    return loaded, directories
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     # A bad gate or interval value is an error before any file is read or written.
     gates = [parse_gate("residual_fail_under", v) for v in args.residual_fail_under]
@@ -98,7 +111,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if shards.missing and not args.allow_partial and not shards.refusals:
             print("error: merge every shard, or give --allow-partial for a summary marked partial", file=sys.stderr)
         return 2
-    loaded = read_records(paths)
+    loaded, directories = _read_results(paths)
     for problem in loaded.problems:
         print(f"warning: {problem}", file=sys.stderr)
     if not loaded.records:
@@ -117,7 +130,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = with_never_worked(summary, terminations.broken)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory
-    report = write_report_from_results(out, summary, paths)
+    report = write_report(out, summary, records, record_dirs=directories)
     for line in render_terminal(summary):
         print(line)
     for line in [*terminations.table, *terminations.errors, *terminations.broken]:

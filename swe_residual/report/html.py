@@ -26,8 +26,7 @@ from swe_residual.summary.comparison import headline_line
 from swe_residual.summary.model import Summary
 from swe_residual.summary.words import uncertainty_line
 from swe_residual.summary.oracle import oracle_lines
-from swe_residual.trial.record_model import RunRecord, as_records
-from swe_residual.trial.records import read_records
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome
 from swe_residual.handoff.report import handoff_section
 from swe_residual.report.item_page import render_item_page
@@ -52,7 +51,7 @@ from swe_residual.report.tables import (
 )
 from swe_residual.report.tables import e as _e, pct as _pct
 
-__all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report", "write_report_from_results"]
+__all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report"]
 
 REPORT_NAME = "report.html"
 
@@ -256,18 +255,3 @@ def write_report(
     path = directory / REPORT_NAME
     _write_atomic(path, render_html(summary, records, directory, record_dirs=record_dirs))
     return path
-
-
-def write_report_from_results(directory: Path, summary: Summary, results: Sequence[Path]) -> Path:
-    """``write_report`` for results files or run directories (the ``report`` command): each
-    record's trajectory and verifier log is linked relative to the directory of the results
-    file it came from (each file's records read here, once)."""
-    records: list[RunRecord] = []
-    dirs: list[Path] = []
-    for path in results:
-        path = Path(path)
-        source = path if path.is_dir() else path.parent
-        loaded = as_records(read_records([path]).records)
-        records += loaded
-        dirs += [source] * len(loaded)
-    return write_report(directory, summary, records, record_dirs=dirs)
