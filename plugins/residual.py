@@ -49,7 +49,11 @@ from swe_residual.run.sharding import assign_tasks
 from swe_residual.run.status import interrupted_lines, resume_command, with_never_worked, with_run_status
 from swe_residual.run.verdict import run_verdict
 from swe_residual.run.preflight import dataset_warnings, task_errors
-from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
+from swe_residual.summary.agent_order import in_agent_order
+from swe_residual.summary.aggregate import summarize
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.model import Summary
+from swe_residual.summary.terminal import render_terminal
 from swe_residual.summary.files import write_summary_files
 from swe_residual.summary.terminations import TerminationReport, termination_report
 from swe_residual.trial.record_model import RunRecord
@@ -345,7 +349,7 @@ class ResidualReporter:
         self.collect_errors = 0  # collection errors: pytest stops before the first item
         self.finished = 0
         self.solved = 0
-        self.summary: dict[str, Any] | None = None
+        self.summary: Summary | None = None
         self.gate_results: list[GateResult] = []
         self.terminations = TerminationReport()
         # Set when the session has finished: the verbose words pytest asks for again in the
@@ -511,7 +515,7 @@ class ResidualReporter:
         order = [agent_label(self.config, spec) for spec in settings_of(self.config).agents]
         resume = self._resume_command() if interrupted is not None and self.results_path.exists() else None
         try:
-            summary = build_summary(records, compare=True, uncertainty=settings_of(self.config).uncertainty)
+            summary = summarize(records, compare=True, uncertainty=settings_of(self.config).uncertainty)
         except AgentConfigConflict as exc:  # never a silent merge of two agents under one name
             self.conflict = str(exc)
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
@@ -565,7 +569,7 @@ class ResidualReporter:
             return
         exit_status = int(session.exitstatus)
         other = []
-        if self.summary is not None and self.summary.get("interrupted"):
+        if self.summary is not None and self.summary.interrupted:
             other += interrupted_lines(self.summary)
         if self.conflict is not None:
             other.append(f"no summary: {self.conflict}")
@@ -595,7 +599,7 @@ class ResidualReporter:
                   yellow=True)
             write(f"{self.residual_only} Residual State item(s) recorded; run the Clean Starts too "
                   "(e.g. -m 'clean or residual') for the table.", yellow=True)
-            summary = {**summary, "agents": {}}  # the rest of the report, without the all-dash table
+            summary = summary.model_copy(update={"agents": {}})  # the rest of the report, without the all-dash table
         for line in render_terminal(summary):
             write(line)
         for result in self.gate_results:
@@ -609,7 +613,7 @@ class ResidualReporter:
         if self.all_skipped:
             write(f"error: nothing was measured: all {len(self.skipped)} item(s) were skipped (reasons above); "
                   "exit status 5", red=True)
-        if self.summary.get("interrupted"):  # again at the end, where the eye lands
+        if self.summary.interrupted:  # again at the end, where the eye lands
             for line in interrupted_lines(self.summary):
                 write(line, yellow=True)
         for problem in self.problems:

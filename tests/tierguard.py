@@ -113,7 +113,12 @@ def extra_modules(package: str = PACKAGE) -> frozenset[str]:
     """The top-level modules installed here that only the package's extras bring (none where
     the package was installed without them): those of the distributions its extras require,
     with theirs, less those of the distributions its own dependencies require."""
-    installed = dict(_Installed.read(d) for d in metadata.distributions())
+    installed: dict[str, _Installed] = {}
+    for distribution in metadata.distributions():
+        # The first one on sys.path is the one imported (as metadata.distribution(name) finds it):
+        # a checkout on PYTHONPATH with its own metadata is tested against its own dependencies.
+        name, read = _Installed.read(distribution)
+        installed.setdefault(name, read)
     if _normal(package) not in installed:
         return frozenset()
     core = _closure(installed, package, frozenset())

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import secrets
 import sys
 from pathlib import Path
@@ -26,12 +25,16 @@ from swe_residual.metrics.intervals import Uncertainty
 from swe_residual.run.gates import evaluate_gates, parse_gate
 from swe_residual.run.settings import BY_FLAG, resolve_setting
 from swe_residual.run.shard_check import agent_order, check_shards, missing_lines, read_inputs
-from swe_residual.trial.records import append_record, read_records
+from swe_residual.trial.records import LoadedRecords, append_record, read_records
 from swe_residual.run.status import partial_text, with_never_worked
 from swe_residual.run.verdict import run_verdict
-from swe_residual.summary.aggregate import build_summary, in_agent_order, render_markdown, render_terminal
+from swe_residual.summary.agent_order import in_agent_order
+from swe_residual.summary.aggregate import summarize
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.model import read_summary
+from swe_residual.summary.terminal import render_terminal
 from swe_residual.summary.terminations import termination_report
-from swe_residual.report.html import write_report_from_results
+from swe_residual.report.html import write_report
 from swe_residual.summary.files import write_summary_files
 
 
@@ -54,8 +57,8 @@ def _recorded_uncertainty(paths: list[Path]) -> Uncertainty | None:
     for path in paths:
         summary = (path if path.is_dir() else path.parent) / "summary.json"
         try:
-            recorded = Uncertainty.from_json(json.loads(summary.read_text(encoding="utf-8")).get("uncertainty"))
-        except (OSError, ValueError, AttributeError, TypeError):
+            recorded = read_summary(summary).uncertainty
+        except (OSError, ValueError):  # no summary there, or not one (pydantic's ValidationError is a ValueError)
             continue
         if recorded is not None:
             return recorded
@@ -69,6 +72,19 @@ def _uncertainty(args: argparse.Namespace, paths: list[Path]) -> Uncertainty:
     values = {name: resolve_setting(BY_FLAG[flag], getattr(args, dest), None) if getattr(args, dest) is not None
               else getattr(base, name) for flag, dest, name in UNCERTAINTY_OPTIONS}
     return Uncertainty(**values)
+
+
+def _read_results(paths: list[Path]) -> tuple[LoadedRecords, list[Path]]:
+    """The records of the results files (or run directories), as `read_records` reads them, and
+    the directory each came from: report.html links its trajectory and verifier log from there."""
+    loaded, directories = LoadedRecords(), []
+    for path in paths:
+        one = read_records([path])
+        loaded.records += one.records
+        loaded.problems += one.problems
+        loaded.sources += one.sources
+        directories += [path if path.is_dir() else path.parent] * len(one.records)
+    return loaded, directories
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -94,7 +110,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if shards.missing and not args.allow_partial and not shards.refusals:
             print("error: merge every shard, or give --allow-partial for a summary marked partial", file=sys.stderr)
         return 2
-    loaded = read_records(paths)
+    loaded, directories = _read_results(paths)
     for problem in loaded.problems:
         print(f"warning: {problem}", file=sys.stderr)
     if not loaded.records:
@@ -102,17 +118,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out) if args.out else _default_out(paths)
     uncertainty = _uncertainty(args, [*paths, out])
-    summary = build_summary(loaded.records, compare=True, sources=loaded.sources, uncertainty=uncertainty)
+    records = loaded.records  # the results files' records, read once
+    summary = summarize(records, compare=True, sources=loaded.sources, uncertainty=uncertainty)
     partial = shards.partial()
     if partial is not None:
-        summary = {**summary, "partial": partial}
+        summary = summary.model_copy(update={"partial": partial})
     order = agent_order(read_inputs(paths))
     summary = in_agent_order(summary, order)
-    terminations = termination_report(loaded.records, order=order)  # the run's own table, merged
+    terminations = termination_report(records, order=order)  # the run's own table, merged
     summary = with_never_worked(summary, terminations.broken)
     write_summary_files(out, summary, render_markdown(summary))
     # diffs/ beside it; trajectories linked relative to each results file's directory
-    report = write_report_from_results(out, summary, paths)
+    report = write_report(out, summary, records, record_dirs=directories)
     for line in render_terminal(summary):
         print(line)
     for line in [*terminations.table, *terminations.errors, *terminations.broken]:

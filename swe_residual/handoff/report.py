@@ -4,18 +4,15 @@ declared in :mod:`swe_residual.summary.tables`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from swe_residual.report.tables import heading, html_table
-from swe_residual.summary.model import Summary, as_summary
+from swe_residual.summary.model import Summary
 from swe_residual.summary.tables import HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER
 
 __all__ = ["handoff_section"]
 
 
-def handoff_section(summary: Summary | Mapping[str, Any]) -> list[str]:
-    s = as_summary(summary)
+def handoff_section(summary: Summary) -> list[str]:
+    s = summary
     if not s.by_handoff:
         return []
     return [

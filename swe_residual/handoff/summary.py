@@ -9,12 +9,12 @@ alone) has exactly the summary it always had. The metrics are
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from swe_residual.handoff.metrics import by_handoff, views_of
 from swe_residual.metrics.headline import Record
-from swe_residual.summary.model import Summary, as_summary
+from swe_residual.summary.model import Summary
 from swe_residual.summary.render import markdown_table, terminal_table
 from swe_residual.summary.tables import HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER
 
@@ -26,9 +26,9 @@ def handoff_summary(records: Sequence[Record]) -> dict[str, Any] | None:
     return by_handoff(records) if len(views_of(records)) > 1 else None
 
 
-def handoff_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
+def handoff_markdown(summary: Summary) -> list[str]:
     """The three by-view tables as Markdown lines (none when one view ran)."""
-    s = as_summary(summary)
+    s = summary
     if not s.by_handoff:
         return []
     out = ["## By handoff view", ""]
@@ -44,10 +44,10 @@ def handoff_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     return out + markdown_table(HANDOFF_ACCEPTANCE, HANDOFF_ACCEPTANCE.rows_of(s)) + [""]
 
 
-def handoff_terminal(summary: Summary | Mapping[str, Any],
+def handoff_terminal(summary: Summary,
                      clip: Callable[[str, int], str] = lambda text, width: text) -> list[str]:
     """The by-view headline table for the terminal (none when one view ran), within 100 columns."""
-    s = as_summary(summary)
+    s = summary
     if not s.by_handoff:
         return []
     # Laid out without tabulate's header padding: nine columns must fit.

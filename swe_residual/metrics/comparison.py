@@ -1,11 +1,12 @@
 """Comparing agents: rankings under Clean and Residual starts, reversals, unsolved states.
 
-Pure functions over the summary dict (``build_summary``) and, for the states no agent solved,
-over the run records. The paper's point is that the order of agents can flip once they start
-from inherited work (GLM 68.9 clean / 15.4 residual vs. Qwen 51.1 / 30.6): a reversal is a
-pair whose order under Clean is the opposite of its order under Residual on the tasks both
-agents ran (their common tasks: a margin measured on each agent's own tasks would compare
-different tasks), and both margins are reported with their intervals on those tasks.
+Pure functions over the run records and the pairs they give (the typed comparison block of the
+summary is assembled from them by :mod:`swe_residual.summary.comparison`). The paper's point is
+that the order of agents can flip once they start from inherited work (GLM 68.9 clean / 15.4
+residual vs. Qwen 51.1 / 30.6): a reversal is a pair whose order under Clean is the opposite of
+its order under Residual on the tasks both agents ran (their common tasks: a margin measured on
+each agent's own tasks would compare different tasks), and both margins are reported with their
+intervals on those tasks.
 
 Many pairs at once: the pairs of one scope are one family per figure (Residual, Clean, Gap),
 and Holm's step-down adjustment keeps the chance of any false "significant" in a family at
@@ -28,15 +29,11 @@ __all__ = [
     "FAMILY",
     "holm_adjusted",
     "RATES",
-    "comparison",
-    "headline_line",
+    "clip_left",
     "label_reversals",
     "paired_comparisons",
     "rank",
-    "ranking_table",
-    "rankings",
     "reversals",
-    "scopes_of",
     "unsolved_states",
 ]
 
@@ -65,28 +62,6 @@ def holm_adjusted(p_values: Sequence[float]) -> list[float]:
     return out
 
 
-def scopes_of(summary: Mapping[str, Any]) -> list[str]:
-    """The tracks present in the summary (sorted), then ``overall``."""
-    agents: Mapping[str, Any] = summary.get("agents", {})
-    tracks = sorted({t for block in agents.values() for t in block.get("tracks", {})})
-    return [*tracks, "overall"]
-
-
-def _metrics(agent_block: Mapping[str, Any], scope: str) -> Mapping[str, Any] | None:
-    if scope == "overall":
-        return agent_block.get("overall")
-    return agent_block.get("tracks", {}).get(scope)
-
-
-def _values(summary: Mapping[str, Any], scope: str, rate: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for agent, block in summary.get("agents", {}).items():
-        m = _metrics(block, scope)
-        if m is not None and m.get(rate) is not None:
-            out[agent] = float(m[rate])
-    return out
-
-
 def rank(values: Mapping[str, float]) -> list[dict[str, Any]]:
     """Standard competition ranking ("1224"), best first; ties share a rank and are listed by
     name so the order is stable."""
@@ -96,11 +71,6 @@ def rank(values: Mapping[str, float]) -> list[dict[str, Any]]:
         tied = out and abs(out[-1]["value"] - value) <= EPSILON
         out.append({"agent": agent, "value": value, "rank": out[-1]["rank"] if tied else position})
     return out
-
-
-def rankings(summary: Mapping[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """``{scope: {"clean": [...], "residual": [...]}}`` for every track and ``overall``."""
-    return {scope: {rate: rank(_values(summary, scope, rate)) for rate in RATES} for scope in scopes_of(summary)}
 
 
 def reversals(pairs: Sequence[Mapping[str, Any]], scope: str) -> list[dict[str, Any]]:
@@ -231,91 +201,6 @@ def label_reversals(found: Sequence[dict[str, Any]], pairs: Sequence[Mapping[str
     return out
 
 
-def comparison(summary: Mapping[str, Any], records: Iterable[Record],
-               uncertainty: Uncertainty = Uncertainty()) -> dict[str, Any]:
-    """The ``summary["comparison"]`` block: ``{n_agents, rankings, reversals: {scope: [...]},
-    states: {n_states, unsolved}, pairs: {scope: [...]}, multiplicity}``; each reversal found
-    and labelled on the common tasks of its pair (:func:`reversals`, :func:`label_reversals`)."""
-    scopes = scopes_of(summary)
-    records = list(records)
-    pairs = paired_comparisons(records, scopes, uncertainty)
-    return {
-        "n_agents": len(summary.get("agents", {})),
-        "rankings": rankings(summary),
-        "reversals": {scope: label_reversals(reversals(pairs[scope], scope), pairs[scope]) for scope in scopes},
-        "states": unsolved_states(records),
-        "pairs": pairs,
-        "multiplicity": {"method": "holm", "family": FAMILY, "alpha": 1.0 - uncertainty.confidence},
-    }
-
-
-def _most_important(block: Mapping[str, Any]) -> tuple[dict[str, Any] | None, int]:
-    """The reversal to state (largest summed margin; on a tie ``overall`` first) and how many
-    distinct agent pairs reverse in any scope."""
-    everything: list[dict[str, Any]] = [r for rs in block.get("reversals", {}).values() for r in rs]
-    if not everything:
-        return None, 0
-    pairs = {frozenset((r["clean_leader"], r["residual_leader"])) for r in everything}
-    best = min(
-        everything,
-        key=lambda r: (-(r["clean_margin"] + r["residual_margin"]), r["scope"] != "overall", r["scope"]),
-    )
-    return best, len(pairs)
-
-
 def clip_left(name: str, width: int) -> str:
     # Keep the end: agent specs differ at the end (module:pkg.mod:Class, cmd:... --model X).
     return name if len(name) <= width else "..." + name[-(width - 3) :]
-
-
-def headline_line(block: Mapping[str, Any], *, single_scope: bool = False, width: int | None = None) -> str:
-    """The one comparison line worth a reader's time, e.g.
-    ``ranking reversed: X over Y on clean (+17.8), Y over X on residual (+15.2)``
-    or ``no ranking reversal; 3 of 12 states solved by no agent``.
-
-    With ``width``, a reversal that does not fit is said with each name once, as X minus Y
-    (``X vs Y: clean +17.8, residual -15.2``), names clipped to fit.
-    """
-    states = block.get("states") or {}
-    n_unsolved = len(states.get("unsolved") or [])
-    n_states = states.get("n_states", 0)
-    unsolved = f"{n_unsolved} of {n_states} states solved by no agent"
-    best, n_pairs = _most_important(block)
-    if best is None:
-        prefix = "no ranking reversal" if block.get("n_agents", 0) > 1 else "one agent, no ranking"
-        return f"{prefix}; {unsolved}"
-    where = "" if single_scope or best["scope"] == "overall" else f" [{best['scope']}]"
-    more = f"; {n_pairs - 1} more pair(s) reversed" if n_pairs > 1 else ""
-    if best.get("significant") is not None:  # from the paired intervals on the common tasks
-        more += "; significant" if best["significant"] else "; interval includes 0"
-    a, b = best["clean_leader"], best["residual_leader"]
-    cm, rm = best["clean_margin"], best["residual_margin"]
-    line = f"ranking reversed{where}: {a} over {b} on clean (+{cm:.1f}), {b} over {a} on residual (+{rm:.1f}){more}"
-    if width is None or len(line) <= width:
-        return line
-    rest = f": clean +{cm:.1f}, residual -{rm:.1f}{more}"
-    head = f"ranking reversed{where}: "
-    room = max(12, (width - len(head) - len(" vs ") - len(rest)) // 2)
-    return f"{head}{clip_left(a, room)} vs {clip_left(b, room)}{rest}"
-
-
-def ranking_table(block: Mapping[str, Any], scope: str) -> Sequence[dict[str, Any]]:
-    """Rows ``{agent, clean_rank, clean, residual_rank, residual, moved}`` for one scope,
-    ordered by Residual rank (``moved`` > 0: the agent climbs from Clean to Residual)."""
-    scope_rankings = block.get("rankings", {}).get(scope, {})
-    clean = {r["agent"]: r for r in scope_rankings.get("clean", [])}
-    residual = {r["agent"]: r for r in scope_rankings.get("residual", [])}
-    rows = []
-    for agent in sorted(set(clean) | set(residual), key=lambda a: (residual.get(a, {}).get("rank", 10**9), a)):
-        c, r = clean.get(agent), residual.get(agent)
-        rows.append(
-            {
-                "agent": agent,
-                "clean_rank": c["rank"] if c else None,
-                "clean": c["value"] if c else None,
-                "residual_rank": r["rank"] if r else None,
-                "residual": r["value"] if r else None,
-                "moved": (c["rank"] - r["rank"]) if c and r else None,
-            }
-        )
-    return rows

@@ -28,10 +28,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from pydantic import computed_field, model_validator
 
 from swe_residual.metrics.headline import TaskRuns
 from swe_residual.metrics.over_tasks import ALL_EQUAL, Estimate, difference_interval, mean_interval, ratio_interval
 from swe_residual.metrics.power import NO_SPREAD, POWER, TOO_FEW, detectable, spread
+from swe_residual.summary.part import Bound, Omit, Part
 
 __all__ = [
     "ALL_EQUAL_RULE", "DIFFERENCE_RULE", "GAP_RULE", "RATE_RULE", "DEFAULT_CONFIDENCE", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FEW_SOLVED", "FIGURES", "METHOD", "T_METHOD",
@@ -60,50 +64,57 @@ ONE_TASK = "cannot be estimated from one task"
 NO_TASK = "no scored task"
 FEW_SOLVED = "rests on fewer than two tasks solved from a clean start"
 
-Bound = tuple[float, float]
+class Uncertainty(Part):
+    """How the intervals are made: ``summary.json``'s top-level ``uncertainty``, with each
+    rule in words when they are :data:`METHOD`'s."""
 
-
-@dataclass(frozen=True)
-class Uncertainty:
-    """How the intervals are made: ``summary.json``'s top-level ``uncertainty``."""
-
+    method: str = METHOD
     confidence: float = DEFAULT_CONFIDENCE
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
-    method: str = METHOD
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _check(self) -> Uncertainty:
         if not 0.0 < self.confidence < 1.0:
             raise ValueError(f"confidence {self.confidence!r}: must be between 0 and 1 (exclusive)")
         if self.resamples < 1:
             raise ValueError(f"resamples {self.resamples!r}: must be 1 or more")
+        return self
 
-    @classmethod
-    def from_json(cls, raw: object) -> Uncertainty | None:
-        if not isinstance(raw, Mapping):
-            return None
-        # a summary written before the method was named made its intervals by the bootstrap
-        return cls(float(raw.get("confidence", DEFAULT_CONFIDENCE)), int(raw.get("resamples", DEFAULT_RESAMPLES)),
-                   int(raw.get("seed", DEFAULT_SEED)), str(raw.get("method", "percentile-bootstrap")))
+    def _rule(self, words: str) -> str | None:
+        return words if self.method == METHOD else None
 
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {"method": self.method, "confidence": self.confidence, "resamples": self.resamples,
-                                  "seed": self.seed}
-        if self.method == METHOD:
-            out["unit"] = "task"
-            out["rate_rule"] = RATE_RULE
-            out["gap_rule"] = GAP_RULE
-            out["difference_rule"] = DIFFERENCE_RULE
-            out["all_equal_rule"] = ALL_EQUAL_RULE
-        return out
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unit(self) -> Annotated[str | None, Omit.NONE]:
+        return self._rule("task")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rate_rule(self) -> Annotated[str | None, Omit.NONE]:
+        return self._rule(RATE_RULE)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def gap_rule(self) -> Annotated[str | None, Omit.NONE]:
+        return self._rule(GAP_RULE)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def difference_rule(self) -> Annotated[str | None, Omit.NONE]:
+        return self._rule(DIFFERENCE_RULE)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def all_equal_rule(self) -> Annotated[str | None, Omit.NONE]:
+        return self._rule(ALL_EQUAL_RULE)
 
     def recomputed(self) -> Uncertainty:
         """The same settings for a summary computed now (by :data:`METHOD`)."""
-        return Uncertainty(self.confidence, self.resamples, self.seed)
+        return Uncertainty(confidence=self.confidence, resamples=self.resamples, seed=self.seed)
 
 
-@dataclass(frozen=True)
-class Intervals:
+class Intervals(Part):
     """``[low, high]`` per figure (None where it cannot be estimated), and why not, if so."""
 
     residual: Bound | None = None
@@ -113,40 +124,18 @@ class Intervals:
     #: None when every figure that has a point estimate has an interval
     reason: str | None = None
     #: why a figure with a point estimate has no interval (CondFail on one solved task...)
-    reasons: Mapping[str, str] = field(default_factory=dict)
+    reasons: Annotated[Mapping[str, str], Omit.EMPTY] = {}
     #: the figures whose per-task values were all equal: their bound is the all-equal rule's
-    all_equal: tuple[str, ...] = ()
+    all_equal: Annotated[tuple[str, ...], Omit.EMPTY] = ()
 
     def get(self, figure: str) -> Bound | None:
-        return getattr(self, figure)
+        return getattr(self, figure)  # type: ignore[no-any-return]
 
     def why_none(self, figure: str) -> str | None:
         """Why ``figure`` has no interval (None when it has one)."""
         if self.get(figure) is not None:
             return None
         return self.reasons.get(figure) or self.reason
-
-    @classmethod
-    def from_json(cls, raw: object) -> Intervals | None:
-        if not isinstance(raw, Mapping):
-            return None
-
-        def bound(value: object) -> Bound | None:
-            return (float(value[0]), float(value[1])) if isinstance(value, Sequence) and len(value) == 2 else None
-
-        reasons = raw.get("reasons")
-        return cls(*(bound(raw.get(f)) for f in FIGURES), reason=raw.get("reason"),
-                   reasons=dict(reasons) if isinstance(reasons, Mapping) else {},
-                   all_equal=tuple(raw.get("all_equal") or ()))
-
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {f: list(b) if (b := self.get(f)) is not None else None for f in FIGURES}
-        out["reason"] = self.reason
-        if self.reasons:
-            out["reasons"] = dict(self.reasons)
-        if self.all_equal:
-            out["all_equal"] = list(self.all_equal)
-        return out
 
 
 def gap_of(clean: float | None, residual: float | None) -> float | None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from swe_residual.summary.model import ScopeMetrics, Summary, as_summary
+from swe_residual.summary.model import ScopeMetrics, Summary
 
 __all__ = ["chart_clean_vs_residual", "chart_conditional", "missing_dependency"]
 
@@ -128,7 +128,7 @@ def _xerr(value: float, bound: tuple[float, float] | None) -> list[list[float]] 
     return [[max(0.0, value - bound[0])], [max(0.0, bound[1] - value)]]
 
 
-def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequence[str]) -> str | None:
+def chart_clean_vs_residual(summary: Summary, scopes: Sequence[str]) -> str | None:
     """Clean and Residual success per agent (the paper's Figure 1, right panel): one row per
     agent, labelled with its whole name (wrapped, never cut), holding its Ref. Clean success
     (upper bar) and its Residual success (lower bar), the value printed on each; one panel per
@@ -138,7 +138,7 @@ def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequen
     line of panels repeats them as ``figure-1-agent-<i>-<line>``) and each bar is
     ``figure-1-bar-<panel>-<i>-clean|residual``, so a browser test can find the rows. A bar with
     an interval in the summary carries it as an error bar, ``figure-1-interval-<panel>-<i>-<rate>``."""
-    agents = as_summary(summary).agents
+    agents = summary.agents
     if not agents or not scopes:
         return None
     import matplotlib
@@ -198,13 +198,13 @@ def chart_clean_vs_residual(summary: Summary | Mapping[str, Any], scopes: Sequen
         return _svg(fig)
 
 
-def chart_conditional(summary: Summary | Mapping[str, Any]) -> str | None:
+def chart_conditional(summary: Summary) -> str | None:
     """CondFail per agent (the paper's Figure 2): per agent (all tracks pooled, the ``overall``
     block), a stacked bar of its Residual Starts on the tasks it solves from Clean Start: failed
     (= CondFail) and solved, with the tasks and states behind them; each agent's label (its
     whole name, wrapped) is the group ``figure-2-agent-<i>``.
     None when no agent has a CondFail."""
-    overall = {agent: block.overall or ScopeMetrics() for agent, block in as_summary(summary).agents.items()}
+    overall = {agent: block.overall or ScopeMetrics() for agent, block in summary.agents.items()}
     if not any(m.cond_fail is not None for m in overall.values()):
         return None
     import matplotlib

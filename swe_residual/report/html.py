@@ -6,7 +6,7 @@ summary's tables by :mod:`swe_residual.report.tables`, each named by what it sho
 of contents at the top linking each section.
 
 Every figure and every table cell holding a metric is read from the summary dict (what
-``summary.json`` holds, computed once by :func:`swe_residual.summary.aggregate.build_summary` with
+``summary.json`` holds, computed once by :func:`swe_residual.summary.aggregate.summarize` with
 ``compare=True``); nothing here computes a metric, so the page and ``summary.json`` cannot
 disagree. The run records are read only for the items: the task x start x agent matrix
 (:mod:`swe_residual.report.matrix`) and the per-item table link each item to its own page
@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from swe_residual.metrics.comparison import headline_line
-from swe_residual.summary.aggregate import uncertainty_line
-from swe_residual.summary.model import Summary, as_summary
+from swe_residual.summary.comparison import headline_line
+from swe_residual.summary.model import Summary
+from swe_residual.summary.words import uncertainty_line
 from swe_residual.summary.oracle import oracle_lines
-from swe_residual.trial.record_model import RecordLike, as_records
-from swe_residual.trial.records import read_records
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome
 from swe_residual.handoff.report import handoff_section
 from swe_residual.report.item_page import render_item_page
@@ -53,7 +51,7 @@ from swe_residual.report.tables import (
 )
 from swe_residual.report.tables import e as _e, pct as _pct
 
-__all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report", "write_report_from_results"]
+__all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report"]
 
 REPORT_NAME = "report.html"
 
@@ -152,8 +150,8 @@ def contents(body: str) -> str:
 
 
 def render_html(
-    summary: Summary | Mapping[str, Any],
-    records: Sequence[RecordLike],
+    summary: Summary,
+    records: Sequence[RunRecord],
     run_dir: Path,
     *,
     record_dirs: Sequence[Path] | None = None,
@@ -162,14 +160,12 @@ def render_html(
     ``record_dirs[i]``, when given, is the directory of the results file ``records[i]`` came
     from (its trajectory path is relative to that), else ``run_dir``."""
     run_dir = Path(run_dir)
-    records = as_records(records)
-    s = as_summary(summary)
-    raw = summary if isinstance(summary, Mapping) else s.to_json()  # the items' order and the skipped starts
+    s = summary
     block = s.comparison
     all_scopes = s.scopes()
     run_ids = sorted({str(r.run_id) for r in records if r.run_id})
     agents = list(s.agents)
-    every_agent = agent_order(raw, records)
+    every_agent = agent_order(s, records)
     items = latest_items(records, record_dirs, run_dir, every_agent)
     no_comparison = '<p class="note">The summary holds no comparison (build it with compare=True).</p>'
 
@@ -183,7 +179,7 @@ def render_html(
         f'<p class="note">run(s): {_e(", ".join(run_ids) or "-")} &middot; {len(agents)} agent(s) &middot; '
         f"{_e(s.infra.items)} items. Success in %, averaged over a task's "
         "states, then equally across tasks; Gap = Ref. Clean - Residual in points.</p>",
-        f'<p class="headline">{_e(headline_line(block.to_json(), single_scope=len(all_scopes) == 1))}</p>'
+        f'<p class="headline">{_e(headline_line(block, single_scope=len(all_scopes) == 1))}</p>'
         if block else "",
     ]
     body = [
@@ -198,7 +194,7 @@ def render_html(
         *left_out_section(s),
         *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),
-        matrix_section(matrix_rows(items, raw.get("skipped") or []), every_agent),
+        matrix_section(matrix_rows(items, s.skipped), every_agent),
         heading(2, "ranking", "Ranking under Clean and Residual starts"),
         '<p class="note">Ties share a rank. A reversed pair is ordered one way on Clean and the other way on '
         "Residual; margins in points.</p>",
@@ -242,15 +238,14 @@ def _write_atomic(path: Path, text: str, errors: str = "backslashreplace") -> No
 
 def write_report(
     directory: Path,
-    summary: Mapping[str, Any],
-    records: Sequence[RecordLike],
+    summary: Summary,
+    records: Sequence[RunRecord],
     *,
     record_dirs: Sequence[Path] | None = None,
 ) -> Path:
     """Write ``diffs/...``, ``items/...`` (a page per item) and ``report.html`` into
     ``directory``; return the report's path."""
     directory = Path(directory)
-    records = as_records(records)
     for item in latest_items(records, record_dirs, directory, agent_order(summary, records)):
         r = item.record
         if r.final_patch:
@@ -260,18 +255,3 @@ def write_report(
     path = directory / REPORT_NAME
     _write_atomic(path, render_html(summary, records, directory, record_dirs=record_dirs))
     return path
-
-
-def write_report_from_results(directory: Path, summary: Mapping[str, Any], results: Sequence[Path]) -> Path:
-    """``write_report`` for results files or run directories (the ``report`` command): each
-    record's trajectory and verifier log is linked relative to the directory of the results
-    file it came from."""
-    records: list[RecordLike] = []
-    dirs: list[Path] = []
-    for path in results:
-        path = Path(path)
-        source = path if path.is_dir() else path.parent
-        loaded = read_records([path]).records
-        records += loaded
-        dirs += [source] * len(loaded)
-    return write_report(directory, summary, records, record_dirs=dirs)

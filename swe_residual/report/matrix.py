@@ -17,6 +17,7 @@ from typing import Any
 from swe_residual.handoff.views import VIEWS, view_suffix
 from swe_residual.report.paths import Item, href, item_href, start_label
 from swe_residual.report.tables import e, wrap
+from swe_residual.summary.model import Skipped
 from swe_residual.trial.values import Outcome, Start
 
 __all__ = ["CELLS", "MatrixRow", "failing_tests", "matrix_rows", "matrix_section"]
@@ -72,7 +73,7 @@ def _parse_item_id(item: str) -> tuple[str, str, str | None, str | None] | None:
     return agent, task, state, view
 
 
-def matrix_rows(items: Sequence[Item], skipped: Sequence[Mapping[str, Any]] = ()) -> list[MatrixRow]:
+def matrix_rows(items: Sequence[Item], skipped: Sequence[Skipped] = ()) -> list[MatrixRow]:
     """The matrix's rows: one per (track, task, start), each holding its agents' items, plus
     the starts the run skipped (``summary["skipped"]``)."""
     rows: dict[tuple[Any, ...], MatrixRow] = {}
@@ -83,7 +84,7 @@ def matrix_rows(items: Sequence[Item], skipped: Sequence[Mapping[str, Any]] = ()
         row = rows.setdefault(key, MatrixRow(*key, predecessor=r.predecessor))
         row.items[str(r.agent)] = item
     for entry in skipped:
-        parsed = _parse_item_id(str(entry.get("item", "")))
+        parsed = _parse_item_id(entry.item)
         if parsed is None:
             continue
         agent, task, state, view = parsed
@@ -91,7 +92,7 @@ def matrix_rows(items: Sequence[Item], skipped: Sequence[Mapping[str, Any]] = ()
         row = next((row for row in rows.values() if (row.task, row.state, row.handoff) == (task, state, view)), None)
         if row is None:
             row = rows.setdefault((None, task, state, view), MatrixRow(None, task, state, view))
-        row.skipped[agent] = str(entry.get("reason", ""))
+        row.skipped[agent] = entry.reason
     return sorted(rows.values(), key=MatrixRow.sort_key)
 
 

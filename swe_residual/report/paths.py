@@ -10,14 +10,15 @@ directory can be copied or archived as a whole; links into a run directory are r
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from swe_residual.handoff.views import view_suffix
-from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
+from swe_residual.summary.model import Summary
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import agent_slug, record_key
 from swe_residual.report.tables import e
 
@@ -63,17 +64,15 @@ def _leaf(record: RunRecord) -> str:
     return "residual-" + _slug(f"{record.state}{view_suffix(record.handoff)}") + rollout
 
 
-def diff_href(record: RecordLike) -> str:
+def diff_href(record: RunRecord) -> str:
     """Where an item's final diff is written, relative to the report:
     ``diffs/<agent>/<task>/<state or clean>.diff`` (names made file-safe)."""
-    record = as_record(record)
     return f"diffs/{_slug(record.agent)}/{_slug(record.task)}/{_leaf(record)}.diff"
 
 
-def item_href(record: RecordLike) -> str:
+def item_href(record: RunRecord) -> str:
     """Where an item's page is written, relative to the report:
     ``items/<agent>/<track>/<task>/<state or clean>.html`` (a task name can be on two tracks)."""
-    record = as_record(record)
     return f"items/{_slug(record.agent)}/{_slug(record.track)}/{_slug(record.task)}/{_leaf(record)}.html"
 
 
@@ -84,18 +83,18 @@ def start_label(state: str | None, handoff: str | None = None) -> str:
     return f"Residual: {state}{view_suffix(handoff)}"
 
 
-def agent_order(summary: Mapping[str, Any], records: Sequence[RecordLike]) -> list[str]:
+def agent_order(summary: Summary, records: Sequence[RunRecord]) -> list[str]:
     """The summary's agent order (every table's), then any agent only the records name."""
-    order = [str(agent) for agent in summary.get("agents", {})]
-    return order + sorted({str(r.agent) for r in as_records(records)} - set(order))
+    order = list(summary.agents)
+    return order + sorted({str(r.agent) for r in records} - set(order))
 
 
-def latest_items(records: Sequence[RecordLike], record_dirs: Sequence[Path] | None, run_dir: Path,
+def latest_items(records: Sequence[RunRecord], record_dirs: Sequence[Path] | None, run_dir: Path,
                  agents: Sequence[str]) -> list[Item]:
     """One item per key, the last record winning (as in the summary), in ``agents`` order, then
     by track, task, Clean Start first, state and view."""
     latest: dict[Any, Item] = {}
-    for index, r in enumerate(as_records(records)):
+    for index, r in enumerate(records):
         latest[record_key(r)] = Item(r, Path(record_dirs[index]) if record_dirs is not None else Path(run_dir))
     rank = {agent: n for n, agent in enumerate(agents)}
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from swe_residual.summary.model import OVERALL, Comparison, Summary, as_summary
+from swe_residual.summary.model import OVERALL, Comparison, Summary
 from swe_residual.summary.tables import (
     ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, NOISE_NOTE, PAIRS, POWER,
     POWER_NOTE, PREDECESSOR, RANKS, ROLLOUT_NOISE, TRACK, UNSOLVED, Align, Column, Format,
@@ -53,9 +53,9 @@ def wrap(value: Any) -> str:
     return "<wbr>".join(e(piece) for piece in re.split(r"(?<=[:/._])", "" if value is None else str(value)))
 
 
-def scopes(summary: Summary | Mapping[str, Any]) -> list[str]:
+def scopes(summary: Summary) -> list[str]:
     """The tracks (sorted), then ``overall`` only when it pools more than one track."""
-    return as_summary(summary).scopes()
+    return summary.scopes()
 
 
 def heading(level: int, anchor: str, title: str, *, paper: str | None = None) -> str:
@@ -136,28 +136,28 @@ def html_grouped(table_: Table, rows: Sequence[Any], *, key: Column, group: Colu
             "</table></div>")
 
 
-def headline_table(summary: Summary | Mapping[str, Any]) -> str:
+def headline_table(summary: Summary) -> str:
     """Per agent, Residual / Ref. Clean / Gap (and CondFail) for every scope (the paper's Table 3),
     the overall figures first."""
-    s = as_summary(summary)
+    s = summary
     return html_grouped(HEADLINE, HEADLINE.rows_of(s, Scopes.SHARED_ALL), key=AGENT, group=TRACK, first=OVERALL)
 
 
-def counts_table(summary: Summary | Mapping[str, Any]) -> str:
+def counts_table(summary: Summary) -> str:
     """The tasks and states behind each figure of :func:`headline_table`."""
-    rows = HEADLINE.rows_of(as_summary(summary), Scopes.SHARED_ALL)
+    rows = HEADLINE.rows_of(summary, Scopes.SHARED_ALL)
     shown = tuple(c for c in HEADLINE.columns if c.align is Align.LEFT or c.format is Format.COUNT)
     return html_table(replace(HEADLINE, columns=shown), rows)
 
 
-def acceptance_table(summary: Summary | Mapping[str, Any]) -> str:
+def acceptance_table(summary: Summary) -> str:
     """One row per agent and track: never an ``overall`` row, which would pool the machine
     track into the repo track's figures (``overall.acceptance_bias`` is the repo track's)."""
-    return html_table(ACCEPTANCE, ACCEPTANCE.rows_of(as_summary(summary)))
+    return html_table(ACCEPTANCE, ACCEPTANCE.rows_of(summary))
 
 
-def predecessor_table(summary: Summary | Mapping[str, Any]) -> str:
-    return html_table(PREDECESSOR, PREDECESSOR.rows_of(as_summary(summary), Scopes.SHARED_ALL))
+def predecessor_table(summary: Summary) -> str:
+    return html_table(PREDECESSOR, PREDECESSOR.rows_of(summary, Scopes.SHARED_ALL))
 
 
 def _significance(r: Any) -> str:
@@ -169,9 +169,9 @@ def _significance(r: Any) -> str:
     return raw + ("; significant after Holm" if r.significant_adjusted else "; <i>not significant after Holm</i>")
 
 
-def left_out_section(summary: Summary | Mapping[str, Any]) -> list[str]:
+def left_out_section(summary: Summary) -> list[str]:
     """What the figures leave out, and why (nothing when they leave nothing out)."""
-    s = as_summary(summary)
+    s = summary
     rows = LEFT_OUT.rows_of(s)
     if not rows:
         return []
@@ -180,9 +180,9 @@ def left_out_section(summary: Summary | Mapping[str, Any]) -> list[str]:
             "with why.</p>", html_table(LEFT_OUT, rows)]
 
 
-def power_section(summary: Summary | Mapping[str, Any]) -> list[str]:
+def power_section(summary: Summary) -> list[str]:
     """The smallest Gap and pair difference the run could detect; with rollouts, the rollout noise."""
-    s = as_summary(summary)
+    s = summary
     out = []
     rows = POWER.rows_of(s)
     if rows:
@@ -194,10 +194,9 @@ def power_section(summary: Summary | Mapping[str, Any]) -> list[str]:
     return out
 
 
-def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:
+def comparison_section(comparison: Comparison, all_scopes: Sequence[str]) -> str:
     """Per scope, each agent's rank under Clean and Residual and the reversed pairs; then the
     states no agent solved."""
-    comparison = block if isinstance(block, Comparison) else Comparison.from_json(block)
     out = []
     for scope in all_scopes:
         anchor = "ranks-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scope)  # a track name is data: keep ids plain
@@ -229,8 +228,8 @@ def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequen
     return "".join(out)
 
 
-def infra_section(summary: Summary | Mapping[str, Any]) -> str:
-    s = as_summary(summary)
+def infra_section(summary: Summary) -> str:
+    s = summary
     infra = s.infra
     out = [
         "<ul>",

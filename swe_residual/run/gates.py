@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from swe_residual.errors import ConfigError
 from swe_residual.dataset.task import TRACKS
+from swe_residual.summary.model import ScopeMetrics, Summary
 
 KINDS = {"residual_fail_under": ("residual", "below"), "gap_fail_over": ("gap", "above")}
 # The values each gate's threshold can take (a success rate; a difference of two of them).
@@ -112,25 +112,24 @@ def parse_gate(kind: str, text: str) -> Gate:
     return Gate(kind, scope, threshold)
 
 
-def _bound(figures: dict[str, Any], kind: str, metric: str, min_tasks: int) -> tuple[float | None, str | None]:
+def _bound(figures: ScopeMetrics, kind: str, metric: str, min_tasks: int) -> tuple[float | None, str | None]:
     """The pessimistic end of the figure's interval, or None and why a gate cannot use it."""
-    n_tasks = int(figures.get("n_tasks") or 0)
-    if n_tasks < min_tasks:
-        return None, f"{n_tasks} task(s), fewer than the {min_tasks} a gate on the bound needs (--gate-min-tasks)"
-    intervals = figures.get("intervals")
-    if not isinstance(intervals, dict):
+    if figures.n_tasks < min_tasks:
+        return None, (f"{figures.n_tasks} task(s), fewer than the {min_tasks} a gate on the bound needs "
+                      "(--gate-min-tasks)")
+    intervals = figures.intervals
+    if intervals is None:
         return None, None
     interval = intervals.get(metric)
     if interval is None:
-        reasons = intervals.get("reasons")
-        return None, (reasons.get(metric) if isinstance(reasons, dict) else None) or intervals.get("reason")
-    low, high = float(interval[0]), float(interval[1])
+        return None, intervals.why_none(metric)
+    low, high = interval
     if high - low <= ZERO_WIDTH:
         return None, f"degenerate interval [{low:.1f}, {high:.1f}] of zero width"
     return (low, high)[PESSIMISTIC[kind][0]], None
 
 
-def evaluate_gates(summary: dict[str, Any], gates: list[Gate], on: str = "point",
+def evaluate_gates(summary: Summary, gates: list[Gate], on: str = "point",
                    min_tasks: int = DEFAULT_GATE_MIN_TASKS) -> list[GateResult]:
     """Every gate for every agent; `on` is "point" or "bound"; a gate on the bound needs
     `min_tasks` tasks and an interval of non-zero width (module docstring)."""
@@ -138,12 +137,12 @@ def evaluate_gates(summary: dict[str, Any], gates: list[Gate], on: str = "point"
     results = []
     for gate in gates:
         metric, _ = KINDS[gate.kind]
-        for agent, block in sorted(summary.get("agents", {}).items()):
-            figures = block.get("overall") if gate.scope == "overall" else block.get("tracks", {}).get(gate.scope)
-            point = figures.get(metric) if figures else None
+        for agent, block in sorted(summary.agents.items()):
+            figures = block.scope(gate.scope)
+            point = getattr(figures, metric) if figures is not None else None
             reason = None
             if on == "bound":
-                value, reason = _bound(figures, gate.kind, metric, min_tasks) if figures else (None, None)
+                value, reason = _bound(figures, gate.kind, metric, min_tasks) if figures is not None else (None, None)
             else:
                 value = point
             if value is None:

@@ -78,7 +78,7 @@ class RunSettings:
 
     @property
     def uncertainty(self) -> Uncertainty:
-        return Uncertainty(self.confidence, self.bootstrap_resamples, self.bootstrap_seed)
+        return Uncertainty(confidence=self.confidence, resamples=self.bootstrap_resamples, seed=self.bootstrap_seed)
     # Runs of each start, each from its own instance (`--rollouts`; one by default).
     rollouts: int = 1
 

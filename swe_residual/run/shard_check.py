@@ -28,6 +28,7 @@ from typing import Any
 
 from swe_residual.errors import ConfigError
 from swe_residual.run.config import FIELDS, read_run_document
+from swe_residual.summary.model import Partial
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,11 @@ class ShardCheck:
     def sharded(self) -> bool:
         return self.n_shards is not None
 
-    def partial(self) -> dict[str, Any] | None:
+    def partial(self) -> Partial | None:
         """summary.json's `partial` for a merge with shards missing; None when complete."""
         if not self.missing:
             return None
-        return {"shards": self.n_shards, "merged": sorted(self.given), "missing": sorted(self.missing)}
+        return Partial(shards=self.n_shards, merged=tuple(sorted(self.given)), missing=tuple(sorted(self.missing)))
 
 
 def run_dir_of(path: Path) -> Path:

@@ -9,63 +9,59 @@ and each renderer shows them: the terminal, summary.md and report.html.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from shlex import quote
-from typing import Any
 
-from swe_residual.summary.model import Summary, as_summary
+from swe_residual.summary.model import Skipped, Summary
 
 MAX_ITEMS_PER_REASON = 6  # on the terminal; summary.md, summary.json and report.html list all
 
 
-def with_run_status(summary: dict[str, Any], skipped: Iterable[tuple[str, str]], *, interrupted: str | None,
-                    resume_command: str | None, warnings: Iterable[str] = ()) -> dict[str, Any]:
-    """`summary` plus `skipped` ([{item, reason}], by item) when items were skipped,
-    `interrupted: true`, `interrupted_reason` and `resume_command` when the run stopped early, and
+def with_run_status(summary: Summary, skipped: Iterable[tuple[str, str]], *, interrupted: str | None,
+                    resume_command: str | None, warnings: Iterable[str] = ()) -> Summary:
+    """`summary` plus `skipped` (by item) when items were skipped, `interrupted`,
+    `interrupted_reason` and `resume_command` when the run stopped early, and
     `dataset_warnings` (run/preflight.py: tasks not loaded, grading that receives nothing)."""
-    out = dict(summary)
-    warnings = list(warnings)
+    update: dict[str, object] = {}
+    warnings = tuple(warnings)
     if warnings:
-        out["dataset_warnings"] = warnings
+        update["dataset_warnings"] = warnings
     entries = sorted({item: reason for item, reason in skipped}.items())
     if entries:
-        out["skipped"] = [{"item": item, "reason": reason} for item, reason in entries]
+        update["skipped"] = tuple(Skipped(item=item, reason=reason) for item, reason in entries)
     if interrupted is not None:
-        out["interrupted"] = True
-        out["interrupted_reason"] = interrupted
-        if resume_command:
-            out["resume_command"] = resume_command
-    return out
+        update.update(interrupted=True, interrupted_reason=interrupted, resume_command=resume_command or None)
+    return summary.model_copy(update=update)
 
 
 def _by_reason(summary: Summary) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
-    for entry in summary.skipped or ():
+    for entry in summary.skipped:
         grouped.setdefault(entry.reason, []).append(entry.item)
     return grouped
 
 
-def with_never_worked(summary: dict[str, Any], broken: Iterable[str]) -> dict[str, Any]:
+def with_never_worked(summary: Summary, broken: Iterable[str]) -> Summary:
     """`summary` plus `never_worked`: the agents that failed on every item with their own error
     (the terminations' lines, without their "error: "), which every output shows as a banner:
     such an agent's 0% measures its start-up, not the tasks."""
-    lines = [line.removeprefix("error: ") for line in broken]
-    return {**summary, "never_worked": lines} if lines else dict(summary)
+    lines = tuple(line.removeprefix("error: ") for line in broken)
+    return summary.model_copy(update={"never_worked": lines}) if lines else summary
 
 
-def partial_text(summary: Summary | Mapping[str, Any]) -> str | None:
+def partial_text(summary: Summary) -> str | None:
     """What a partial merge covers, in words (None for a complete one)."""
-    partial = as_summary(summary).partial
-    if not partial:
+    partial = summary.partial
+    if partial is None:
         return None
-    n = partial.get("shards")
-    merged = ", ".join(f"{k}/{n}" for k in partial.get("merged") or ())
-    missing = ", ".join(f"{k}/{n}" for k in partial.get("missing") or ())
+    n = partial.shards
+    merged = ", ".join(f"{k}/{n}" for k in partial.merged)
+    missing = ", ".join(f"{k}/{n}" for k in partial.missing)
     return f"PARTIAL: shard(s) {missing} missing (--allow-partial); the figures cover shard(s) {merged} only"
 
 
-def interrupted_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
-    s = as_summary(summary)
+def interrupted_lines(summary: Summary) -> list[str]:
+    s = summary
     if not s.interrupted:
         return []
     lines = [f"INTERRUPTED ({s.interrupted_reason}): the figures cover only the items that finished"]
@@ -74,17 +70,17 @@ def interrupted_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def skipped_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
+def skipped_terminal(summary: Summary) -> list[str]:
     lines = []
-    for reason, items in _by_reason(as_summary(summary)).items():
+    for reason, items in _by_reason(summary).items():
         shown = ", ".join(items[:MAX_ITEMS_PER_REASON]) + (", ..." if len(items) > MAX_ITEMS_PER_REASON else "")
         lines += [f"skipped {len(items)} item(s), because:", f"  {reason}", f"  {shown}"]
     return lines
 
 
-def status_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
+def status_markdown(summary: Summary) -> list[str]:
     """Lines for summary.md: the interruption first, the skipped items after the figures."""
-    s = as_summary(summary)
+    s = summary
     out: list[str] = []
     partial = partial_text(s)
     if partial is not None:
@@ -102,8 +98,8 @@ def status_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     return out
 
 
-def skipped_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
-    grouped = _by_reason(as_summary(summary))
+def skipped_markdown(summary: Summary) -> list[str]:
+    grouped = _by_reason(summary)
     if not grouped:
         return []
     out = ["## Skipped items", ""]
@@ -112,9 +108,9 @@ def skipped_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     return out
 
 
-def status_html(summary: Summary | Mapping[str, Any]) -> str:
+def status_html(summary: Summary) -> str:
     """The interruption banner and the skipped items, for report.html (empty when neither)."""
-    s = as_summary(summary)
+    s = summary
     parts: list[str] = []
     partial = partial_text(s)
     if partial is not None:

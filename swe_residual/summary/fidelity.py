@@ -15,13 +15,12 @@ A state none of whose items got an instance (its replay failed, say) has fidelit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from html import escape
-from typing import Any
 
-from swe_residual.trial.record_model import RecordLike, as_records
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Track
-from swe_residual.summary.model import Fidelity, Summary, as_summary
+from swe_residual.summary.model import Fidelity, FidelityState, Summary
 
 MEANING = {
     "snapshot": "a container of the committed snapshot (files only)",
@@ -31,9 +30,9 @@ MEANING = {
 }
 
 
-def fidelity_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
+def fidelity_summary(records: Sequence[RunRecord]) -> Fidelity | None:
     states: dict[tuple[str, str], str | None] = {}
-    for record in as_records(records):
+    for record in records:
         # A record without the field (written elsewhere, e.g. imported) says nothing of it.
         if record.track != Track.MACHINE or record.state is None or not record.has("fidelity"):
             continue
@@ -41,20 +40,20 @@ def fidelity_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
         states[key] = states.get(key) or record.fidelity
     if not states:
         return None
-    listed = [{"task": task, "state": state, "fidelity": states[(task, state)]} for task, state in sorted(states)]
+    listed = [FidelityState(task=task, state=state, fidelity=states[(task, state)]) for task, state in sorted(states)]
     counts: dict[str, int] = {}
     for entry in listed:
-        name = str(entry["fidelity"]) if entry["fidelity"] is not None else "none"
+        name = str(entry.fidelity) if entry.fidelity is not None else "none"
         counts[name] = counts.get(name, 0) + 1
-    return {"counts": dict(sorted(counts.items())), "states": listed}
+    return Fidelity(counts=dict(sorted(counts.items())), states=tuple(listed))
 
 
 def _counts_text(block: Fidelity) -> str:
     return ", ".join(f"{count} {name}" for name, count in block.counts.items())
 
 
-def fidelity_terminal(summary: Summary | Mapping[str, Any], clip: Callable[[str, int], str]) -> list[str]:
-    block = as_summary(summary).infra.fidelity
+def fidelity_terminal(summary: Summary, clip: Callable[[str, int], str]) -> list[str]:
+    block = summary.infra.fidelity
     if not block:
         return []
     lines = [f"machine-track states restored by: {_counts_text(block)}"]
@@ -64,8 +63,8 @@ def fidelity_terminal(summary: Summary | Mapping[str, Any], clip: Callable[[str,
     return lines
 
 
-def fidelity_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
-    block = as_summary(summary).infra.fidelity
+def fidelity_markdown(summary: Summary) -> list[str]:
+    block = summary.infra.fidelity
     if not block:
         return []
     out = ["", "## Machine-track fidelity", "", f"States restored by: {_counts_text(block)}.", "",
@@ -74,10 +73,10 @@ def fidelity_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
     return out
 
 
-def fidelity_html(summary: Summary | Mapping[str, Any]) -> list[str]:
+def fidelity_html(summary: Summary) -> list[str]:
     from swe_residual.report.tables import heading, table
 
-    block = as_summary(summary).infra.fidelity
+    block = summary.infra.fidelity
     if not block:
         return []
     rows = [[e.task, e.state, str(e.fidelity or "-"), MEANING.get(e.fidelity, "")] for e in block.states]

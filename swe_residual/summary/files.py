@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
+
+from swe_residual.summary.model import Summary, summary_text
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -16,7 +16,7 @@ def _write_atomic(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
-def write_summary_files(directory: Path, summary: dict[str, Any], markdown: str) -> None:
+def write_summary_files(directory: Path, summary: Summary, markdown: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    _write_atomic(directory / "summary.json", json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=True) + "\n")
+    _write_atomic(directory / "summary.json", summary_text(summary))
     _write_atomic(directory / "summary.md", markdown)

@@ -10,13 +10,13 @@ before a dataset runs (`validate --verify`, Stage IV of `residualize build`).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome
-from swe_residual.summary.model import OracleMiss, Summary, as_summary
+from swe_residual.summary.model import OracleMiss, OracleSummary, Summary
 
 if TYPE_CHECKING:
     from swe_residual.environments.base import Backend
@@ -33,35 +33,35 @@ def _is_oracle(record: RunRecord) -> bool:
     return (spec or record.agent) == ORACLE
 
 
-def oracle_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
-    """{"starts": N, "unsolved": [{task, state, outcome, termination, message}]} over the
-    oracle's records, or None when the oracle did not run."""
-    ran = [r for r in as_records(records) if _is_oracle(r)]
+def oracle_summary(records: Sequence[RunRecord]) -> OracleSummary | None:
+    """How many starts the oracle ran and each it did not solve (task, state, outcome,
+    termination, message), or None when the oracle did not run."""
+    ran = [r for r in records if _is_oracle(r)]
     if not ran:
         return None
     unsolved = [
-        {
-            "task": r.task,
-            "state": r.state,
+        OracleMiss(
+            task=r.task,
+            state=r.state,
             # as plain strings: the summary is JSON, read back as such
-            "outcome": str(r.outcome) if r.outcome is not None else None,
-            "termination": str(r.termination) if r.termination is not None else None,
-            "message": (str(r.error or r.message or ""))[-MESSAGE_CHARS:] or None,
-        }
+            outcome=str(r.outcome) if r.outcome is not None else None,
+            termination=str(r.termination) if r.termination is not None else None,
+            message=(str(r.error or r.message or ""))[-MESSAGE_CHARS:] or None,
+        )
         for r in ran
         if r.outcome != Outcome.SUCCESS
     ]
-    unsolved.sort(key=lambda e: (str(e["task"]), e["state"] or ""))
-    return {"starts": len(ran), "unsolved": unsolved}
+    unsolved.sort(key=lambda e: (str(e.task), e.state or ""))
+    return OracleSummary(starts=len(ran), unsolved=tuple(unsolved))
 
 
 def _where(entry: OracleMiss) -> str:
     return f"{entry.task} [{entry.state or 'clean'}]"
 
 
-def oracle_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
+def oracle_lines(summary: Summary) -> list[str]:
     """Terminal lines: nothing when the oracle solved every start (or did not run)."""
-    oracle = as_summary(summary).oracle
+    oracle = summary.oracle
     if oracle is None or not oracle.unsolved:
         return []
     unsolved = oracle.unsolved
@@ -73,7 +73,7 @@ def oracle_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def oracle_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
+def oracle_markdown(summary: Summary) -> list[str]:
     lines = oracle_lines(summary)
     if not lines:
         return []
@@ -94,9 +94,8 @@ def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, r
         return OracleAgent(discard_inherited=discard_inherited)
 
     with tempfile.TemporaryDirectory(prefix="swe-residual-oracle-") as scratch:
-        record = run_item(task, state, oracle, backend, RunOptions(run_id=run_id, run_dir=Path(scratch),
+        run = run_item(task, state, oracle, backend, RunOptions(run_id=run_id, run_dir=Path(scratch),
                                                                    infra_retries=0))
-    run = as_record(record)
     if run.outcome == Outcome.SUCCESS:
         return True, f"reward {run.reward}"
     why = str(run.error or run.message or "").replace("\n", " ")[-MESSAGE_CHARS:]

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from swe_residual.trial.record_model import RecordLike, RunRecord, as_record, as_records
+from swe_residual.trial.record_model import RunRecord
 from swe_residual.summary.names import distinct_names
 from swe_residual.summary.render import terminal_table
 from swe_residual.summary.tables import TERMINATIONS, TerminationRow
@@ -42,11 +42,10 @@ class TerminationReport:
     broken: list[str] = field(default_factory=list)
 
 
-def column_of(record: RecordLike) -> str:
+def column_of(record: RunRecord) -> str:
     # An unresolved infrastructure failure is infra whatever the agent did before it: its
     # run has no valid verdict and is excluded from the metrics, so it must not read as the
     # agent's error or budget.
-    record = as_record(record)
     termination = record.termination
     if record.outcome == Outcome.INFRA_ERROR or termination == Termination.INFRA_ERROR:
         return "infra"
@@ -83,10 +82,9 @@ def _budget_cell(kinds: Counter[str]) -> str:
     return f"{total} ({detail})"
 
 
-def termination_rows(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[TerminationRow]:
+def termination_rows(records: Sequence[RunRecord], order: Sequence[str] = ()) -> list[TerminationRow]:
     """One row per agent: its items, how many ended in each column, the budget cell. Agents in
     `order` first (the order they were given), any others by name."""
-    records = as_records(records)
     counts: dict[str, Counter[str]] = {}
     budgets: dict[str, Counter[str]] = {}
     for record in records:
@@ -100,17 +98,17 @@ def termination_rows(records: Sequence[RecordLike], order: Sequence[str] = ()) -
             for agent in _agent_order(records, order)]
 
 
-def termination_table(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[str]:
+def termination_table(records: Sequence[RunRecord], order: Sequence[str] = ()) -> list[str]:
     """The terminal's table of :data:`~swe_residual.summary.tables.TERMINATIONS` under its
     heading (nothing without records)."""
     if not records:
         return []
-    rows = termination_rows(records, order)  # converts the records once
+    rows = termination_rows(records, order)
     columns = {c.title for c in TERMINATIONS.shown(rows)}
     legend = "budget: time/step/cost/disk limit; infra: failed after retries"
     if "verifier failed" in columns:
         legend += "; verifier failed: no verdict on the agent's final state, one on the clean state"
-    shown = distinct_names((str(record.agent) for record in as_records(records)), AGENT_WIDTH)
+    shown = distinct_names((str(record.agent) for record in records), AGENT_WIDTH)
     return [f"SWE-Residual items by termination ({legend})",
             *terminal_table(TERMINATIONS, rows, first=lambda agent: one_line(shown.get(agent, agent),
                                                                   max(AGENT_WIDTH, len(shown.get(agent, agent)))))]
@@ -121,10 +119,10 @@ def _item_of(record: RunRecord) -> str:
     return f"{record.task}/" + (Start.CLEAN if state is None else f"{Start.RESIDUAL}:{state}")
 
 
-def first_agent_errors(records: Sequence[RecordLike], limit: int = MAX_ERRORS_SHOWN) -> list[str]:
+def first_agent_errors(records: Sequence[RunRecord], limit: int = MAX_ERRORS_SHOWN) -> list[str]:
     """The first `limit` items (in finishing order) that ended in the agent's own error: agent,
     item and the start of the agent's message, one line each; and how many more there are."""
-    failed = [r for r in as_records(records) if column_of(r) == "agent error"]
+    failed = [r for r in records if column_of(r) == "agent error"]
     if not failed:
         return []
     shown = failed[:limit]
@@ -141,11 +139,10 @@ def first_agent_errors(records: Sequence[RecordLike], limit: int = MAX_ERRORS_SH
     return lines
 
 
-def always_errored(records: Sequence[RecordLike], order: Sequence[str] = ()) -> list[str]:
+def always_errored(records: Sequence[RunRecord], order: Sequence[str] = ()) -> list[str]:
     """Agents none of whose items ran to a verdict of their own: every one an agent error. Such
     an agent never worked (a missing program, a crash on start, a bad key), so its zeros are no
     measurement; one line each, with its first error."""
-    records = as_records(records)
     lines = []
     for agent in _agent_order(records, order):
         mine = [r for r in records if str(r.agent) == agent]
@@ -157,9 +154,9 @@ def always_errored(records: Sequence[RecordLike], order: Sequence[str] = ()) -> 
     return lines
 
 
-def termination_report(records: Iterable[RecordLike], order: Sequence[str] = ()) -> TerminationReport:
+def termination_report(records: Iterable[RunRecord], order: Sequence[str] = ()) -> TerminationReport:
     """The counts and first agent errors of a run's records (the last record of each item
     counts, as in the summary)."""
-    unique = dedupe_records(as_records(records))
+    unique = dedupe_records(records)
     return TerminationReport(table=termination_table(unique, order), errors=first_agent_errors(unique),
                              broken=always_errored(unique, order))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import typing
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from enum import Enum
 from typing import Annotated, Any, ClassVar, TypeVar, Union
 
@@ -39,7 +39,7 @@ from swe_residual.trial.values import Outcome, Start, Termination, Track
 
 __all__ = [
     "AgentConfig", "Attempt", "Canary", "DiskLimit", "DURATION_FIELDS", "Durations", "HARNESS_FIELDS", "RECORD_SCHEMA",
-    "RecordBudget", "RecordLike", "RecordPart", "RunRecord", "Tokens", "as_member", "as_record", "as_records",
+    "RecordBudget", "RecordPart", "RunRecord", "Tokens", "as_member",
 ]  # fmt: skip
 
 RECORD_SCHEMA = 1
@@ -374,17 +374,3 @@ PLACEHOLDER_ABSENT = HARNESS_FIELDS | {
     "inherited_patch", "reference_files", "opened_files", "inspected", "agent_config", "cost", "tokens",
     "message", "rewards",
 }
-
-# kept until summary/ takes RunRecord
-RecordLike = Union[RunRecord, Mapping[str, Any]]
-
-
-# kept until summary/ takes RunRecord
-def as_record(record: RecordLike) -> RunRecord:
-    """A record read from JSON (or built by hand) as a `RunRecord`; a `RunRecord` as it is."""
-    return record if isinstance(record, RunRecord) else RunRecord.model_validate(record, context=FROM_JSON)
-
-
-# kept until summary/ takes RunRecord
-def as_records(records: Iterable[RecordLike]) -> list[RunRecord]:
-    return [as_record(record) for record in records]

@@ -18,6 +18,8 @@ import pytest
 from conformance import F2P_IDS, P2P_IDS, TB2_IDS, write_deepswe_task, write_tb2_task
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - the autouse fixture
 
+from summaries import parsed, records_of, summary_dict
+
 from swe_residual.agents.builtin import NoopAgent, OracleAgent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.docker import DockerBackend
@@ -27,7 +29,8 @@ from swe_residual.environments.docker.verification import VERIFIER_REPO
 from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.report.html import render_html
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 
 pytestmark = [*requires_docker, pytest.mark.slow]
 
@@ -156,14 +159,14 @@ def test_an_oracle_that_cannot_solve_is_listed_not_silent(tmp_path: Path, backen
     assert record["outcome"] == "failure"
     assert "solve.sh printed errors it went on past" in record["message"]
     assert "left the repository unchanged" in record["message"]
-    summary = build_summary([read_record(record)])
+    summary = summary_dict([record])
     assert summary["oracle"]["starts"] == 1
     assert [(e["task"], e["state"]) for e in summary["oracle"]["unsolved"]] == [("calc-broken", None)]
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     assert any(line.startswith("oracle did not solve 1 of 1 starts") for line in lines)
     assert any("calc-broken [clean]" in line for line in lines)
-    assert "oracle did not solve 1 of 1 starts" in render_markdown(summary)
-    assert "Starts the reference solution did not solve" in render_html(summary, [read_record(record)], tmp_path)
+    assert "oracle did not solve 1 of 1 starts" in render_markdown(parsed(summary))
+    assert "Starts the reference solution did not solve" in render_html(parsed(summary), records_of([record]), tmp_path)
 
 
 def test_validate_names_track_and_workdir_and_why(dataset_dir: Path) -> None:

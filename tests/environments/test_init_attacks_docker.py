@@ -25,9 +25,10 @@ import pytest
 from attackers import KILL_INIT, SOLVE_CLAMP, attack_task
 from dockerneeded import World, containers_of, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
+from summaries import records_of, summary_dict
+
 from swe_residual.agents import AgentResult, AgentSession, resolve_agent
 from swe_residual.metrics.headline import is_excluded, success
-from swe_residual.summary.aggregate import build_summary
 from swe_residual.summary.terminations import termination_report
 from swe_residual.trial.records import read_record
 
@@ -101,10 +102,10 @@ def test_a_container_stopped_with_no_cause_from_outside_is_the_agents_failure(wo
         assert text.startswith("the container stopped with no cause from outside it (no kill request, no "
                                "out-of-memory kill, no engine error in the engine's record)"), text
         assert "exit code 137" in text and "the agent's failure" in text
-    summary = build_summary([read_record(record)])
+    summary = summary_dict([record])
     assert (summary["infra"]["excluded"], summary["infra"]["retried"], summary["infra"]["unresolved"]) == ([], 0, 0)
-    assert success(read_record(record)) == 0  # measured: a failure in the success rates
-    report = termination_report([read_record(record)])
+    assert success(record) == 0  # measured: a failure in the success rates
+    report = termination_report(records_of([record]))
     assert any("no cause from outside it" in line for line in report.errors), report.errors
 
 
@@ -121,7 +122,7 @@ def test_killing_init_on_one_task_gains_nothing_over_doing_nothing_there(world) 
                    for task in ("a", "b") for state in (None, "drafter-1")]
         assert [r["reward"] for r in records] == [1.0, 1.0, 0.0, 0.0], [(r["outcome"], r["error"]) for r in records]
         assert all(len(r["attempts"]) == 1 for r in records)
-        summary = build_summary(records)
+        summary = summary_dict(records)
         assert summary["infra"]["excluded"] == []
         (agent,) = summary["agents"].values()
         track = agent["tracks"]["repo"]

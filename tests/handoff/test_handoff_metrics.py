@@ -25,9 +25,12 @@ from recordfactory import make_run_record
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import read_record
 
+from summaries import parsed, records_of, summary_dict
+
 from swe_residual.handoff.metrics import by_view, primary_records, quantity, takeover_cost, view_block, views_of
 from swe_residual.report.html import render_html
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 
@@ -123,34 +126,34 @@ def test_default_summary_is_byte_identical_to_the_frozen_one() -> None:
     agent order, the JSON for `infra.verifier_failed`; all three for the bootstrap intervals and the
     paired comparison, and again for the score and Newcombe intervals and the power table (the terminal counting the rows without a figure); the Markdown for the excluded items' Items column: regenerate them only for a deliberate
     change of the default layout)."""
-    summary = build_summary(default_records(), compare=True)
+    summary = summary_dict(default_records(), compare=True)
     assert json.dumps(summary, indent=2, sort_keys=True) + "\n" == (FROZEN / "default_summary.json").read_text()
-    assert render_markdown(summary) == (FROZEN / "default_summary.md").read_text()
-    assert "\n".join(render_terminal(summary)) + "\n" == (FROZEN / "default_terminal.txt").read_text()
+    assert render_markdown(parsed(summary)) == (FROZEN / "default_summary.md").read_text()
+    assert "\n".join(render_terminal(parsed(summary))) + "\n" == (FROZEN / "default_terminal.txt").read_text()
     assert "by_handoff" not in summary and "handoff" not in json.dumps(summary)
-    assert 'id="by-handoff"' not in render_html(summary, default_records(), Path("run"))
+    assert 'id="by-handoff"' not in render_html(parsed(summary), records_of(default_records()), Path("run"))
 
 
 def test_views_add_a_by_handoff_part_and_leave_the_headline_to_blind() -> None:
-    summary = build_summary(view_records(), compare=True)
-    default = build_summary(default_records(), compare=True)
+    summary = summary_dict(view_records(), compare=True)
+    default = summary_dict(default_records(), compare=True)
     assert summary["agents"] == default["agents"] and summary["comparison"] == default["comparison"]
     assert set(summary["by_handoff"]) == {"A", "B"} and list(summary["by_handoff"]["A"]) == ["blind", "trace"]
     assert list(summary["by_handoff"]["B"]) == ["blind"]
     assert summary["by_handoff"]["A"]["trace"]["residual"] == 50.0
     assert summary["infra"]["items"] == 15
-    markdown = render_markdown(summary)
+    markdown = render_markdown(parsed(summary))
     assert "## By handoff view" in markdown and "### Takeover cost by handoff view" in markdown
     assert "| A       | trace  |           50.0 |            100.0 |  50.0 |           50.0 |        0.53 |" in markdown
-    terminal = render_terminal(summary)
+    terminal = render_terminal(parsed(summary))
     assert any(line.startswith("by handoff view") for line in terminal)
     assert all(len(line) <= 100 for line in terminal)
-    html = render_html(summary, view_records(), Path("run"))
+    html = render_html(parsed(summary), records_of(view_records()), Path("run"))
     assert 'id="by-handoff"' in html and "Residual: P-1@trace" in html
 
 
 def test_a_run_of_one_non_blind_view_has_no_by_handoff_part() -> None:
     records = [r for r in view_records() if r["start"] == "clean" or r.get("handoff") == "trace"]
-    summary = build_summary(records)
+    summary = summary_dict(records)
     assert "by_handoff" not in summary
     assert summary["agents"]["A"]["overall"]["residual"] == 50.0  # its one view is the headline

@@ -11,6 +11,8 @@ import pytest
 from handoff_task import make_handoff_task
 from suitecheckout import make_checkout
 
+from summaries import summary_dict
+
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
@@ -18,7 +20,7 @@ from swe_residual.environments.local import LocalBackend
 from swe_residual.handoff.file import give_handoff, handoff_sentence
 from swe_residual.trial.records import read_records, record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.summary.aggregate import DURATION_KEYS, build_summary
+from swe_residual.summary.infra import DURATION_KEYS
 
 AGENT = "module:scripted_agents:FollowsHandoff"
 
@@ -137,7 +139,7 @@ def test_default_run_is_unchanged_by_an_explicit_blind(suite: pytest.Pytester) -
         text = (path / "summary.json").read_text()
         assert "handoff" not in text and all("handoff" not in r for r in records[name])
         # summary.json is exactly what the summary code gives for the run's records
-        rebuilt = build_summary(read_records([path / "results.jsonl"]).records, compare=True)
+        rebuilt = summary_dict(read_records([path / "results.jsonl"]).records, compare=True)
         assert text == json.dumps(rebuilt, indent=2, sort_keys=True) + "\n"
     summaries = [json.loads((path / "summary.json").read_text()) for path in runs.values()]
     assert _comparable(summaries[0]) == _comparable(summaries[1])

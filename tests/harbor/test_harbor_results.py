@@ -17,13 +17,14 @@ import pytest
 from harborjobs import write_trial
 from taskfactory import make_task
 
+from summaries import summary_dict
+
 from swe_residual.agents import resolve_agent
 from swe_residual.cli.main import main as cli_main
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.summary.aggregate import build_summary
 
 MODEL = {"provider": "test", "model": "m1"}
 FIGURES = ("residual", "clean", "gap", "condfail", "n_tasks", "n_states")
@@ -86,7 +87,7 @@ def test_harbor_results_give_the_suite_runs_summary(suite_run: tuple[Path, list[
         assert back["final_patch"] == (record["final_patch"] or "")
         assert back["inherited_patch"] == record["inherited_patch"]
         assert back["predecessor"] == record["predecessor"]
-    suite = build_summary([{**r, "agent": f"{r['agent']}+test/m1"} for r in records], compare=True)
+    suite = summary_dict([{**r, "agent": f"{r['agent']}+test/m1"} for r in records], compare=True)
     harbor = json.loads((out / "summary.json").read_text())
     assert figures(harbor) == figures(suite)
     assert figures(harbor)["oracle+test/m1"]["repo"]["residual"] == 100.0

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from taskfactory import BASE_SOURCE, SOLVED_SOURCE, git_diff_of, make_task
 
+from summaries import summary_dict
+
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
 from swe_residual.trial.records import append_record, read_records
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.summary.aggregate import build_summary
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +104,7 @@ def test_the_runs_are_what_the_signatures_assume(results: Path) -> None:
 
 
 def test_keeper_signature(results: Path) -> None:
-    summary = build_summary(read_records([results]).records)
+    summary = summary_dict(read_records([results]).records)
     m = summary["agents"][KEEPER]["tracks"]["repo"]
     ab = m["acceptance_bias"]
     assert (m["residual"], m["clean"], m["n_tasks"], m["n_states"]) == (0.0, 0.0, 2, 4)
@@ -123,7 +124,7 @@ def test_keeper_signature(results: Path) -> None:
 
 
 def test_discarder_signature(results: Path) -> None:
-    summary = build_summary(read_records([results]).records)
+    summary = summary_dict(read_records([results]).records)
     ab = summary["agents"][DISCARDER]["tracks"]["repo"]["acceptance_bias"]
     # nothing of the predecessor's work survives
     assert ab["kept"] == pytest.approx(0.0)
@@ -135,7 +136,7 @@ def test_discarder_signature(results: Path) -> None:
 
 
 def test_signatures_separate_the_agents(results: Path) -> None:
-    agents = build_summary(read_records([results]).records)["agents"]
+    agents = summary_dict(read_records([results]).records)["agents"]
     keeper = agents[KEEPER]["overall"]["acceptance_bias"]
     discarder = agents[DISCARDER]["overall"]["acceptance_bias"]
     assert keeper["kept"] - discarder["kept"] == pytest.approx(100.0)

@@ -10,27 +10,20 @@ from swe_residual.metrics.tdist import t_two_sided_p
 
 import pytest
 
-from swe_residual.metrics.comparison import (
-    FAMILY,
-    comparison,
-    headline_line,
-    holm_adjusted,
-    label_reversals,
-    rank,
-    ranking_table,
-    rankings,
-    reversals,
-    scopes_of,
-    unsolved_states,
-)
-from swe_residual.summary.aggregate import build_summary, render_terminal
+from summaries import parsed, summary_dict, summary_of
+
+from swe_residual.metrics.comparison import FAMILY, holm_adjusted, label_reversals, rank, reversals, unsolved_states
+from swe_residual.summary.comparison import comparison_scopes, compare_agents, headline_line, rankings
+from swe_residual.summary.model import Comparison, Summary
+from swe_residual.summary.tables import rank_rows
+from swe_residual.summary.terminal import render_terminal
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import read_record
 
 pytestmark = pytest.mark.unit
 
 
-def summary_of(rates: dict[str, dict[str, tuple[float | None, float | None]]]) -> dict[str, Any]:
+def hand_built(rates: dict[str, dict[str, tuple[float | None, float | None]]]) -> Summary:
     """A hand-built summary: ``{agent: {track: (clean, residual)}}``; overall = the first track's
     figures unless a track named "overall" is given."""
     agents: dict[str, Any] = {}
@@ -38,36 +31,36 @@ def summary_of(rates: dict[str, dict[str, tuple[float | None, float | None]]]) -
         blocks = {t: {"clean": c, "residual": r} for t, (c, r) in tracks.items() if t != "overall"}
         overall = tracks.get("overall", next(iter(tracks.values())))
         agents[agent] = {"tracks": blocks, "overall": {"clean": overall[0], "residual": overall[1]}}
-    return {"schema": 1, "agents": agents, "infra": {}}
+    return parsed({"schema": 1, "agents": agents, "infra": {}})
 
 
-def pairs_of(summary: dict[str, Any], scope: str) -> list[dict[str, Any]]:
+def pairs_of(summary: Summary, scope: str) -> list[dict[str, Any]]:
     """The pairs of a hand-built summary as if every agent ran the same tasks: a minus b in
     Clean and Residual on them (what paired_comparisons gives from records, without intervals)."""
-    agents = summary["agents"]
+    agents = summary.agents
     out = []
     for a in sorted(agents):
         for b in sorted(agents):
             if a >= b:
                 continue
-            fa, fb = (agents[x]["overall"] if scope == "overall" else agents[x]["tracks"].get(scope) for x in (a, b))
-            if not fa or not fb or None in (fa["clean"], fa["residual"], fb["clean"], fb["residual"]):
+            fa, fb = (agents[x].scope(scope) for x in (a, b))
+            if not fa or not fb or None in (fa.clean, fa.residual, fb.clean, fb.residual):
                 continue
-            out.append({"a": a, "b": b, "n_tasks": 10, "clean": fa["clean"] - fb["clean"],
-                        "residual": fa["residual"] - fb["residual"]})
+            out.append({"a": a, "b": b, "n_tasks": 10, "clean": fa.clean - fb.clean,
+                        "residual": fa.residual - fb.residual})
     return out
 
 
-def block_of(summary: dict[str, Any]) -> dict[str, Any]:
+def block_of(summary: Summary) -> Comparison:
     """The comparison block of a hand-built summary, its reversals from :func:`pairs_of`."""
-    return {"n_agents": len(summary["agents"]), "rankings": rankings(summary),
-            "reversals": {s: label_reversals(reversals(pairs_of(summary, s), s), pairs_of(summary, s))
-                          for s in scopes_of(summary)},
-            "states": {"n_states": 0, "unsolved": []}}
+    return Comparison.model_validate({
+        "n_agents": len(summary.agents), "rankings": rankings(summary.agents),
+        "reversals": {s: label_reversals(reversals(pairs_of(summary, s), s), pairs_of(summary, s))
+                      for s in comparison_scopes(summary.agents)}})
 
 
 # The paper's DeepSWE example (Section 5): GLM leads from the Clean Start, Qwen from Residual.
-DEEPSWE = summary_of({"GLM-4.6": {"repo": (68.9, 15.4)}, "Qwen3-Coder": {"repo": (51.1, 30.6)}})
+DEEPSWE = hand_built({"GLM-4.6": {"repo": (68.9, 15.4)}, "Qwen3-Coder": {"repo": (51.1, 30.6)}})
 
 
 def test_deepswe_example_is_a_reversal_with_both_margins() -> None:
@@ -77,10 +70,11 @@ def test_deepswe_example_is_a_reversal_with_both_margins() -> None:
     assert found["residual_margin"] == pytest.approx(15.2)  # 30.6 - 15.4
     assert found["n_tasks"] == 10
     block = block_of(DEEPSWE)
-    assert block["reversals"]["overall"] == [dict(found, scope="overall", clean_interval=None, residual_interval=None,
-                                                    significant=None, significant_adjusted=None)]  # no interval
+    (overall,) = block.reversals["overall"]
+    assert overall.model_dump() == dict(found, scope="overall", clean_interval=None, residual_interval=None,
+                                        significant=None, significant_adjusted=None)  # no interval
     # without records there are no common tasks: no reversal is claimed
-    assert comparison(DEEPSWE, [])["reversals"] == {"repo": [], "overall": []}
+    assert compare_agents(DEEPSWE.agents, []).reversals == {"repo": (), "overall": ()}
     assert headline_line(block, single_scope=True) == (
         "ranking reversed: GLM-4.6 over Qwen3-Coder on clean (+17.8), "
         "Qwen3-Coder over GLM-4.6 on residual (+15.2)"
@@ -90,31 +84,31 @@ def test_deepswe_example_is_a_reversal_with_both_margins() -> None:
 def test_rankings_share_ranks_on_ties() -> None:
     ranked = rank({"a": 50.0, "b": 70.0, "c": 50.0, "d": 10.0, "e": 50.0 + 1e-12})
     # competition ranking "1224": three-way tie at 50 (within float noise) shares rank 2, d is 5th
-    assert [(r["agent"], r["rank"]) for r in ranked] == [("b", 1), ("e", 2), ("a", 2), ("c", 2), ("d", 5)]
+    assert [(r.agent, r["rank"]) for r in ranked] == [("b", 1), ("e", 2), ("a", 2), ("c", 2), ("d", 5)]
     assert rank({}) == []
 
 
 def test_rankings_per_track_and_overall() -> None:
-    summary = summary_of(
+    summary = hand_built(
         {
             "x": {"repo": (80.0, 40.0), "machine": (20.0, 20.0), "overall": (50.0, 30.0)},
             "y": {"repo": (60.0, 50.0), "machine": (30.0, 10.0), "overall": (45.0, 30.0)},
             "z": {"repo": (None, None), "overall": (None, None)},  # no task in T: unranked
         }
     )
-    ranks = rankings(summary)
+    ranks = rankings(summary.agents)
     assert list(ranks) == ["machine", "repo", "overall"]
-    assert [(r["agent"], r["rank"]) for r in ranks["repo"]["clean"]] == [("x", 1), ("y", 2)]
-    assert [(r["agent"], r["rank"]) for r in ranks["repo"]["residual"]] == [("y", 1), ("x", 2)]
-    assert [(r["agent"], r["rank"]) for r in ranks["overall"]["residual"]] == [("x", 1), ("y", 1)]
+    assert [(r.agent, r.rank) for r in ranks["repo"]["clean"]] == [("x", 1), ("y", 2)]
+    assert [(r.agent, r.rank) for r in ranks["repo"]["residual"]] == [("y", 1), ("x", 2)]
+    assert [(r.agent, r.rank) for r in ranks["overall"]["residual"]] == [("x", 1), ("y", 1)]
     # repo reverses (x +20 clean, y +10 residual); machine: y ahead on clean (+10), x on
     # residual (+10); overall: residual tie -> no reversal
     assert [(r["clean_leader"], r["clean_margin"], r["residual_margin"])
             for r in reversals(pairs_of(summary, "repo"), "repo")] == [("x", pytest.approx(20.0), pytest.approx(10.0))]
     assert [r["clean_leader"] for r in reversals(pairs_of(summary, "machine"), "machine")] == ["y"]
     assert reversals(pairs_of(summary, "overall"), "overall") == []
-    table = ranking_table(comparison(summary, []), "repo")
-    assert [(r["agent"], r["clean_rank"], r["residual_rank"], r["moved"]) for r in table] == [
+    table = rank_rows(compare_agents(summary.agents, []), "repo")
+    assert [(r.agent, r.clean_rank, r.residual_rank, r.moved) for r in table] == [
         ("y", 2, 1, 1),
         ("x", 1, 2, -1),
     ]
@@ -125,18 +119,18 @@ def test_rankings_per_track_and_overall() -> None:
 
 
 def test_no_reversal_when_order_agrees_or_ties() -> None:
-    agree = summary_of({"a": {"repo": (90.0, 50.0)}, "b": {"repo": (60.0, 40.0)}, "c": {"repo": (60.0, 45.0)}})
+    agree = hand_built({"a": {"repo": (90.0, 50.0)}, "b": {"repo": (60.0, 40.0)}, "c": {"repo": (60.0, 45.0)}})
     # b and c tie on clean: a tie on either side is not a reversal
     assert reversals(pairs_of(agree, "repo"), "repo") == []
     block = block_of(agree)
     assert headline_line(block) == "no ranking reversal; 0 of 0 states solved by no agent"
-    assert headline_line(comparison(summary_of({"solo": {"repo": (50.0, 20.0)}}), [])).startswith(
+    assert headline_line(compare_agents(hand_built({"solo": {"repo": (50.0, 20.0)}}).agents, [])).startswith(
         "one agent, no ranking"
     )
 
 
 def test_every_reversed_pair_is_listed_largest_first() -> None:
-    summary = summary_of(
+    summary = hand_built(
         {"a": {"repo": (90.0, 10.0)}, "b": {"repo": (70.0, 30.0)}, "c": {"repo": (50.0, 60.0)}}
     )
     found = reversals(pairs_of(summary, "repo"), "repo")
@@ -186,9 +180,9 @@ def test_summary_comparison_block_and_terminal_line() -> None:
         rec("alpha", "t1", "s2", "failure"),
         rec("beta", "t1", "s2", "failure"),
     ]
-    plain = build_summary(records)
+    plain = summary_dict(records)
     assert "comparison" not in plain  # the section 5 layout stays exact unless asked for
-    summary = build_summary(records, compare=True)
+    summary = summary_dict(records, compare=True)
     assert {k: v for k, v in summary.items() if k != "comparison"} == plain
     block = summary["comparison"]
     assert set(block) == {"n_agents", "rankings", "reversals", "states", "pairs", "multiplicity"}
@@ -196,7 +190,7 @@ def test_summary_comparison_block_and_terminal_line() -> None:
     (found,) = block["reversals"]["repo"]
     assert (found["clean_margin"], found["residual_margin"]) == (pytest.approx(100.0), pytest.approx(50.0))
     assert [u["state"] for u in block["states"]["unsolved"]] == ["s2"]
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     # one common task: no interval, so the reversal is said without a verdict on its noise
     assert (
         "ranking reversed: alpha over beta on clean (+100.0), beta over alpha on residual (+50.0)"
@@ -204,13 +198,13 @@ def test_summary_comparison_block_and_terminal_line() -> None:
     assert found["significant"] is None and block["pairs"]["repo"][0]["reason"] == "cannot be estimated from one task"
     assert lines[-1].startswith("infra:")
     assert all(len(line) <= 100 for line in lines)
-    no_reversal = build_summary([r for r in records if r.agent == "alpha"], compare=True)
+    no_reversal = summary_of([r for r in records if r.agent == "alpha"], compare=True)
     assert "one agent, no ranking; 2 of 2 states solved by no agent" in render_terminal(no_reversal)
 
 
 def test_long_names_fit_the_terminal_line() -> None:
     long_a, long_b = "module:agents.harness:" + "A" * 40 + "Clean", "cmd:run-agent --model " + "B" * 40
-    block = block_of(summary_of({long_a: {"repo": (68.9, 15.4)}, long_b: {"repo": (51.1, 30.6)}}))
+    block = block_of(hand_built({long_a: {"repo": (68.9, 15.4)}, long_b: {"repo": (51.1, 30.6)}}))
     assert len(headline_line(block)) > 100  # the full form, as the HTML report shows it
     line = headline_line(block, width=100)
     # each name once, clipped from the left (specs differ at the end), margins as A minus B
@@ -230,7 +224,7 @@ def test_a_reversal_is_found_and_labelled_on_the_common_tasks() -> None:
         records += [rec("alpha", f"t{i}", None, "success"), rec("alpha", f"t{i}", "s", "failure"),
                     rec("beta", f"t{i}", None, "success"), rec("beta", f"t{i}", "s", "success")]
         records += [rec("beta", f"x{i}", None, "failure"), rec("beta", f"x{i}", "s", "failure")]
-    summary = build_summary(records, compare=True)
+    summary = summary_dict(records, compare=True)
     own = {a: (summary["agents"][a]["overall"]["clean"], summary["agents"][a]["overall"]["residual"])
            for a in ("alpha", "beta")}
     assert own == {"alpha": (100.0, 0.0), "beta": (50.0, 50.0)}  # reversed on each agent's own tasks
@@ -240,7 +234,7 @@ def test_a_reversal_is_found_and_labelled_on_the_common_tasks() -> None:
     # beta now fails two common clean starts: alpha +50 on Clean, beta +100 on Residual, on 4 tasks
     flipped = [r for r in records if not (r.agent == "beta" and r.task in ("t0", "t1") and r.state is None)]
     flipped += [rec("beta", "t0", None, "failure"), rec("beta", "t1", None, "failure")]
-    summary = build_summary(flipped, compare=True)
+    summary = summary_dict(flipped, compare=True)
     (found,) = summary["comparison"]["reversals"]["repo"]
     (pair,) = summary["comparison"]["pairs"]["repo"]
     assert (found["clean_leader"], found["residual_leader"], found["n_tasks"]) == ("alpha", "beta", 4)
@@ -275,7 +269,7 @@ def _five_agents() -> list[dict[str, Any]]:
 
 
 def test_holm_labels_of_a_five_agent_run() -> None:
-    summary = build_summary(_five_agents(), compare=True)
+    summary = summary_dict(_five_agents(), compare=True)
     pairs = {(p["a"], p["b"]): p for p in summary["comparison"]["pairs"]["repo"]}
     assert len(pairs) == 10  # the family: every pair of the five agents on this scope
 

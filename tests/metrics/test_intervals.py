@@ -10,13 +10,16 @@ from statistics import NormalDist
 import pytest
 from recordfactory import make_record
 
+from summaries import parsed, summary_dict
+
 from swe_residual.metrics.headline import StateRun, TaskRuns
 from swe_residual.metrics.intervals import (
     FEW_SOLVED, METHOD, ONE_TASK, Uncertainty, paired_difference, task_intervals,
 )  # fmt: skip
 from swe_residual.metrics.tdist import t_quantile, t_two_sided_p
 from swe_residual.run.gates import evaluate_gates, parse_gate
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 
@@ -110,7 +113,7 @@ SPEC = {
 
 @pytest.mark.parametrize("confidence", [0.95, 0.90, 0.50])
 def test_intervals_equal_their_formula(confidence: float) -> None:
-    got = task_intervals(_tasks(SPEC), Uncertainty(confidence))
+    got = task_intervals(_tasks(SPEC), Uncertainty(confidence=confidence))
     # Residual (fractions per task) by the score interval at n_eff with t; Clean (0/1 per task)
     # Wilson's at n with z; the Gap Newcombe's; CondFail (5 solved tasks of 8, shares 2/3, 0, 1, 0,
     # 2/3: its t at 8 - 1 = 7 degrees of freedom, the design's)
@@ -120,7 +123,7 @@ def test_intervals_equal_their_formula(confidence: float) -> None:
     assert got.reason is None and got.all_equal == ()
     # the table's order does not matter, and nothing is random: the same bounds every time
     shuffled = dict(reversed(list(_tasks(SPEC).items())))
-    assert task_intervals(shuffled, Uncertainty(confidence, 10, 99)) == got
+    assert task_intervals(shuffled, Uncertainty(confidence=confidence, resamples=10, seed=99)) == got
 
 
 def test_a_hand_computed_golden() -> None:
@@ -146,7 +149,7 @@ def test_a_hand_computed_golden() -> None:
 def test_fractional_outcomes_as_rollouts_give_them() -> None:
     # a start's outcome as a mean over its rollouts: nothing assumes 0/1; CondFail weights by clean
     spec = {"a": (1, [0.5, 0.25]), "b": (0.75, [1.0]), "c": (1, [0.0, 0.5, 1.0])}
-    got = task_intervals(_tasks(spec), Uncertainty(0.95))
+    got = task_intervals(_tasks(spec), Uncertainty(confidence=0.95))
     want = _by_formula(spec, 4.302653, 4.302653)  # t(0.95, 2) from the printed table
     for figure in ("residual", "clean", "gap", "cond_fail"):
         assert got.get(figure) == pytest.approx(want[figure], rel=1e-6, abs=1e-4), figure
@@ -178,14 +181,14 @@ def test_cond_fail_on_one_solved_task_has_no_interval_and_says_why() -> None:
     got = task_intervals(_tasks({"a": (1, [0, 1]), "b": (0, [0]), "c": (0, [1]), "d": (0, [0]), "e": (0, [0])}))
     assert got.cond_fail is None and got.residual is not None
     assert got.why_none("cond_fail") == FEW_SOLVED == "rests on fewer than two tasks solved from a clean start"
-    assert got.to_json()["reasons"] == {"cond_fail": FEW_SOLVED}
+    assert got.model_dump()["reasons"] == {"cond_fail": FEW_SOLVED}
 
 
 def test_one_task_cannot_be_estimated() -> None:
     got = task_intervals(_tasks({"only": (1, [0, 1])}))
     assert (got.residual, got.clean, got.gap, got.cond_fail) == (None, None, None, None)
     assert got.reason == ONE_TASK == "cannot be estimated from one task"
-    assert got.to_json() == {"residual": None, "clean": None, "gap": None, "cond_fail": None, "reason": ONE_TASK}
+    assert got.model_dump() == {"residual": None, "clean": None, "gap": None, "cond_fail": None, "reason": ONE_TASK}
 
 
 def test_uncertainty_values_are_checked() -> None:
@@ -210,7 +213,7 @@ def _records(agent: str, clean: list[str], residual: list[list[str]], track: str
 def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> None:
     records = _records("A", [S, S, F, S, F, S], [[F, S], [S], [F], [F, F], [S], [S, F, F]])
     records += _records("A", [S, F, S], [[F], [S], [S]], track="machine")
-    summary = build_summary(records)
+    summary = summary_dict(records)
     assert list(summary)[:2] == ["schema", "uncertainty"]
     u = summary["uncertainty"]
     assert (u["method"], u["confidence"], u["resamples"], u["seed"], u["unit"]) == (METHOD, 0.95, 2000, 0, "task")
@@ -225,16 +228,17 @@ def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> Non
             assert low < high, figure  # these outcomes differ: a real interval
     # the same records give the same bounds; the t method draws nothing at random (a seed is
     # recorded, changes nothing); another confidence other bounds
-    assert build_summary(records) == summary
-    other = build_summary(records, uncertainty=Uncertainty(seed=1))
+    assert summary_dict(records) == summary
+    other = summary_dict(records, uncertainty=Uncertainty(seed=1))
     assert other["uncertainty"]["seed"] == 1 and other["agents"]["A"] == block
-    wider = build_summary(records, uncertainty=Uncertainty(0.99))["agents"]["A"]["overall"]["intervals"]["gap"]
+    wider = summary_dict(records, uncertainty=Uncertainty(confidence=0.99))["agents"]["A"]["overall"]["intervals"][
+        "gap"]
     assert wider[0] < block["overall"]["intervals"]["gap"][0]
     # shown after the figure in summary.md; on the terminal the Gap's
     low, high = block["overall"]["intervals"]["gap"]
     cell = f"{block['overall']['gap']:.1f} [{low:.1f}, {high:.1f}]"
-    assert cell in render_markdown(summary)
-    assert any(cell in line for line in render_terminal(summary))
+    assert cell in render_markdown(parsed(summary))
+    assert any(cell in line for line in render_terminal(parsed(summary)))
 
 
 # ----------------------------------------------------------------- paired comparison
@@ -243,7 +247,7 @@ def test_summary_intervals_contain_the_point_estimates_and_are_recorded() -> Non
 def test_paired_difference_is_the_t_interval_of_per_task_differences_on_common_tasks() -> None:
     a = _tasks({"t1": (1, [1]), "t2": (1, [0]), "t3": (0, [0]), "x": (1, [1])})
     b = _tasks({"t1": (1, [0]), "t2": (0, [0]), "t3": (0, [1]), "y": (0, [0])})
-    d = paired_difference("A", a, "B", b, Uncertainty(0.9))
+    d = paired_difference("A", a, "B", b, Uncertainty(confidence=0.9))
     assert d.n_tasks == 3  # x and y are not common
     assert d.residual == pytest.approx(0.0)  # per task 1, 0, -1
     # sd 1, se 1/sqrt(3), t(0.90, 2) = 2.919986
@@ -269,18 +273,18 @@ def test_a_reversal_whose_interval_includes_zero_is_not_significant() -> None:
     # alpha 100 / 50 clean-residual over two tasks, beta 50 / 100: with two tasks the clean
     # margin's interval reaches 0
     records = _records("alpha", [S, S], [[F], [S]]) + _records("beta", [S, F], [[S], [S]])
-    summary = build_summary(records, compare=True)
+    summary = summary_dict(records, compare=True)
     (rev,) = summary["comparison"]["reversals"]["repo"]
     assert (rev["clean_leader"], rev["residual_leader"]) == ("alpha", "beta")
     assert rev["clean_interval"][0] <= 0.0 and rev["significant"] is False
-    assert "interval includes 0" in "\n".join(render_terminal(summary))
+    assert "interval includes 0" in "\n".join(render_terminal(parsed(summary)))
     (pair,) = summary["comparison"]["pairs"]["repo"]
     assert (pair["a"], pair["b"], pair["n_tasks"]) == ("alpha", "beta", 2)
     assert pair["clean_significant"] is False
 
 
 def test_a_reversal_clear_of_zero_is_significant() -> None:
-    summary = build_summary(_two_agents(12), compare=True)
+    summary = summary_dict(_two_agents(12), compare=True)
     (rev,) = summary["comparison"]["reversals"]["repo"]
     assert (rev["clean_leader"], rev["residual_leader"]) == ("alpha", "beta")
     assert rev["clean_interval"][0] > 0.0 and rev["residual_interval"][0] > 0.0
@@ -292,11 +296,11 @@ def test_a_reversal_clear_of_zero_is_significant() -> None:
     assert pair["residual"] == pytest.approx(-100.0) and pair["residual_interval"] == pytest.approx([-100.0, -100 + h])
     assert pair["residual_significant"] is True and pair["gap_significant"] is True
     assert pair["residual_p"] == 0.0 and pair["residual_significant_adjusted"] is True
-    text = render_markdown(summary)
+    text = render_markdown(parsed(summary))
     assert "## Agents compared" in text
     cell = f"-100.0 [-100.0, {-100 + h:.1f}]"
     assert any("alpha" in line and "beta" in line and cell in line for line in text.splitlines())
-    assert "significant" in "\n".join(render_terminal(summary))
+    assert "significant" in "\n".join(render_terminal(parsed(summary)))
 
 
 # ----------------------------------------------------------------- gates on the bound
@@ -305,7 +309,7 @@ def test_a_reversal_clear_of_zero_is_significant() -> None:
 def test_gate_on_the_bound_fails_where_the_point_passes() -> None:
     # Gap 50 over 10 tasks (five lost, five kept): the point is under 60, the upper bound is not
     records = _records("A", [S] * 10, [[F]] * 5 + [[S]] * 5)
-    summary = build_summary(records)
+    summary = summary_dict(records)
     overall = summary["agents"]["A"]["overall"]
     # Clean 1 on every task (the all-equal rule: [1 - h, 1]), Residual 0/1 (Wilson at 10):
     # the Gap's bound is Newcombe's, the Residual's Wilson's
@@ -315,47 +319,47 @@ def test_gate_on_the_bound_fails_where_the_point_passes() -> None:
     assert overall["intervals"]["residual"][0] == pytest.approx(lower, abs=1e-3)
     assert upper > 60 and lower < 40
     gates = [parse_gate("gap_fail_over", "60"), parse_gate("residual_fail_under", "40")]
-    point = evaluate_gates(summary, gates)
+    point = evaluate_gates(parsed(summary), gates)
     assert [r.passed for r in point] == [True, True]
-    bound = evaluate_gates(summary, gates, on="bound")
+    bound = evaluate_gates(parsed(summary), gates, on="bound")
     assert [r.passed for r in bound] == [False, False]
     assert bound[0].describe() == (f"--gap-fail-over=60 FAILED (gate on the bound): A [overall] gap upper {upper:.1f} "
                                    f"(point 50.0) is {upper - 60:.1f} points above the threshold")
     assert f"residual lower {lower:.1f} (point 50.0)" in bound[1].describe()
     # a bound within the threshold passes
-    (ok,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "100")], on="bound")
+    (ok,) = evaluate_gates(parsed(summary), [parse_gate("gap_fail_over", "100")], on="bound")
     assert ok.passed and "passed (gate on the bound)" in ok.describe()
 
 
 def test_gate_on_a_bound_that_cannot_be_estimated_fails_closed() -> None:
-    summary = build_summary(_records("A", [S], [[S]]))  # one task: Gap 0, no interval
-    (point,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "10")])
+    summary = summary_dict(_records("A", [S], [[S]]))  # one task: Gap 0, no interval
+    (point,) = evaluate_gates(parsed(summary), [parse_gate("gap_fail_over", "10")])
     assert point.passed
-    (bound,) = evaluate_gates(summary, [parse_gate("gap_fail_over", "10")], on="bound", min_tasks=1)
+    (bound,) = evaluate_gates(parsed(summary), [parse_gate("gap_fail_over", "10")], on="bound", min_tasks=1)
     assert not bound.passed
     assert "cannot be trusted (cannot be estimated from one task); point 0.0 not used" in bound.describe()
     with pytest.raises(ValueError, match="point, bound"):
-        evaluate_gates(summary, [], on="upper")
+        evaluate_gates(parsed(summary), [], on="upper")
 
 
 def test_the_degenerate_gate_of_the_issue_fails_closed() -> None:
     # Two tasks, both solved from every start: the old bootstrap gave Residual [100, 100] and
     # --residual-fail-under=99 --gate-on=bound passed. Now: too few tasks for a bound gate.
-    summary = build_summary(_records("A", [S, S], [[S], [S]]))
-    (bound,) = evaluate_gates(summary, [parse_gate("residual_fail_under", "99")], on="bound")
+    summary = summary_dict(_records("A", [S, S], [[S], [S]]))
+    (bound,) = evaluate_gates(parsed(summary), [parse_gate("residual_fail_under", "99")], on="bound")
     assert not bound.passed
     assert bound.describe() == ("--residual-fail-under=99 FAILED (gate on the bound): A [overall] residual lower "
                                 "bound cannot be trusted (2 task(s), fewer than the 10 a gate on the bound needs "
                                 "(--gate-min-tasks)); point 100.0 not used")
     # allowed on two tasks, the all-equal rule's bound is wide and fails on its own
-    (two,) = evaluate_gates(summary, [parse_gate("residual_fail_under", "99")], on="bound", min_tasks=2)
+    (two,) = evaluate_gates(parsed(summary), [parse_gate("residual_fail_under", "99")], on="bound", min_tasks=2)
     assert not two.passed and two.value is not None and two.value < 40.0
     # an older summary's zero-width bound never passes, whatever the tasks
-    old = build_summary(_records("A", [S] * 12, [[S]] * 12))
+    old = summary_dict(_records("A", [S] * 12, [[S]] * 12))
     old["agents"]["A"]["overall"]["intervals"]["residual"] = [100.0, 100.0]
-    (zero,) = evaluate_gates(old, [parse_gate("residual_fail_under", "99")], on="bound")
+    (zero,) = evaluate_gates(parsed(old), [parse_gate("residual_fail_under", "99")], on="bound")
     assert not zero.passed and "degenerate interval [100.0, 100.0] of zero width" in zero.describe()
     # twelve tasks all solved: the all-equal rule's lower bound (100 - 100 z^2 / (12 + z^2)) passes 70
-    summary = build_summary(_records("A", [S] * 12, [[S]] * 12))
-    (fine,) = evaluate_gates(summary, [parse_gate("residual_fail_under", "70")], on="bound")
+    summary = summary_dict(_records("A", [S] * 12, [[S]] * 12))
+    (fine,) = evaluate_gates(parsed(summary), [parse_gate("residual_fail_under", "70")], on="bound")
     assert fine.passed and fine.value == pytest.approx(100 - 100 * 1.959964 ** 2 / (12 + 1.959964 ** 2), abs=1e-3)

@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 from recordfactory import make_run_record
 
+from summaries import parsed, summary_dict
+
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.headline import dedupe_records
 from swe_residual.metrics.inspection import inspected, opened_files
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import record_key
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 
@@ -56,7 +59,7 @@ def test_records_differing_only_by_track_are_both_kept() -> None:
     assert dedupe_records(records) == records
     # one function, no private copy in the metrics
     assert importlib.import_module("swe_residual.metrics.headline").record_key is record_key
-    summary = build_summary(records)
+    summary = summary_dict(records)
     tracks = summary["agents"]["A"]["tracks"]
     # eq. 3/4 per track: repo Res 0, Clean 100; machine Res 100, Clean 0
     assert (tracks["repo"]["residual"], tracks["repo"]["clean"]) == (0.0, 100.0)
@@ -143,27 +146,27 @@ def _two_track_records(agent: str = "A") -> list[RunRecord]:
 def test_overall_acceptance_bias_is_the_repo_tracks_never_a_pool() -> None:
     # Appendix D: "The analysis in Section 5.4 is limited to DeepSWE" (the repo track); Table 4
     # is that track's.  Pooled, Same failing would be (1 + 0)/2 = 50%; the repo track's is 100%.
-    summary = build_summary(_two_track_records())
+    summary = summary_dict(_two_track_records())
     block = summary["agents"]["A"]
     assert block["tracks"]["repo"]["acceptance_bias"]["same_failing"] == pytest.approx(100.0)
     assert block["tracks"]["machine"]["acceptance_bias"]["same_failing"] == pytest.approx(0.0)
     assert block["overall"]["acceptance_bias"] == block["tracks"]["repo"]["acceptance_bias"]
     # an agent without repo runs has no Table 4 figures overall: null, not the machine track's
-    machine_only = build_summary([r for r in _two_track_records() if r.track == "machine"])
+    machine_only = summary_dict([r for r in _two_track_records() if r.track == "machine"])
     assert machine_only["agents"]["A"]["overall"]["acceptance_bias"] is None
     # the headline stays pooled: overall has both tasks
     assert block["overall"]["n_tasks"] == 2
 
 
 def test_tables_show_no_pooled_acceptance_row() -> None:
-    summary = build_summary(_two_track_records())
-    rows = acceptance_rows(render_markdown(summary))
+    summary = summary_dict(_two_track_records())
+    rows = acceptance_rows(render_markdown(parsed(summary)))
     assert [row[:2] for row in rows[2:]] == [["A", "machine"], ["A", "repo"]]  # header, separator
     # repo: Clean 1, Residual 0 -> Gap 100 points; Same failing 100%
     assert rows[2 + 1][:4] == ["A", "repo", "100.0", "100.0"]
     # the headline table keeps its overall row; the terminal shows no acceptance-bias table
-    assert "| A       | overall |" in render_markdown(summary)
-    assert not any("Same failing" in line or "same_failing" in line for line in render_terminal(summary))
+    assert "| A       | overall |" in render_markdown(parsed(summary))
+    assert not any("Same failing" in line or "same_failing" in line for line in render_terminal(parsed(summary)))
 
 
 # --------------------------------------------------------------------------- 5. Opened: whole paths
@@ -237,10 +240,10 @@ def test_null_opened_and_inspected_are_unknown_not_zero() -> None:
 
 
 def test_no_trajectory_anywhere_gives_null_figures_and_dashes() -> None:
-    summary = build_summary(_left_out_records([None, None], [None, None]))
+    summary = summary_dict(_left_out_records([None, None], [None, None]))
     ab = summary["agents"]["A"]["tracks"]["repo"]["acceptance_bias"]
     assert ab["left_out_opened"] is None and ab["inspected"] is None
     assert ab["left_out_clean"] == pytest.approx(100.0)  # still known from the patches
-    row = acceptance_rows(render_markdown(summary))[2]
-    header = acceptance_rows(render_markdown(summary))[0]
+    row = acceptance_rows(render_markdown(parsed(summary)))[2]
+    header = acceptance_rows(render_markdown(parsed(summary)))[0]
     assert row[header.index("Opened")] == "-" and row[header.index("Inspected")] == "-"

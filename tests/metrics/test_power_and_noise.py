@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 from recordfactory import make_record
 
+from summaries import parsed, records_of, summary_dict, summary_of
+
 from swe_residual.report.html import render_html
-from swe_residual.summary.aggregate import (
-    build_summary,
-    render_markdown,
-    render_terminal,
-)
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 
@@ -42,7 +41,7 @@ BETA = [(S, [S]), (S, [S]), (F, [F]), (S, [S]), (F, [F])]
 
 
 def test_the_smallest_detectable_gap_of_a_hand_dataset() -> None:
-    summary = build_summary(_records("alpha", ALPHA) + _records("beta", BETA), compare=True)
+    summary = summary_dict(_records("alpha", ALPHA) + _records("beta", BETA), compare=True)
     power = summary["agents"]["alpha"]["tracks"]["repo"]["power"]
     # gaps 1, 0, 1, 0.5, 0: mean 0.5, deviations 0.5, -0.5, 0.5, 0, -0.5: sum of squares 1.0,
     # variance 1.0 / 4 = 0.25, sd 0.5; MDE = (2.776445 + 0.940965) * 0.5 / sqrt(5) = 0.831237
@@ -62,28 +61,28 @@ def test_the_smallest_detectable_gap_of_a_hand_dataset() -> None:
 
 def test_the_power_table_is_in_every_output(tmp_path: Path) -> None:
     records = _records("alpha", ALPHA) + _records("beta", BETA)
-    summary = build_summary(records, compare=True)
-    text = render_markdown(summary)
+    summary = summary_dict(records, compare=True)
+    text = render_markdown(parsed(summary))
     assert "### Smallest difference the run could detect" in text
     assert "MDE = (t(1 - a/2, n - 1) + t(0.8, n - 1)) * sd / sqrt(n)" in text
     assert any(line.startswith("| alpha ") and "| Gap " in line and "| 83.1 |" in line.replace("  ", "")
                for line in text.splitlines())
     assert any("alpha - beta" in line and "Residual a - b" in line and "74.3" in line for line in text.splitlines())
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     assert any(line.startswith("smallest difference detectable") for line in lines)
     assert any(line.startswith("alpha ") and " Gap " in line and "83.1" in line for line in lines)
-    page = render_html(summary, records, tmp_path)
+    page = render_html(parsed(summary), records_of(records), tmp_path)
     assert 'id="power"' in page and "Smallest difference the run could detect" in page and ">83.1<" in page
 
 
 def test_no_spread_and_too_few_tasks_say_why() -> None:
     # every task the same Gap (solved from clean, not from its state): no spread to plan from
-    summary = build_summary(_records("A", [(S, [F])] * 4) + _records("B", [(S, [F])]), compare=False)
+    summary = summary_dict(_records("A", [(S, [F])] * 4) + _records("B", [(S, [F])]), compare=False)
     assert summary["agents"]["A"]["overall"]["power"]["gap_detectable"] is None
     assert summary["agents"]["A"]["overall"]["power"]["reason"] == "all tasks equal: no spread"
     assert summary["agents"]["B"]["overall"]["power"]["reason"] == "fewer than two tasks"
     # The terminal, read at a glance, counts the rows without a figure by reason instead of listing them.
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     assert not any(line.startswith("A ") and "no spread" in line for line in lines)
     (counted,) = [line for line in lines if line.startswith("  no figure for")]
     assert "no figure for 2 of 2:" in counted and "all tasks equal: no spread" in counted \
@@ -101,7 +100,7 @@ ROLLED = [*rolled("a", None, "SS"), *rolled("a", "a1", "SF"),
 
 
 def test_the_variance_split_of_a_hand_dataset() -> None:
-    block = build_summary(ROLLED)["agents"]["A"]["tracks"]["repo"]
+    block = summary_dict(ROLLED)["agents"]["A"]["tracks"]["repo"]
     split = block["rollout_variance"]
     # Residual per task: a 0.5, b (1 + 0) / 2 = 0.5, c (0.5 + 0.5) / 2 = 0.5: no spread, V = 0.
     # Rollout noise of a start with outcomes SF: sample variance 0.5, over 2 rollouts 0.25; of SS
@@ -113,7 +112,7 @@ def test_the_variance_split_of_a_hand_dataset() -> None:
     # B = 0.25 - 1/12 = 1/6; share W / (W + B) = (1/12) / (1/4) = 1/3
     assert split["clean"] == pytest.approx({"within": 1e4 / 12, "between": 1e4 / 6, "within_share": 100 / 3,
                                             "n_tasks": 3})
-    text = render_markdown(build_summary(ROLLED))
+    text = render_markdown(summary_of(ROLLED))
     assert "### Rollout noise and task sampling" in text
     assert any(line.startswith("| A ") and "100.0" in line and "33.3" in line for line in text.splitlines())
 
@@ -125,7 +124,7 @@ def _wilson(p: float, n: float, q: float) -> tuple[float, float]:
 
 
 def test_the_interval_of_disagree_of_a_hand_dataset() -> None:
-    block = build_summary(ROLLED)["agents"]["A"]["tracks"]["repo"]
+    block = summary_dict(ROLLED)["agents"]["A"]["tracks"]["repo"]
     disagree = block["disagreement"]
     # states that disagree: a1; b1, b2 do not; c1, c2 do: 3 of 5
     assert disagree["residual"] == pytest.approx(60.0)

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 from recordfactory import make_record, make_run_record
 
+from summaries import parsed, summary_dict, summary_of
+
 from swe_residual.metrics.headline import headline, pass_at_k
 from swe_residual.run.items import ItemSpec, rollout_indices
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 from swe_residual.trial.records import dedupe_records, item_id, read_record, record_json, record_key
 
 pytestmark = pytest.mark.unit
@@ -72,7 +75,7 @@ def test_pass_at_k_with_short_starts_golden() -> None:
     records = [*rolled("a", None, "SSF"), *rolled("a", "a1", "SXF"), *rolled("a", "a2", "FFS"),
                *rolled("b", None, "XFF"), *rolled("b", "b1", "SSS"),
                *rolled("c", None, "FFF"), *rolled("c", "c1", "FSF")]
-    block = build_summary(records)["agents"]["A"]["tracks"]["repo"]
+    block = summary_dict(records)["agents"]["A"]["tracks"]["repo"]
     # a enters with a2 alone (a1 is short): clean 1, residual 1; b's clean start is short: b
     # is out of pass@K; c: clean 0, residual 1. Residual (1 + 1) / 2, Clean (1 + 0) / 2
     passes = block["pass_at_k"]
@@ -90,11 +93,11 @@ def test_pass_at_k_with_short_starts_golden() -> None:
     half = z * math.sqrt(0.25 / 2 + z * z / 16) / (1 + z * z / 2)
     assert passes["intervals"]["clean"] == pytest.approx([100 * (centre - half), 100 * (centre + half)], abs=1e-4)
     # the terminal and summary.md say so
-    lines = render_terminal(build_summary(records))
+    lines = render_terminal(summary_of(records))
     assert "left out of the figures:" in lines
     assert any("a [a1]" in line and "2 of 3 valid rollouts: left out of pass@3" in line for line in lines)
     assert any("b [clean]" in line and "2 of 3 valid rollouts" in line for line in lines)
-    markdown = render_markdown(build_summary(records)).splitlines()
+    markdown = render_markdown(summary_of(records)).splitlines()
     assert "### Left out of the figures" in markdown
     assert any(line.startswith("| A") and "a [a1]" in line and "2 of 3 valid rollouts: left out of pass@3" in line
                for line in markdown)
@@ -116,7 +119,7 @@ def test_pass_at_k_is_the_closed_form() -> None:
 
 
 def test_pass_at_k_and_disagreement_in_the_summary() -> None:
-    block = build_summary(two_tasks())["agents"]["A"]["tracks"]["repo"]
+    block = summary_dict(two_tasks())["agents"]["A"]["tracks"]["repo"]
     # pass@4 of a start is 1 when any of its 4 rollouts succeeded (k = n).
     # Residual: a = mean(a1 1, a2 0) = 0.5, b = 1 -> 0.75; Clean: a 1, b 1 -> 1
     passes = {k: v for k, v in block["pass_at_k"].items() if k != "intervals"}
@@ -139,18 +142,18 @@ def test_one_rollout_gives_todays_numbers_and_no_rollout_fields() -> None:
     today = [make_record("a", None, S), make_record("a", "a1", F), make_record("a", "a2", S),
              make_record("b", None, F), make_record("b", "b1", F)]
     marked = [{**r, "rollout": 0} for r in today]
-    assert build_summary(marked) == build_summary(today)
-    block = build_summary(today)["agents"]["A"]["tracks"]["repo"]
+    assert summary_dict(marked) == summary_dict(today)
+    block = summary_dict(today)["agents"]["A"]["tracks"]["repo"]
     assert "pass_at_k" not in block and "disagreement" not in block
     # CondFail over C_A = {a}: a fails 1 of 2 states -> 50
     assert block["cond_fail"] == 50.0
-    assert "pass@K" not in render_markdown(build_summary(today))
-    assert not any("@K" in line or "disagree" in line for line in render_terminal(build_summary(today)))
+    assert "pass@K" not in render_markdown(summary_of(today))
+    assert not any("@K" in line or "disagree" in line for line in render_terminal(summary_of(today)))
 
 
 def test_the_tables_show_pass_at_k_and_disagreement_with_rollouts() -> None:
-    summary = build_summary(two_tasks())
-    markdown = render_markdown(summary)
+    summary = summary_dict(two_tasks())
+    markdown = render_markdown(parsed(summary))
     assert "pass@K Residual (%)" in markdown and "Disagree (%)" in markdown
     row = next(line for line in markdown.splitlines() if line.startswith("| A "))
     # each figure's bootstrap interval after it ("62.5 [25.0, 100.0]"): the figures alone here
@@ -158,7 +161,7 @@ def test_the_tables_show_pass_at_k_and_disagreement_with_rollouts() -> None:
     # residual, clean, gap, condfail, pass@K res, pass@K clean, disagree, tasks, states
     assert cells[2:] == ["62.5", "50.0", "-12.5", "56.2", "75.0", "100.0", "33.3", "2", "3"]
     assert "With 4 rollouts per start" in markdown
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     head = next(line for line in lines if line.startswith("agent"))
     assert head.split() == ["agent", "residual", "clean", "gap", "condfail", "res@K", "cln@K", "disagree",
                             "tasks", "states"]

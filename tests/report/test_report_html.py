@@ -28,10 +28,13 @@ from recordfactory import make_record
 from taskfactory import make_task
 
 from conftest import REPO_ROOT, TESTS_DIR
+from summaries import parsed, record_of, records_of, summary_dict, summary_of
+
 from swe_residual.cli.main import main as cli_main
 from swe_residual.report.html import render_html, write_report
 from swe_residual.report.paths import item_href
-from swe_residual.summary.aggregate import build_summary, in_agent_order
+from swe_residual.run.status import with_run_status
+from swe_residual.summary.agent_order import in_agent_order
 
 INSTALL = "apt-get update && apt-get install -y chromium"
 SCREENSHOT_COPY = REPO_ROOT / "reports" / "screenshots" / "report.png"
@@ -238,7 +241,7 @@ def test_console_error_detection_works(tmp_path: Path) -> None:
 
 @pytest.mark.unit
 def test_render_html_escapes_and_handles_no_records(tmp_path: Path) -> None:
-    empty = render_html(build_summary([], compare=True), [], tmp_path)
+    empty = render_html(summary_of([], compare=True), records_of([]), tmp_path)
     assert "<svg" not in empty and "no ranking" in empty
     record = {
         "schema": 1, "run_id": "r<1>", "agent": "cmd:echo '<b>&'", "task": "t", "track": "repo", "start": "clean",
@@ -247,7 +250,7 @@ def test_render_html_escapes_and_handles_no_records(tmp_path: Path) -> None:
         "final_patch": "diff --git a/x b/x\n", "trajectory": "trajectories/nowhere.json", "attempts": [],
         "durations": {},
     }  # fmt: skip
-    page = render_html(build_summary([record], compare=True), [record], tmp_path)
+    page = render_html(summary_of([record], compare=True), records_of([record]), tmp_path)
     assert "cmd:echo &#x27;&lt;b&gt;&amp;&#x27;" in page and "<b>&'" not in page
     assert "r&lt;1&gt;" in page
     assert ">missing<" in page  # a trajectory that is not there is not linked
@@ -333,7 +336,7 @@ def test_report_without_matplotlib_says_so_and_keeps_its_tables(
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # "import matplotlib" raises ImportError
     records = [make_record("t", None, "success"), make_record("t", "s", "failure")]
-    page = render_html(build_summary(records, compare=True), records, tmp_path)
+    page = render_html(summary_of(records, compare=True), records_of(records), tmp_path)
     assert "<svg" not in page and "Traceback" not in page
     notes = [line for line in page.splitlines() if "matplotlib" in line]
     assert notes == [
@@ -399,10 +402,10 @@ def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
         make_record("t1", None, "infra_error", agent="alpha", error="lost container"),
         make_record("t2", None, "success", agent="zeta", track="machine"),
     ]  # alpha never ran t1/s1; the run skipped its t2 clean start
-    summary = in_agent_order(build_summary(records, compare=True), ["zeta", "alpha"])
-    summary["skipped"] = [{"item": "alpha/t2/clean", "reason": "needs docker"}]
+    summary = with_run_status(in_agent_order(summary_of(records, compare=True), ["zeta", "alpha"]),
+                              [("alpha/t2/clean", "needs docker")], interrupted=None, resume_command=None)
     out = tmp_path / "report"
-    page_path = write_report(out, summary, records, record_dirs=[run] * len(records))
+    page_path = write_report(out, summary, records_of(records), record_dirs=[run] * len(records))
     page = page_path.read_text()
 
     parsed = Cells()
@@ -420,7 +423,7 @@ def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
     # a cell with a record links to its page; one without has no link
     for (task, state, agent), cell in got.items():
         record = next((r for r in records if (r["task"], r["state"] or "", r["agent"]) == (task, state, agent)), None)
-        assert cell["href"] == (item_href(record) if record else ""), (task, state, agent)
+        assert cell["href"] == (item_href(record_of(record)) if record else ""), (task, state, agent)
         if record:
             assert (out / cell["href"]).is_file()
     assert "not passing: test_b" in page  # a failed cell's tooltip names its failing tests
@@ -448,12 +451,12 @@ def test_matrix_and_item_pages_from_hand_made_records(tmp_path: Path) -> None:
 @pytest.mark.unit
 def test_no_heading_over_an_empty_list_of_unsolved_states(tmp_path: Path) -> None:
     records = [make_record("t", None, "success"), make_record("t", "s", "success")]
-    page = render_html(build_summary(records, compare=True), records, tmp_path)
+    page = render_html(summary_of(records, compare=True), records_of(records), tmp_path)
     assert '<h3 id="unsolved-states">' not in page
     assert ('<p class="note" id="unsolved-states">Residual States no agent solved: none (each of the 1 was solved '
             "by at least one agent).</p>") in page
     failed = [make_record("t", None, "success"), make_record("t", "s", "failure")]
-    page = render_html(build_summary(failed, compare=True), failed, tmp_path)
+    page = render_html(summary_of(failed, compare=True), records_of(failed), tmp_path)
     assert '<h3 id="unsolved-states">Residual States no agent solved (1 of 1)</h3>' in page
 
 
@@ -463,8 +466,8 @@ def test_chart_labels_hold_whole_agent_names(tmp_path: Path) -> None:
     name, wrapped at its separators, never cut; and no caption says what only the paper can."""
     agents = ["cmd:/tmp/h4/weak/weak-agent.sh", "cmd:/tmp/h4/strong/strong-agent.sh --model some-model-name"]
     records = [make_record("t", s, o, agent=a) for a in agents for s, o in ((None, "success"), ("s", "failure"))]
-    summary = build_summary(records, compare=True)
-    page = render_html(summary, records, tmp_path)
+    summary = summary_dict(records, compare=True)
+    page = render_html(parsed(summary), records_of(records), tmp_path)
     for figure_id in ("figure-1", "figure-2"):
         figure = _figure(page, figure_id)
         assert "..." not in figure and "\u2026" not in figure
@@ -487,11 +490,11 @@ def test_an_item_stopped_at_its_disk_limit_says_so_with_its_figures(tmp_path: Pa
                             disk_limit={**account, "enforcement": "not_enforced", "how": "no meter here",
                                         "peak_bytes": None, "exceeded": False})
     out = tmp_path / "report"
-    write_report(out, build_summary([stopped, unbounded]), [stopped, unbounded], record_dirs=[tmp_path] * 2)
-    page = (out / item_href(stopped)).read_text()
+    write_report(out, summary_of([stopped, unbounded]), records_of([stopped, unbounded]), record_dirs=[tmp_path] * 2)
+    page = (out / item_href(record_of(stopped))).read_text()
     assert "disk_limit" in page
     assert "limit 64 MiB (watched), passed: the agent was stopped (disk_limit); most written 70.0 MiB" in page
-    assert "limit 64 MiB, not enforced: no meter here" in (out / item_href(unbounded)).read_text()
+    assert "limit 64 MiB, not enforced: no meter here" in (out / item_href(record_of(unbounded))).read_text()
 
 
 @pytest.mark.unit
@@ -502,8 +505,8 @@ def test_the_success_table_groups_tracks_overall_first(tmp_path: Path) -> None:
     records = [make_record(task, state, outcome, agent=agent, track=track)
                for agent in ("b-agent", "a-agent") for track in ("repo", "machine") for task in ("t1", "t2")
                for state, outcome in ((None, "success"), ("s1", "failure" if agent == "b-agent" else "success"))]
-    summary = build_summary(records, compare=True)
-    page = render_html(summary, records, tmp_path)
+    summary = summary_dict(records, compare=True)
+    page = render_html(parsed(summary), records_of(records), tmp_path)
     table = page[page.index('<table class="grouped">') : page.index("</table>", page.index('<table class="grouped">'))]
     assert re.findall(r'<tr class="group" data-track="([^"]+)"><th class="l" colspan="5">Track: \1</th>', table) == [
         "overall", "machine", "repo"]

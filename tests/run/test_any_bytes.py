@@ -22,6 +22,8 @@ from bytestask import BYTES_AGENT, expected_patch, make_bytes_task
 from dockerneeded import docker_test, engine_needed  # noqa: F401
 from suitecheckout import make_checkout
 
+from summaries import record_of
+
 from swe_residual.report.paths import diff_href
 
 AGENT = "cmd:./bytes-agent.sh"
@@ -70,7 +72,7 @@ def _check_run(checkout: pytest.Pytester, result: pytest.RunResult, tmp_path: Pa
         page.read_text(encoding="utf-8")  # valid UTF-8: an undecodable byte is shown as \xNN
     for record in records:  # each diff file is its patch's own bytes
         if record["final_patch"]:
-            diff = (checkout.path / "merged" / diff_href(record)).read_bytes()
+            diff = (checkout.path / "merged" / diff_href(record_of(record))).read_bytes()
             assert diff == record["final_patch"].encode("utf-8", "surrogateescape")
             assert record["agent"] != AGENT or diff == expected
 

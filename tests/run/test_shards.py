@@ -24,6 +24,7 @@ from taskfactory import make_task
 from conftest import REPO_ROOT
 from swe_residual.run.config import identity, read_run_document, selection_of
 from swe_residual.run.shard_check import ShardInput, check_shards
+from swe_residual.summary.model import Partial
 
 AGENTS = ("--agent=oracle", "--agent=noop")
 
@@ -150,7 +151,7 @@ def test_check_shards_names_missing_doubled_and_foreign(tmp_path: Path) -> None:
         f"foreign shard {c.path} (shard 3/3): another run than {a.path}: dataset checksum other (not c)",
         f"foreign input {d.path}: it is a run without --shard, merged with shards of 3 ({a.path} is shard 1/3)",
     ]
-    assert check.partial() == {"shards": 3, "merged": [1], "missing": [2, 3]}
+    assert check.partial() == Partial(shards=3, merged=(1,), missing=(2, 3))
     # no shard among the inputs (runs of different agents, Harbor's trials): merged as before
     assert check_shards([d, ShardInput(tmp_path / "e", None)]).refusals == []
 

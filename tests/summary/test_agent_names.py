@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from summaries import records_of
+
 from swe_residual.summary.names import distinct_names
 from swe_residual.summary.terminations import termination_table
 from recordfactory import make_record
@@ -31,5 +33,5 @@ def test_names_differing_only_in_the_middle_keep_their_start_and_end() -> None:
 
 def test_the_termination_table_tells_them_apart() -> None:
     records = [make_record(agent=FIRST, task="t1"), make_record(agent=SECOND, task="t1")]
-    rows = termination_table(records, order=[FIRST, SECOND])[2:]
+    rows = termination_table(records_of(records), order=[FIRST, SECOND])[2:]
     assert len({row.split()[0] for row in rows}) == 2

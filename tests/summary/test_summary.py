@@ -10,8 +10,11 @@ from typing import Any
 import pytest
 from recordfactory import make_record
 
+from summaries import parsed, summary_dict, summary_of
+
 from swe_residual.metrics.intervals import DIFFERENCE_RULE, GAP_RULE, RATE_RULE
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 
@@ -81,7 +84,7 @@ def records() -> list[dict[str, Any]]:
 
 
 def test_layout_and_headline_goldens() -> None:
-    summary = build_summary(records())
+    summary = summary_dict(records())
     assert set(summary) == {"schema", "uncertainty", "agents", "infra"}
     assert summary["schema"] == 1
     assert set(summary["agents"]) == {"alpha", "beta"}
@@ -96,7 +99,7 @@ def test_layout_and_headline_goldens() -> None:
                {"task": "e", "track": "repo", "reasons": ["no Residual Start run with a verdict"]}]
     assert alpha["tracks"]["repo"]["dropped"] == alpha["overall"]["dropped"] == dropped
     assert "dropped" not in alpha["tracks"]["machine"] and "dropped" not in summary["agents"]["beta"]["overall"]
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     assert "left out of the figures:" in lines
     assert any(line.split()[:3] == ["alpha", "repo", "d"] and "no Clean Start run with a verdict: in no figure" in line
                for line in lines)
@@ -155,7 +158,7 @@ def test_layout_and_headline_goldens() -> None:
 
 
 def test_acceptance_steps_in_summary() -> None:
-    acc = build_summary(records())["agents"]["alpha"]["tracks"]["repo"]["acceptance_bias"]
+    acc = summary_dict(records())["agents"]["alpha"]["tracks"]["repo"]["acceptance_bias"]
     # every run is normally submitted with 10 clean steps: a: (10 + 5 + 10)/3 / 10 = 25/30;
     # b: 20/10 = 2; c: (10 + 10)/2 / 10 = 1; d: clean excluded.  median(5/6, 2, 1) = 1.0
     assert acc["steps_ratio"] == pytest.approx(1.0)
@@ -164,7 +167,7 @@ def test_acceptance_steps_in_summary() -> None:
 
 
 def test_infra_figures_and_excluded_items() -> None:
-    infra = build_summary(records())["infra"]
+    infra = summary_dict(records())["infra"]
     assert infra["items"] == 22
     assert infra["retried"] == 2  # a1 (2 attempts) and d clean (3 attempts)
     assert infra["unresolved"] == 2  # d clean, n2
@@ -182,7 +185,7 @@ def test_infra_durations_are_medians_over_deduplicated_items() -> None:
     ]
     # the first record of b is replaced by the last one: it must not count as an item
     stale = rec("b", None, F, durations={"setup_sec": 500.0, "agent_sec": 500.0, "wall_sec": 500.0})
-    by_agent = build_summary([stale, *timed])["infra"]["by_agent"]
+    by_agent = summary_dict([stale, *timed])["infra"]["by_agent"]
     assert by_agent == {
         "alpha": {"items": 3, "attempts": 4, "setup_sec": 2.0, "agent_sec": 20.0, "verify_sec": None,
                   "wall_sec": 24.0},
@@ -197,10 +200,10 @@ def markdown_rows(text: str) -> list[list[str]]:
 
 
 def test_merging_twice_and_last_wins() -> None:
-    once = build_summary(records())
-    assert build_summary(records() + records()) == once
+    once = summary_dict(records())
+    assert summary_dict(records() + records()) == once
     # a later record for the same key replaces the earlier one: b1 now succeeds
-    again = build_summary(records() + [rec("b", "b1", S, pred="Q")])
+    again = summary_dict(records() + [rec("b", "b1", S, pred="Q")])
     repo = again["agents"]["alpha"]["tracks"]["repo"]
     # Res = (2/3 + 1 + 1)/3 = 8/9 = 88.888...%
     assert repo["residual"] == pytest.approx(100 * 8 / 9)
@@ -208,7 +211,7 @@ def test_merging_twice_and_last_wins() -> None:
 
 
 def test_summary_is_json_and_unrounded() -> None:
-    summary = build_summary(records())
+    summary = summary_dict(records())
     assert json.loads(json.dumps(summary)) == summary
     residual = summary["agents"]["alpha"]["tracks"]["repo"]["residual"]
     assert residual == pytest.approx(100 * 5 / 9, rel=1e-12)  # 55.5555..., not 55.6
@@ -216,7 +219,7 @@ def test_summary_is_json_and_unrounded() -> None:
 
 
 def test_empty_records() -> None:
-    summary = build_summary([])
+    summary = summary_dict([])
     assert summary == {
         "schema": 1,
         "uncertainty": {"method": "score-over-tasks", "confidence": 0.95, "resamples": 2000, "seed": 0, "unit": "task",
@@ -225,8 +228,8 @@ def test_empty_records() -> None:
         "agents": {},
         "infra": {"retried": 0, "unresolved": 0, "items": 0, "excluded": [], "verifier_failed": [], "by_agent": {}},
     }
-    assert render_terminal(summary)[-1].startswith("infra: 0 items")
-    assert "SWE-Residual" in render_markdown(summary)
+    assert render_terminal(parsed(summary))[-1].startswith("infra: 0 items")
+    assert "SWE-Residual" in render_markdown(parsed(summary))
 
 
 def _without_intervals(rows: list[list[str]]) -> list[list[str]]:
@@ -234,8 +237,8 @@ def _without_intervals(rows: list[list[str]]) -> list[list[str]]:
 
 
 def test_render_markdown_tables() -> None:
-    summary = build_summary(records())
-    text = render_markdown(summary)
+    summary = summary_dict(records())
+    text = render_markdown(parsed(summary))
     # every figure with an interval carries it: "11.1 [low, high]", as summary.json holds it
     low, high = summary["agents"]["alpha"]["tracks"]["repo"]["intervals"]["gap"]
     assert f"| 11.1 [{low:.1f}, {high:.1f}] |" in text.replace("  ", "")
@@ -261,12 +264,12 @@ def test_render_markdown_tables() -> None:
 
 
 def test_markdown_cells_cannot_break_the_table() -> None:
-    text = render_markdown(build_summary([rec("t", None, X, agent="a|b", error="x | y\nz")]))
+    text = render_markdown(summary_of([rec("t", None, X, agent="a|b", error="x | y\nz")]))
     assert ["a\\|b", "1", "t", "(clean)", "x \\| y z"] in markdown_rows(text)
 
 
 def test_render_terminal_short_lines() -> None:
-    lines = render_terminal(build_summary(records()))
+    lines = render_terminal(summary_of(records()))
     assert all(len(line) <= 100 for line in lines)
     joined = "\n".join(lines)
     assert "SWE-Residual [repo]" in joined
@@ -278,20 +281,20 @@ def test_render_terminal_short_lines() -> None:
     assert header.split() == ["agent", "residual", "clean", "gap", "condfail", "tasks", "states"]
     repo_row = next(line for line in lines if line.startswith("alpha") and "55.6" in line)
     # the terminal gives the Gap its interval (the others fit only in summary.md and report.html)
-    low, high = build_summary(records())["agents"]["alpha"]["tracks"]["repo"]["intervals"]["gap"]
+    low, high = summary_dict(records())["agents"]["alpha"]["tracks"]["repo"]["intervals"]["gap"]
     gap = f"11.1 [{low:.1f}, {high:.1f}]"
     assert repo_row.split() == ["alpha", "55.6", "66.7", *gap.split(), "66.7", "3", "6"]
     # numbers right-aligned under their header: each figure ends where its header ends
     for name, figure in zip(["residual", "clean", "gap", "condfail"], ["55.6", "66.7", gap, "66.7"]):
         start = repo_row.index(figure, 0 if figure == gap else header.index(name) - 4)
         assert header.index(name) + len(name) == start + len(figure)
-    long = build_summary([rec("t", None, X, agent="x" * 150, error="e" * 300)])
-    assert all(len(line) <= 100 for line in render_terminal(long))
+    long = summary_dict([rec("t", None, X, agent="x" * 150, error="e" * 300)])
+    assert all(len(line) <= 100 for line in render_terminal(parsed(long)))
 
 
 def test_render_terminal_dash_for_missing_figures() -> None:
     # beta solves nothing from Clean Start: no CondFail, shown as "-"
-    lines = render_terminal(build_summary([rec("a", None, F, agent="beta"), rec("a", "a1", S, agent="beta")]))
+    lines = render_terminal(summary_of([rec("a", None, F, agent="beta"), rec("a", "a1", S, agent="beta")]))
     row = next(line for line in lines if line.startswith("beta "))
     assert row.split() == ["beta", "100.0", "0.0", "-100.0", "-", "1", "1"]
     # and in words: a negative Gap is points gained
@@ -304,7 +307,7 @@ def test_an_error_every_excluded_item_shares_is_said_once_whole_in_the_terminal(
               "package curl")
     records = [rec(task, state, X, attempts=2, error=shared)
                for task, state in (("a", None), ("a", "a1"), ("b", None))] + [rec("c", None, X, error="lost container")]
-    lines = render_terminal(build_summary(records))
+    lines = render_terminal(summary_of(records))
     start = lines.index("  excluded: alpha: 3 starts of 2 tasks, all with one error:")
     wrapped = lines[start + 1:start + 4]
     assert " ".join(line.strip() for line in wrapped) == shared  # whole, not clipped at the width

@@ -10,8 +10,11 @@ import pytest
 
 from recordfactory import make_record
 
+from summaries import parsed, records_of, summary_dict
+
 from swe_residual.report.html import write_report
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 
@@ -28,7 +31,7 @@ def _records() -> list[dict]:
 
 
 def test_fidelity_in_the_summary_and_the_report(tmp_path: Path) -> None:
-    summary = build_summary(_records())
+    summary = summary_dict(_records())
     assert summary["infra"]["fidelity"] == {
         "counts": {"none": 1, "replay": 1, "snapshot": 1},
         "states": [{"task": "disk", "state": "pred-1", "fidelity": "snapshot"},
@@ -36,16 +39,16 @@ def test_fidelity_in_the_summary_and_the_report(tmp_path: Path) -> None:
                    {"task": "web", "state": "pred-1", "fidelity": "replay"}]}
     assert set(summary) == {"schema", "uncertainty", "agents", "infra"}  # the existing keys stay as they were
     json.dumps(summary)
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     assert "machine-track states restored by: 1 none, 1 replay, 1 snapshot" in lines
     assert "  web [pred-1]: replay" in lines and "  disk [pred-2]: not started" in lines
-    markdown = render_markdown(summary)
+    markdown = render_markdown(parsed(summary))
     assert "## Machine-track fidelity" in markdown and "| web | pred-1 | replay |" in markdown
-    html = write_report(tmp_path, summary, _records()).read_text()
+    html = write_report(tmp_path, parsed(summary), records_of(_records())).read_text()
     assert 'id="fidelity"' in html and "replay" in html.split('id="fidelity"')[1]
 
 
 def test_no_fidelity_block_without_machine_states() -> None:
-    summary = build_summary([make_record("calc", "pred-1", "failure"), make_record("calc", None, "success")])
+    summary = summary_dict([make_record("calc", "pred-1", "failure"), make_record("calc", None, "success")])
     assert "fidelity" not in summary["infra"]
-    assert not any("restored by" in line for line in render_terminal(summary))
+    assert not any("restored by" in line for line in render_terminal(parsed(summary)))

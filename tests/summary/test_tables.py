@@ -9,9 +9,11 @@ from pathlib import Path
 
 from handoff_records import default_records, view_records
 
+from summaries import summary_of
+
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 from swe_residual.report.tables import html_grouped, html_table
-from swe_residual.summary.aggregate import render_markdown, summarize
+from swe_residual.summary.markdown import render_markdown
 from swe_residual.summary.render import markdown_table, terminal_table
 from swe_residual.summary.tables import (
     ACCEPTANCE, ACCEPTANCE_COLUMNS, AGENT, HANDOFF_ACCEPTANCE, HEADLINE, TERMINATIONS, TRACK, Column, Format, Scopes,
@@ -48,7 +50,7 @@ def test_formats() -> None:
 
 
 def test_scopes_as_each_output_lists_them() -> None:
-    summary = summarize(default_records())  # A: repo and machine; B: repo only
+    summary = summary_of(default_records())  # A: repo and machine; B: repo only
     own = [(r.agent, r.scope) for r in HEADLINE.rows_of(summary)]
     assert own == [("A", "machine"), ("A", "repo"), ("A", "overall"), ("B", "repo")]
     shared = [(r.agent, r.scope) for r in HEADLINE.rows_of(summary, Scopes.SHARED)]
@@ -64,7 +66,7 @@ def test_a_column_added_once_is_drawn_by_every_renderer() -> None:
     solved = Column("Solved tasks", lambda r: r.figures.cond_fail_tasks, Format.COUNT, markdown="n_solved",
                     terminal="solved")
     table = replace(HEADLINE, columns=(*HEADLINE.columns, solved))
-    summary = summarize(view_records())
+    summary = summary_of(view_records())
     rows = table.rows_of(summary)
 
     markdown = markdown_table(table, rows)
@@ -83,7 +85,7 @@ def test_a_column_added_once_is_drawn_by_every_renderer() -> None:
 
 
 def test_an_empty_table_says_so_where_its_declaration_says() -> None:
-    summary = summarize([])
+    summary = summary_of([])
     assert markdown_table(HEADLINE, HEADLINE.rows_of(summary)) == ["(no agents)"]
     assert "(no residual states)" in render_markdown(summary)
 
@@ -100,9 +102,9 @@ def test_excluded_items_sharing_an_error_are_one_row_per_agent_and_error() -> No
     from swe_residual.summary.tables import EXCLUDED, excluded_groups
 
     no_network = "agent-setup: a: its install step needs the network"
-    items = [ExcludedItem("a", "t1", None, no_network), ExcludedItem("a", "t1", "s1", no_network),
-             ExcludedItem("a", "t2", "s2", no_network), ExcludedItem("b", "t1", None, no_network),
-             ExcludedItem("a", "t3", None, "environment: lost container")]
+    items = [ExcludedItem(agent=agent, task=task, state=state, error=error) for agent, task, state, error in (
+        ("a", "t1", None, no_network), ("a", "t1", "s1", no_network), ("a", "t2", "s2", no_network),
+        ("b", "t1", None, no_network), ("a", "t3", None, "environment: lost container"))]
     groups = excluded_groups(items)
     assert [(g.agent, g.error, len(g.items), g.task, g.state) for g in groups] == [
         ("a", no_network, 3, "2 tasks", "3 starts"), ("b", no_network, 1, "t1", "(clean)"),

@@ -8,10 +8,11 @@ import pytest
 from pydantic import ValidationError
 from recordfactory import RUNNER_KEYS, make_record
 
+from summaries import summary_dict
+
 from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED, TIME_LIMIT, VERIFIER_FAILED
 from swe_residual.agents.identity import check_agent_configs, config_hash, record_config_hash
 from swe_residual.dataset.tracks import MACHINE, REPO, TRACKS
-from swe_residual.summary.aggregate import build_summary
 from swe_residual.trial.record_model import AgentConfig, Attempt, Canary, Durations, RecordBudget, RunRecord, Tokens
 from swe_residual.trial.records import (
     OUTCOMES, REQUIRED_FIELDS, infra_error_record, read_record, read_records, record_json, record_key, record_line,
@@ -212,9 +213,9 @@ def test_the_summary_is_the_same_from_dicts_and_from_records() -> None:
              make_record("t2", outcome="failure"), make_record("t2", "s3", "infra_error", attempts=2),
              make_record("t3", track="machine"), make_record("t3", "m1", track="machine", fidelity="replay")]
     typed = [read_record(d) for d in dicts]
-    assert json.dumps(build_summary(typed, compare=True), sort_keys=True) == json.dumps(
-        build_summary(dicts, compare=True), sort_keys=True)
-    summary = build_summary(dicts)
+    assert json.dumps(summary_dict(typed, compare=True), sort_keys=True) == json.dumps(
+        summary_dict(dicts, compare=True), sort_keys=True)
+    summary = summary_dict(dicts)
     assert summary["agents"]["A"]["tracks"]["repo"]["residual"] == 50.0
     assert summary["infra"]["retried"] == 1 and summary["infra"]["fidelity"]["counts"] == {"replay": 1}
 

@@ -16,9 +16,9 @@ SCRIPT = REPO_ROOT / "scripts" / "write-schemas"
 def test_each_checked_in_schema_is_the_one_its_model_gives() -> None:
     script = runpy.run_path(str(SCRIPT), run_name="write_schemas")
     assert "run-record.schema.json" in script["SCHEMAS"]
-    for file_name, target in script["SCHEMAS"].items():
+    for file_name, (target, mode) in script["SCHEMAS"].items():
         path = script["SCHEMA_DIR"] / file_name
-        assert path.is_file() and path.read_text(encoding="utf-8") == script["schema_text"](target), (
+        assert path.is_file() and path.read_text(encoding="utf-8") == script["schema_text"](target, mode), (
             f"{path.relative_to(REPO_ROOT)} differs from the schema of {target}: regenerate it with "
             "scripts/write-schemas and commit it")
 

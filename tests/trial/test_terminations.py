@@ -6,6 +6,8 @@ import pytest
 
 from recordfactory import make_record
 
+from summaries import record_of, records_of
+
 from swe_residual.summary.terminations import ERROR_LINE_WIDTH, column_of, one_line, termination_report
 
 pytestmark = pytest.mark.unit
@@ -44,7 +46,7 @@ def run_records() -> list[dict]:
 
 
 def test_counts_per_agent_in_the_given_order_then_by_name() -> None:
-    report = termination_report(run_records(), order=["noop", "absent-agent"])
+    report = termination_report(records_of(run_records()), order=["noop", "absent-agent"])
     assert report.table == [
         "SWE-Residual items by termination (budget: time/step/cost/disk limit; infra: failed after retries)",
         "agent               items    submitted               budget    agent error    infra",
@@ -55,7 +57,7 @@ def test_counts_per_agent_in_the_given_order_then_by_name() -> None:
 
 
 def test_first_agent_errors_are_one_line_each_and_say_how_many_more() -> None:
-    report = termination_report(run_records())
+    report = termination_report(records_of(run_records()))
     assert report.errors == [
         "first agent errors (3 of 5; 2 more in results.jsonl):",
         "  cmd:./missing.sh  alpha/clean: exit status 127: bash: line 1: ./missing.sh: No such file or directory",
@@ -66,10 +68,10 @@ def test_first_agent_errors_are_one_line_each_and_say_how_many_more() -> None:
 
 
 def test_no_agent_error_no_error_lines_and_no_records_no_table() -> None:
-    report = termination_report([make_record("alpha", agent="oracle")])
+    report = termination_report(records_of([make_record("alpha", agent="oracle")]))
     assert report.errors == []
     assert report.table[-1].split() == ["oracle", "1", "1", "0", "0", "0"]
-    assert termination_report([]).table == []
+    assert termination_report(records_of([])).table == []
 
 
 def test_every_limit_and_an_unknown_termination() -> None:
@@ -78,7 +80,7 @@ def test_every_limit_and_an_unknown_termination() -> None:
         failed("b", agent="X", termination="step_limit"),
         failed("c", agent="X", termination=None),  # an old or foreign record: shown, not hidden
     ]
-    assert termination_report(records).table[1:] == [
+    assert termination_report(records_of(records)).table[1:] == [
         "agent      items    submitted               budget    agent error    infra    other",
         "X              3            0  2 (steps 1, cost 1)              0        0        1",
     ]
@@ -87,7 +89,7 @@ def test_every_limit_and_an_unknown_termination() -> None:
 def test_long_agent_names_and_messages_stay_on_one_line() -> None:
     agent = "cmd:" + "x" * 80 + "\nsecond line"
     record = failed("alpha", agent=agent, termination="agent_error", message="boom " * 100)
-    report = termination_report([record])
+    report = termination_report(records_of([record]))
     line = report.errors[1]
     assert len(line) == ERROR_LINE_WIDTH and line.endswith(" boo...")
     assert line.startswith("  cmd:" + "x" * 25 + "...  alpha/clean: boom boom")
@@ -100,15 +102,15 @@ def test_one_line() -> None:
 
 
 def test_infra_outcome_wins_over_the_agents_termination() -> None:
-    assert column_of(make_record("t", outcome="infra_error", termination="agent_error")) == "infra"
-    assert column_of(make_record("t", outcome="failure", termination="agent_error")) == "agent error"
-    assert column_of(make_record("t", outcome="failure", termination="time_limit")) == "budget"
+    assert column_of(record_of({"outcome": "infra_error", "termination": "agent_error"})) == "infra"
+    assert column_of(record_of({"outcome": "failure", "termination": "agent_error"})) == "agent error"
+    assert column_of(record_of({"outcome": "failure", "termination": "time_limit"})) == "budget"
 
 
 def test_a_disk_limit_counts_in_the_budget_column_named_disk() -> None:
     records = [failed("alpha", agent="noop", termination="disk_limit",
                       message="disk limit: the agent's environment wrote 2.3 GiB, limit 2048 MiB"),
                failed("beta", agent="noop", termination="time_limit")]
-    assert column_of(records[0]) == "budget"
-    assert termination_report(records).table[-1].split()[-4:] == ["disk", "1)", "0", "0"]
-    assert "(time 1, disk 1)" in termination_report(records).table[-1]
+    assert column_of(record_of(records[0])) == "budget"
+    assert termination_report(records_of(records)).table[-1].split()[-4:] == ["disk", "1)", "0", "0"]
+    assert "(time 1, disk 1)" in termination_report(records_of(records)).table[-1]

@@ -30,10 +30,12 @@ from attackers import (
 from dockerneeded import World, containers_of, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import FIX_CLAMP
 
+from summaries import parsed, summary_dict
+
 from swe_residual.agents import resolve_agent
 from swe_residual.environments.docker import DockerBackend
 from swe_residual.metrics.headline import is_excluded, success
-from swe_residual.summary.aggregate import build_summary, render_terminal
+from swe_residual.summary.terminal import render_terminal
 from swe_residual.summary.terminations import termination_table
 
 pytestmark = requires_docker
@@ -187,14 +189,14 @@ def test_a_verifier_broken_for_every_start_stays_infrastructure(world) -> None:
 def test_summary_counts_the_attackers_and_lists_them(world) -> None:
     records = [_record(world, "shared", HANG_ON_IMPORT), _record(world, "broken", FIX_CLAMP),
                _record(world, "shared", FIX_CLAMP)]
-    summary = build_summary(records)
+    summary = summary_dict(records)
     listed = {(entry["task"], entry["state"]) for entry in summary["infra"]["verifier_failed"]}
     assert (world.ids["shared"], None) in listed
     excluded = {entry["task"] for entry in summary["infra"]["excluded"]}
     assert excluded == {world.ids["broken"]}  # only the broken verifier is left out
     # The hanging attacker enters the success rates as a failure: not left out of them.
     assert not is_excluded(records[0]) and success(records[0]) == 0
-    lines = render_terminal(summary)
+    lines = render_terminal(parsed(summary))
     assert any(line.startswith("verifier failed on the agent's final state") for line in lines)
     header = termination_table(records)[1]
     assert "verifier failed" in header
