@@ -84,7 +84,7 @@ def test_deepswe_example_is_a_reversal_with_both_margins() -> None:
 def test_rankings_share_ranks_on_ties() -> None:
     ranked = rank({"a": 50.0, "b": 70.0, "c": 50.0, "d": 10.0, "e": 50.0 + 1e-12})
     # competition ranking "1224": three-way tie at 50 (within float noise) shares rank 2, d is 5th
-    assert [(r.agent, r["rank"]) for r in ranked] == [("b", 1), ("e", 2), ("a", 2), ("c", 2), ("d", 5)]
+    assert [(r["agent"], r["rank"]) for r in ranked] == [("b", 1), ("e", 2), ("a", 2), ("c", 2), ("d", 5)]
     assert rank({}) == []
 
 
