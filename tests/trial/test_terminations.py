@@ -102,9 +102,9 @@ def test_one_line() -> None:
 
 
 def test_infra_outcome_wins_over_the_agents_termination() -> None:
-    assert column_of(make_record("t", outcome="infra_error", termination="agent_error")) == "infra"
-    assert column_of(make_record("t", outcome="failure", termination="agent_error")) == "agent error"
-    assert column_of(make_record("t", outcome="failure", termination="time_limit")) == "budget"
+    assert column_of(record_of(make_record("t", outcome="infra_error", termination="agent_error"))) == "infra"
+    assert column_of(record_of(make_record("t", outcome="failure", termination="agent_error"))) == "agent error"
+    assert column_of(record_of(make_record("t", outcome="failure", termination="time_limit"))) == "budget"
 
 
 def test_a_disk_limit_counts_in_the_budget_column_named_disk() -> None:
