@@ -15,10 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from swe_residual.summary.model import OVERALL, Comparison, Summary, as_summary
+from swe_residual.summary.render import run_together
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, NOISE_NOTE, PAIRS, POWER,
-    POWER_NOTE, PREDECESSOR, RANKS, ROLLOUT_NOISE, TRACK, UNSOLVED, Align, Column, Format,
-    Scopes, Table, pct, rank_rows,
+    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, LEFT_OUT_NOTE, NOISE_NOTE,
+    PAIRS, PAIRS_NOTE, POWER, POWER_NOTE, PREDECESSOR, RANKS, ROLLOUT_NOISE, TRACK, UNSOLVED, Align, Column, Format, Layout,
+    Scopes, Section, Table, pct, rank_rows,
 )  # fmt: skip
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "heading",
     "headline_table",
     "html_grouped",
+    "html_section",
     "html_table",
     "infra_section",
     "left_out_section",
@@ -89,15 +91,41 @@ def _html_cell(column: Column, row: Any, i: int) -> str:
     return wrap(text) if i == 0 else e(text)
 
 
+def _html_mark(column: Column, text: str) -> str:
+    if column.format is Format.CODE:
+        return f"<code>{e(text)}</code>"
+    return f"<strong>{e(text)}</strong>" if column.emphasis else e(text)
+
+
 def html_table(table_: Table, rows: Sequence[Any]) -> str:
     """Any :class:`~swe_residual.summary.tables.Table` as an HTML table (the key columns
-    left-aligned); without rows, the table's ``empty_html`` note when it has one."""
+    left-aligned), a list or notices, by its layout; without rows, the table's ``empty_html``
+    note when it has one."""
     if not rows and table_.empty_html is not None:
         return f'<p class="note">{e(table_.empty_html)}</p>'
     columns = table_.shown(rows)
+    if table_.layout is Layout.LIST:
+        return "<ul>" + "".join(f"<li>{run_together(columns, row, _html_mark)}</li>" for row in rows) + "</ul>"
+    if table_.layout is Layout.NOTICES:
+        return "".join(f'<p class="note banner">{run_together(columns, row, _html_mark)}</p>' for row in rows)
     left = sum(1 for c in columns if c.align is Align.LEFT)
     cells = [[_html_cell(c, row, i) for i, c in enumerate(columns)] for row in rows]
     return table([c.title for c in columns], cells, left=left, raw=True)
+
+
+def html_section(section: Section, summary: Summary) -> list[str]:
+    """The section under its heading, each part's text as a note then its table (nothing when
+    the section has nothing to say)."""
+    parts = section.parts(summary)
+    if not parts:
+        return []
+    out = [heading(section.level, section.name, section.title)]
+    for part in parts:
+        if part.text is not None:
+            out.append(f'<p class="note">{e(" ".join(part.text.split()))}</p>')
+        if part.table is not None:
+            out.append(html_table(part.table, part.rows))
+    return out
 
 
 def html_grouped(table_: Table, rows: Sequence[Any], *, key: Column, group: Column, first: str | None = None) -> str:
@@ -175,9 +203,8 @@ def left_out_section(summary: Summary | Mapping[str, Any]) -> list[str]:
     rows = LEFT_OUT.rows_of(s)
     if not rows:
         return []
-    return [heading(3, "left-out", LEFT_OUT.title),
-            '<p class="note">Tasks no figure counts, starts left out of pass@K and figures without an interval, '
-            "with why.</p>", html_table(LEFT_OUT, rows)]
+    return [heading(3, "left-out", LEFT_OUT.title), f'<p class="note">{e(LEFT_OUT_NOTE)}</p>',
+            html_table(LEFT_OUT, rows)]
 
 
 def power_section(summary: Summary | Mapping[str, Any]) -> list[str]:
@@ -199,6 +226,7 @@ def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequen
     states no agent solved."""
     comparison = block if isinstance(block, Comparison) else Comparison.from_json(block)
     out = []
+    said = False  # what the pairs' tables are: said over the first
     for scope in all_scopes:
         anchor = "ranks-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scope)  # a track name is data: keep ids plain
         out.append(heading(3, anchor, f"{RANKS.title}: {scope}"))
@@ -216,7 +244,10 @@ def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequen
             out.append('<p class="note">No pair of agents reverses its order.</p>')
         pairs = [row for row in PAIRS.rows_of(Summary(comparison=comparison)) if row.scope == scope]
         if pairs and comparison.n_agents > 1:
-            out.append(f"<p>{e(PAIRS.title)} (a - b in points, t interval over the common tasks; After Holm: adjusted across the pairs of the scope):</p>")
+            out.append(f"<p>{e(PAIRS.title)}:</p>")
+            if not said:
+                out.append(f'<p class="note">{e(PAIRS_NOTE)}</p>')
+                said = True
             out.append(html_table(PAIRS, pairs))
     unsolved = comparison.states.unsolved
     n_states = comparison.states.n_states

@@ -8,7 +8,6 @@ Nothing is rounded in the summary dict; only the renderers round.
 
 from __future__ import annotations
 
-import textwrap
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields, replace
@@ -16,11 +15,7 @@ from typing import Any
 
 from swe_residual.agents.identity import check_agent_configs
 from swe_residual.handoff.metrics import primary_records
-from swe_residual.handoff.summary import (
-    handoff_markdown,
-    handoff_summary,
-    handoff_terminal,
-)
+from swe_residual.handoff.summary import HANDOFF_SECTIONS, handoff_summary
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.comparison import clip_left, comparison, headline_line
 from swe_residual.metrics.headline import (
@@ -43,17 +38,9 @@ from swe_residual.metrics.intervals import (
 )
 from swe_residual.metrics.over_tasks import difference_interval, mean_interval
 from swe_residual.metrics.rollout_noise import disagreement_intervals, variance_splits
-from swe_residual.run.status import (
-    partial_text,
-    skipped_markdown,
-    skipped_terminal,
-    status_markdown,
-)
-from swe_residual.summary.fidelity import (
-    fidelity_markdown,
-    fidelity_summary,
-    fidelity_terminal,
-)
+from swe_residual.run.status import SKIPPED_SECTION, STATUS, partial_lines
+from swe_residual.summary import meanings
+from swe_residual.summary.fidelity import FIDELITY_SECTION, fidelity_summary
 from swe_residual.summary.model import (
     AgentInfra,
     AgentSummary,
@@ -66,34 +53,47 @@ from swe_residual.summary.model import (
     as_summary,
 )  # fmt: skip
 from swe_residual.summary.names import distinct_names
-from swe_residual.summary.oracle import oracle_lines, oracle_markdown, oracle_summary
+from swe_residual.summary.oracle import ORACLE_SECTION, oracle_summary
 from swe_residual.summary.render import (
+    TERMINAL_WIDTH,
+    markdown_lines,
+    markdown_section,
     markdown_table,
     md_cell,
     terminal_across,
+    terminal_section,
     terminal_table,
 )
 from swe_residual.summary.tables import (
     ACCEPTANCE,
+    ACCEPTANCE_NOTE,
     AGENT,
     CLEAN,
+    COND_FAIL,
     CONTRADICTED,
+    CONTRADICTED_LINE,
+    DISAGREE,
     EXCLUDED,
     FAILED_ITEMS,
+    FAILED_LINE,
+    GAP,
     HEADLINE,
     LEFT_OUT,
+    LEFT_OUT_NOTE,
     NOISE_NOTE,
     PAIRS,
+    PAIRS_NOTE,
+    PASS_AT_K_CLEAN,
+    PASS_AT_K_RESIDUAL,
     POWER,
     POWER_NOTE,
     PREDECESSOR,
     PREDECESSOR_NAME,
+    PREDECESSOR_NOTE,
     RESIDUAL,
     ROLLOUT_NOISE,
     PredecessorRow,
     Scopes,
-    excluded_groups,
-    state_label,
 )  # fmt: skip
 from swe_residual.trial.record_model import as_records
 from swe_residual.trial.records import dedupe_records
@@ -110,8 +110,6 @@ SCHEMA = 1
 #: Kept / Left-out / Same failing mean something else on a machine state, so the machine track
 #: is reported on its own and never pooled into an overall acceptance-bias figure.
 ACCEPTANCE_TRACK = Track.REPO
-TERMINAL_WIDTH = 100
-SHARED_ERROR_LINES = 4  # an error many excluded items share, wrapped on at most this many lines
 #: the phases whose median seconds per item ``infra.by_agent`` holds
 DURATION_KEYS = ("setup_sec", "agent_sec", "verify_sec", "wall_sec")
 assert DURATION_KEYS == tuple(f.name for f in fields(AgentInfra))[2:], "AgentInfra holds every phase"
@@ -369,11 +367,13 @@ def plain_headlines(summary: Summary | Mapping[str, Any]) -> list[str]:
 
 #: What the terminal's columns mean (and the `a/b` cells of the by-predecessor table).
 TERMINAL_LEGEND = (
-    "legend: residual = % solved from a Residual State (work a predecessor left, claimed done);",
-    "  clean = % solved from a clean start on the same tasks; gap = clean - residual (points lost);",
-    "  condfail = % of Residual States failed on the tasks the agent solves from a clean start;",
+    f"legend: {RESIDUAL.terminal} = {meanings.RESIDUAL};",
+    *(f"  {column.terminal} = {column.note};" for column in (CLEAN, GAP, COND_FAIL)),
     "  a/b under 'by predecessor' = residual/clean on the tasks of that predecessor's states",
 )
+#: summary.md's line breaks of the headline's paragraph and the pairs' (as it has always had them)
+HEADLINE_NOTE_WIDTHS = (78, 88, 93, 94)
+PAIRS_NOTE_WIDTHS = (90,)
 
 
 def uncertainty_line(summary: Summary) -> str | None:
@@ -405,25 +405,23 @@ def rollouts_of(s: Summary) -> int | None:
 
 
 def rollouts_note(k: int) -> str:
-    return (f"With {k} rollouts per start, a start's outcome is the mean of its rollouts; pass@K is the unbiased "
-            f"pass@{k} of each start, averaged the same way; Disagree is the share of Residual States whose "
-            "rollouts disagree (some succeeded, some failed).")
+    return (f"With {k} rollouts per start, a start's outcome is the mean of its rollouts; pass@K is "
+            f"{meanings.PASS_AT_K.format(k=k)}; Disagree is {meanings.DISAGREE}.")
 
 
 def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
     s = as_summary(summary)
-    out: list[str] = ["# SWE-Residual summary", ""] + status_markdown(s)
+    out: list[str] = ["# SWE-Residual summary", ""]
+    notices = STATUS.rows_of(s)
+    if notices:
+        out += [*markdown_table(STATUS, notices), ""]
     if s.agents:
         out += ["In short (overall):", ""] + [f"- {md_cell(line)}" for line in plain_headlines(s)] + [""]
 
     out += ["## Residual Start vs. matched Clean Start", ""]
-    out += ["Success rates in %, averaged over a task's states, then equally across tasks;"]
-    out += ["Gap = Ref. Clean - Residual in points, computed before rounding. Residual: success from"]
-    out += ["a Residual State (work a predecessor left and claimed done); Ref. Clean: success from a clean"]
-    out += ["start on the same tasks; CondFail: the share of Residual States failed on the tasks the agent"]
-    out += ["solves from a clean start."]
+    out += markdown_lines(meanings.HEADLINE_NOTE, HEADLINE_NOTE_WIDTHS)
     line = uncertainty_line(s)
     out += ([f"{line}; one task gives none."] if line else []) + [""]
     k = rollouts_of(s)
@@ -433,7 +431,7 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     left_out = LEFT_OUT.rows_of(s)
     if left_out:
         out += [f"### {LEFT_OUT.title}", ""]
-        out += ["What the figures leave out, and why.", ""]
+        out += [LEFT_OUT_NOTE, ""]
         out += markdown_table(LEFT_OUT, left_out) + [""]
     power = POWER.rows_of(s)
     if power:
@@ -448,25 +446,20 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
 
     if _compared(s):
         out += ["## Agents compared", ""]
-        out += ["Each pair on the tasks both ran: a - b in points, with the t interval over the per-task"]
-        out += ["differences (a task's difficulty cancels); a difference whose interval includes 0 is not"]
-        out += ["significant at this level. After Holm: the verdicts adjusted for testing every pair of the"]
-        out += ["track at once (the family: all pairs of one scope, one figure at a time).", ""]
+        out += [*markdown_lines(PAIRS_NOTE, PAIRS_NOTE_WIDTHS), ""]
         out += markdown_table(PAIRS, PAIRS.rows_of(s)) + [""]
 
     out += ["## By predecessor agent", ""]
-    out += ["Each group: tasks with >= 1 state from the predecessor, only its states averaged,"]
-    out += ["Clean Start matched on the same tasks.", ""]
+    out += [*PREDECESSOR_NOTE.split("\n"), ""]
     out += markdown_table(PREDECESSOR, PREDECESSOR.rows_of(s)) + [""]
 
     out += ["## Acceptance bias", ""]
-    out += ["Normally submitted runs; task-level averages in % (Gap in points);"]
-    out += ["Steps = median over tasks of the mean Residual/Clean step ratio; one row per track, never"]
-    out += ["pooled (Table 4 is the repo track's; the machine track is shown apart).", ""]
+    out += [*ACCEPTANCE_NOTE.split("\n"), ""]
     out += markdown_table(ACCEPTANCE, ACCEPTANCE.rows_of(s)) + [""]
 
-    out += handoff_markdown(s)
-    out += oracle_markdown(s)
+    for section in HANDOFF_SECTIONS:
+        out += markdown_section(section, s)
+    out += markdown_section(ORACLE_SECTION, s)
 
     infra = s.infra
     out += ["## Infrastructure", ""]
@@ -478,17 +471,16 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     if infra.excluded:
         out += [""] + markdown_table(EXCLUDED, EXCLUDED.rows_of(s))
     if infra.verifier_failed:
-        out += ["", f"- verifier failed on the agent's final state, works on the clean state (failures, counted): "
-                    f"{len(infra.verifier_failed)}", ""]
+        out += ["", f"- {FAILED_LINE}: {len(infra.verifier_failed)}", ""]
         out += markdown_table(FAILED_ITEMS, FAILED_ITEMS.rows_of(s))
     if infra.contradicted:
-        out += ["", f"- passing reward contradicted by the per-test reports (failures, counted): "
-                    f"{len(infra.contradicted)}", ""]
+        out += ["", f"- {CONTRADICTED_LINE}: {len(infra.contradicted)}", ""]
         out += markdown_table(CONTRADICTED, CONTRADICTED.rows_of(s))
-    out += fidelity_markdown(s)
-    skipped = skipped_markdown(s)
-    if skipped:
-        out += [""] + skipped[:-1]
+    # after the infrastructure's list, each after a blank line and without one at the end
+    for section in (FIDELITY_SECTION, SKIPPED_SECTION):
+        lines = markdown_section(section, s)
+        if lines:
+            out += [""] + lines[:-1]
     return "\n".join(out) + "\n"
 
 
@@ -513,8 +505,7 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     (and overall when there are several tracks), a legend, then the infrastructure figures and
     the excluded items. Agents in the summary's order. Lines <= 100 chars."""
     s = as_summary(summary)
-    partial = partial_text(s)
-    lines: list[str] = ([partial] if partial is not None else []) + plain_headlines(s)
+    lines: list[str] = partial_lines(s) + plain_headlines(s)
     shown = distinct_names(s.agents, AGENT_WIDTH)  # two agents never one cell
 
     def _agent_cell(text: str) -> str:
@@ -554,14 +545,15 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if noise:
         lines.append("rollout noise: % of each rate's per-task variance within tasks (between rollouts):")
         lines += terminal_table(ROLLOUT_NOISE, noise, first=_agent_cell)
-    lines += handoff_terminal(s, _clip)
+    # nine columns must fit: laid out without tabulate's padding of the headers
+    lines += terminal_section(HANDOFF_SECTIONS[0], s, first=_agent_cell, compact=True)
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
         k = rollouts_of(s)
         if k is not None:
-            lines += [f"  with {k} rollouts per start: res@K/cln@K = pass@{k} (unbiased estimator);",
-                      "  disagree = % of Residual States whose rollouts disagree (some solved, some not)"]
+            lines += [f"  with {k} rollouts per start: {PASS_AT_K_RESIDUAL.terminal}/{PASS_AT_K_CLEAN.terminal} = "
+                      f"{meanings.PASS_AT_K.format(k=k)};", f"  {DISAGREE.terminal} = {meanings.DISAGREE}"]
     if s.agents and uncertainty_line(s):
         lines.append(f"  gap {uncertainty_line(s)}")
     if s.comparison is not None:  # the one comparison line that matters most
@@ -574,34 +566,19 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
         if pairs:
             lines.append(f"agents compared [{widest}] (a - b on common tasks, points; holm: after Holm's adjustment)")
             lines += terminal_table(PAIRS, pairs)
-    lines += oracle_lines(s)
-    lines += fidelity_terminal(s, _clip)
-    lines += skipped_terminal(s)
+    lines += terminal_section(ORACLE_SECTION, s)
+    lines += terminal_section(FIDELITY_SECTION, s)
+    lines += terminal_section(SKIPPED_SECTION, s)
     infra = s.infra
     lines.append(
         f"infra: {infra.items} items, {infra.retried} retried, "
         f"{infra.unresolved} unresolved (excluded, not failures)"
     )
-    for group in excluded_groups(infra.excluded):
-        error = str(group.error or "").replace("\n", " ")
-        if len(group.items) == 1:
-            e = group.items[0]
-            state = e.state if e.state is not None else "clean"
-            state = f"{state}@{e.handoff}" if e.handoff else state
-            lines.append(f"  excluded: {e.agent} {e.task} [{state}]: {error}")
-            continue
-        # One error shared by many items (a set-up layer that cannot be built): said once, whole.
-        lines.append(f"  excluded: {group.agent}: {group.state} of {group.task}, all with one error:")
-        lines += textwrap.wrap(error, TERMINAL_WIDTH - 4, initial_indent="    ", subsequent_indent="    ",
-                               max_lines=SHARED_ERROR_LINES, placeholder=" ...")
-    if infra.verifier_failed:
-        lines.append(f"verifier failed on the agent's final state (works on the clean state; failures): "
-                     f"{len(infra.verifier_failed)}")
-    for e in infra.verifier_failed:
-        lines.append(f"  failed: {e.agent} {e.task} [{state_label(e).strip('()')}]")
-    if infra.contradicted:
-        lines.append(f"passing reward contradicted by the per-test reports (failures): {len(infra.contradicted)}")
-    for c in infra.contradicted:
-        reason = str(c.reason or "").removeprefix("contradicted reward: ")
-        lines.append(f"  contradicted: {c.agent} {c.task} [{state_label(c).strip('()')}]: {reason}")
+    if infra.excluded:  # an error many items share (a set-up layer that cannot be built): said once, whole
+        lines += terminal_table(EXCLUDED, EXCLUDED.rows_of(s), first=_agent_cell)
+    for line, table, items in ((FAILED_LINE, FAILED_ITEMS, infra.verifier_failed),
+                               (CONTRADICTED_LINE, CONTRADICTED, infra.contradicted)):
+        if items:
+            lines.append(f"{line}: {len(items)}")
+            lines += terminal_table(table, table.rows_of(s), first=_agent_cell)
     return [_clip(line, TERMINAL_WIDTH) for line in lines]

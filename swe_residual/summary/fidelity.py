@@ -15,13 +15,13 @@ A state none of whose items got an instance (its replay failed, say) has fidelit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from html import escape
+from collections.abc import Sequence
 from typing import Any
 
+from swe_residual.summary.model import Fidelity, Summary
+from swe_residual.summary.tables import Align, Column, Layout, Part, Section, Table, key_column
 from swe_residual.trial.record_model import RecordLike, as_records
 from swe_residual.trial.values import Track
-from swe_residual.summary.model import Fidelity, Summary, as_summary
 
 MEANING = {
     "snapshot": "a container of the committed snapshot (files only)",
@@ -53,36 +53,24 @@ def _counts_text(block: Fidelity) -> str:
     return ", ".join(f"{count} {name}" for name, count in block.counts.items())
 
 
-def fidelity_terminal(summary: Summary | Mapping[str, Any], clip: Callable[[str, int], str]) -> list[str]:
-    block = as_summary(summary).infra.fidelity
+#: Every restored state, with how its instances are made; the terminal lists only the ones not
+#: restored from a snapshot (the usual way, counted in the line above the table).
+FIDELITY = Table(
+    "fidelity", "Fidelity of each machine-track state",
+    (key_column("Task", "task", terminal="task"), key_column("State", "state", terminal="state"),
+     Column("Fidelity", lambda entry: entry.fidelity or "-", align=Align.LEFT, terminal="fidelity"),
+     Column("How an instance is made", lambda entry: MEANING.get(entry.fidelity, ""), align=Align.LEFT,
+            terminal="how")),
+    layout=Layout.UNPADDED,
+    terminal_rows=lambda entry: entry.fidelity != "snapshot",
+)  # fmt: skip
+
+
+def _fidelity_parts(summary: Summary) -> list[Part]:
+    block = summary.infra.fidelity
     if not block:
         return []
-    lines = [f"machine-track states restored by: {_counts_text(block)}"]
-    for entry in block.states:
-        if entry.fidelity != "snapshot":
-            lines.append(f"  {entry.task} [{entry.state}]: {entry.fidelity or 'not started'}")
-    return lines
+    return [Part(f"States restored by: {_counts_text(block)}.", FIDELITY, list(block.states))]
 
 
-def fidelity_markdown(summary: Summary | Mapping[str, Any]) -> list[str]:
-    block = as_summary(summary).infra.fidelity
-    if not block:
-        return []
-    out = ["", "## Machine-track fidelity", "", f"States restored by: {_counts_text(block)}.", "",
-           "| Task | State | Fidelity | How an instance is made |", "|---|---|---|---|"]
-    out += [f"| {e.task} | {e.state} | {e.fidelity or '-'} | {MEANING.get(e.fidelity, '')} |" for e in block.states]
-    return out
-
-
-def fidelity_html(summary: Summary | Mapping[str, Any]) -> list[str]:
-    from swe_residual.report.tables import heading, table
-
-    block = as_summary(summary).infra.fidelity
-    if not block:
-        return []
-    rows = [[e.task, e.state, str(e.fidelity or "-"), MEANING.get(e.fidelity, "")] for e in block.states]
-    return [
-        heading(2, "fidelity", "Machine-track fidelity: how each Residual State was restored"),
-        f'<p class="note">States restored by: {escape(_counts_text(block))}.</p>',
-        table(["Task", "State", "Fidelity", "How an instance is made"], rows, left=4),
-    ]
+FIDELITY_SECTION = Section("fidelity", "Machine-track fidelity", _fidelity_parts)

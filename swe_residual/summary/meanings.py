@@ -11,7 +11,7 @@ from __future__ import annotations
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 
 __all__ = [
-    "ACCEPTANCE", "CLEAN", "COND_FAIL", "DISAGREE", "GAP", "HEADLINE_NOTE", "MDE", "PASS_AT_K", "RATES", "RESIDUAL", "TAKEOVER_RATIO",
+    "ACCEPTANCE", "AFTER_HOLM", "CLEAN", "COND_FAIL", "DISAGREE", "GAP", "HEADLINE_NOTE", "MDE", "PASS_AT_K", "RATES", "RESIDUAL", "TAKEOVER_RATIO",
 ]  # fmt: skip
 
 #: how every success rate is averaged
@@ -25,6 +25,9 @@ PASS_AT_K = "the unbiased pass@{k} of each start, averaged the same way"
 DISAGREE = "the share of Residual States whose rollouts disagree (some succeeded, some failed)"
 #: the smallest true difference the t test detects with 80% power over n tasks (metrics/power.py)
 MDE = "(t(1 - a/2, n - 1) + t(0.8, n - 1)) * sd / sqrt(n)"
+#: a pair's verdicts, adjusted for the many pairs of a scope
+AFTER_HOLM = ("the verdicts adjusted for testing every pair of the track at once (the family: all pairs of one "
+              "scope, one figure at a time)")
 #: a takeover-cost ratio (steps, tokens, cost) under a handoff view
 TAKEOVER_RATIO = "median over the Residual items / median over the same tasks' Clean items"
 

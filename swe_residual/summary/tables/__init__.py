@@ -13,12 +13,13 @@ added as one column appears in every output that draws its table.
 
 from swe_residual.summary.tables.table import Align, Column, Format, Layout, Part, Scopes, Section, Table, pct
 from swe_residual.summary.tables.figures import (
-    ACCEPTANCE, ACCEPTANCE_COLUMNS, ACCEPTANCE_TITLES, AGENT, CLEAN, COND_FAIL, GAP, HANDOFF_ACCEPTANCE, HANDOFF_VIEWS,
-    HEADLINE, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, TAKEOVER, TRACK, VIEW, AcceptanceRow, PredecessorRow,
+    ACCEPTANCE, ACCEPTANCE_COLUMNS, ACCEPTANCE_NOTE, ACCEPTANCE_TITLES, AGENT, CLEAN, COND_FAIL, DISAGREE, GAP,
+    HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, HEADLINE, PASS_AT_K_CLEAN, PASS_AT_K_RESIDUAL, PREDECESSOR, PREDECESSOR_NAME,
+    PREDECESSOR_NOTE, RESIDUAL, TAKEOVER, TRACK, VIEW, AcceptanceRow, PredecessorRow,
     ScopeRow, TakeoverRow, ViewRow, key_column, scope_rows,
 )  # fmt: skip
 from swe_residual.summary.tables.comparison import (
-    LEFT_OUT, NOISE_NOTE, PAIRS, POWER, POWER_NOTE, RANKS, ROLLOUT_NOISE, UNSOLVED, LeftOutRow, NoiseRow, PairRow,
+    LEFT_OUT, LEFT_OUT_NOTE, NOISE_NOTE, PAIRS, PAIRS_NOTE, POWER, POWER_NOTE, RANKS, ROLLOUT_NOISE, UNSOLVED, LeftOutRow, NoiseRow, PairRow,
     PowerRow, RankRow, left_out_rows, pair_rows, power_rows, rank_rows,
 )  # fmt: skip
 from swe_residual.summary.tables.infra import (
@@ -27,10 +28,11 @@ from swe_residual.summary.tables.infra import (
 )  # fmt: skip
 
 __all__ = [
-    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "ACCEPTANCE_TITLES", "AGENT", "CLEAN", "COND_FAIL", "CONTRADICTED",
-    "CONTRADICTED_LINE", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "FAILED_LINE", "GAP", "HANDOFF_ACCEPTANCE",
-    "HANDOFF_VIEWS", "HEADLINE", "LEFT_OUT", "NOISE_NOTE", "PAIRS", "POWER", "POWER_NOTE", "PREDECESSOR",
-    "PREDECESSOR_NAME", "RANKS", "RESIDUAL", "ROLLOUT_NOISE", "TAKEOVER", "TERMINATIONS", "TRACK", "UNSOLVED", "VIEW",
+    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "ACCEPTANCE_NOTE", "ACCEPTANCE_TITLES", "AGENT", "CLEAN", "COND_FAIL",
+    "CONTRADICTED", "CONTRADICTED_LINE", "DISAGREE", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "FAILED_LINE", "GAP",
+    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "LEFT_OUT", "LEFT_OUT_NOTE", "NOISE_NOTE", "PAIRS",
+    "PAIRS_NOTE", "PASS_AT_K_CLEAN", "PASS_AT_K_RESIDUAL", "POWER", "POWER_NOTE", "PREDECESSOR", "PREDECESSOR_NAME",
+    "PREDECESSOR_NOTE", "RANKS", "RESIDUAL", "ROLLOUT_NOISE", "TAKEOVER", "TERMINATIONS", "TRACK", "UNSOLVED", "VIEW",
     "AcceptanceRow", "Align", "Column", "DurationRow", "ExcludedGroup", "Format", "Layout", "LeftOutRow", "NoiseRow",
     "PairRow", "Part", "PowerRow", "PredecessorRow", "RankRow", "Scopes", "ScopeRow", "Section", "Table",
     "TakeoverRow", "TerminationRow", "ViewRow", "excluded_groups", "key_column", "left_out_rows", "pair_rows", "pct",

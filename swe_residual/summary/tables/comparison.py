@@ -15,7 +15,7 @@ from swe_residual.summary.tables.figures import AGENT, TRACK, key_column, scope_
 from swe_residual.summary.tables.table import Align, Column, Format, Scopes, Table, pct
 
 __all__ = [
-    "LEFT_OUT", "NOISE_NOTE", "PAIRS", "POWER", "POWER_NOTE", "RANKS", "ROLLOUT_NOISE", "UNSOLVED", "LeftOutRow",
+    "LEFT_OUT", "LEFT_OUT_NOTE", "NOISE_NOTE", "PAIRS", "PAIRS_NOTE", "POWER", "POWER_NOTE", "RANKS", "ROLLOUT_NOISE", "UNSOLVED", "LeftOutRow",
     "NoiseRow", "PairRow", "PowerRow", "RankRow", "left_out_rows", "pair_rows", "power_rows", "rank_rows",
 ]  # fmt: skip
 
@@ -213,9 +213,16 @@ PAIRS = Table(
      Column("Interval excludes 0", _significance, align=Align.LEFT,
             note="the differences whose interval excludes 0 (raw, each pair alone)"),
      Column("After Holm", _adjusted, align=Align.LEFT, terminal="holm", given_only=True,
-            note="the differences still significant after Holm's adjustment across the scope's pairs")),
+            note=meanings.AFTER_HOLM)),
     pair_rows, empty="(one agent: nothing to compare)",
 )  # fmt: skip
+
+#: what the pairs table is, under its title
+PAIRS_NOTE = ("Each pair on the tasks both ran: a - b in points, with the t interval over the per-task differences "
+              "(a task's difficulty cancels); a difference whose interval includes 0 is not significant at this "
+              f"level. After Holm: {meanings.AFTER_HOLM}.")
+#: what the left-out table is
+LEFT_OUT_NOTE = "What the figures leave out, and why."
 
 #: What each agent's figures leave out, and why: tasks in no figure, short starts, thin figures.
 LEFT_OUT = Table(

@@ -20,8 +20,9 @@ from swe_residual.summary.model import (
 from swe_residual.summary.tables.table import Align, Column, Format, Scopes, Table, pct
 
 __all__ = [
-    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "ACCEPTANCE_TITLES", "AGENT", "CLEAN", "COND_FAIL", "GAP", "HANDOFF_ACCEPTANCE",
-    "HANDOFF_VIEWS", "HEADLINE", "PREDECESSOR", "PREDECESSOR_NAME", "RESIDUAL", "TAKEOVER", "TRACK", "VIEW",
+    "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "ACCEPTANCE_NOTE", "ACCEPTANCE_TITLES", "AGENT", "CLEAN", "COND_FAIL",
+    "DISAGREE", "GAP", "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "PASS_AT_K_CLEAN", "PASS_AT_K_RESIDUAL",
+    "PREDECESSOR", "PREDECESSOR_NAME", "PREDECESSOR_NOTE", "RESIDUAL", "TAKEOVER", "TRACK", "VIEW",
     "AcceptanceRow", "PredecessorRow", "ScopeRow", "TakeoverRow", "ViewRow", "key_column", "scope_rows",
 ]  # fmt: skip
 
@@ -205,6 +206,14 @@ def _ratio(quantity: str, title: str, terminal: str) -> Column:
 # --------------------------------------------------------------------------- the tables
 
 
+#: what the by-predecessor and acceptance-bias tables are, under their titles (summary.md keeps
+#: the line breaks)
+PREDECESSOR_NOTE = ("Each group: tasks with >= 1 state from the predecessor, only its states averaged,\n"
+                    "Clean Start matched on the same tasks.")
+ACCEPTANCE_NOTE = ("Normally submitted runs; task-level averages in % (Gap in points);\n"
+                   f"Steps = {meanings.ACCEPTANCE['steps_ratio']}; one row per track, never\n"
+                   "pooled (Table 4 is the repo track's; the machine track is shown apart).")
+
 HEADLINE = Table(
     "headline", "Residual Start vs. matched Clean Start",
     (AGENT, TRACK, RESIDUAL, CLEAN, GAP, COND_FAIL, PASS_AT_K_RESIDUAL, PASS_AT_K_CLEAN, DISAGREE, N_TASKS,
@@ -226,7 +235,7 @@ ACCEPTANCE = Table(
 
 HANDOFF_VIEWS = Table(
     "by_handoff", "By handoff view",
-    (replace(AGENT, terminal="by handoff view"), VIEW, RESIDUAL, CLEAN, GAP, COND_FAIL,
+    (AGENT, VIEW, RESIDUAL, CLEAN, GAP, COND_FAIL,
      _ratio("steps", "Steps R/C", "steps x"), _ratio("tokens", "Tokens R/C", "tokens x"),
      _ratio("cost", "Cost R/C", "cost x"), replace(N_TASKS, terminal=None), replace(N_STATES, terminal=None)),
     view_rows,
