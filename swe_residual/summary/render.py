@@ -141,16 +141,17 @@ def terminal_table(
 
 def terminal_section(section: Section, summary: Summary, *, first: Callable[[str], str] = lambda text: text,
                      compact: bool = False) -> list[str]:
-    """The section on the terminal: its title, then each part's text (wrapped at 100) and the
-    rows of its table the terminal lists (``Table.terminal_rows``); ``first`` and ``compact``
-    as for :func:`terminal_table`."""
+    """The section on the terminal: its title, then each part's text (its lines wrapped at 100)
+    and the rows of its table the terminal lists (``Table.terminal_rows``); ``first`` and
+    ``compact`` as for :func:`terminal_table`."""
     parts = section.parts(summary)
     if not parts:
         return []
     lines = [f"{section.title}:"]
     for part in parts:
-        if part.text is not None:
-            lines += textwrap.wrap(" ".join(part.text.split("\n")), TERMINAL_WIDTH, subsequent_indent="  ")
+        if part.text is not None:  # summary.md's lines, each wrapped where it is longer than the terminal
+            lines += [wrapped for line in part.text.split("\n")
+                      for wrapped in textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent="  ")]
         if part.table is None:
             continue
         keep = part.table.terminal_rows
