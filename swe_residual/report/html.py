@@ -31,7 +31,9 @@ from swe_residual.summary.aggregate import uncertainty_line
 from swe_residual.summary.fidelity import FIDELITY_SECTION
 from swe_residual.summary.model import Summary, as_summary
 from swe_residual.summary.oracle import ORACLE_SECTION
-from swe_residual.summary.tables import ACCEPTANCE_NOTE, PREDECESSOR_NOTE
+from swe_residual.summary.tables import (
+    ACCEPTANCE_NOTE, LEFT_OUT_SECTION, NOISE_SECTION, POWER_SECTION, PREDECESSOR_NOTE,
+)  # fmt: skip
 from swe_residual.trial.record_model import RecordLike, as_records
 from swe_residual.trial.records import read_records
 from swe_residual.trial.values import Outcome
@@ -49,8 +51,6 @@ from swe_residual.report.tables import (
     html_section,
     html_table,
     infra_section,
-    left_out_section,
-    power_section,
     predecessor_table,
     table,
     wrap,
@@ -189,7 +189,7 @@ def render_html(
         f'<p class="note">{_e(uncertainty_line(s))}.</p>' if uncertainty_line(s) else "",
         heading(3, "counts", "Tasks and states behind each figure"),
         counts_table(s),
-        *left_out_section(s),
+        *html_section(LEFT_OUT_SECTION, s),
         *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),
         matrix_section(matrix_rows(items, raw.get("skipped") or []), every_agent),
@@ -199,7 +199,8 @@ def render_html(
         comparison_section(block, all_scopes) if block else no_comparison,
         # What the run could detect belongs with the comparisons; it is long with many agents, so
         # it comes after the figures, not between the headline and them.
-        *power_section(s),
+        *html_section(POWER_SECTION, s),
+        *html_section(NOISE_SECTION, s),
         heading(2, "acceptance-bias", "Acceptance bias: how each agent treats inherited work, per track",
                 paper="Table 4 (Appendix D)"),
         f'<p class="note">{_e(" ".join(ACCEPTANCE_NOTE.split()))}</p>',

@@ -17,8 +17,8 @@ from typing import Any
 from swe_residual.summary.model import OVERALL, Comparison, Summary, as_summary
 from swe_residual.summary.render import run_together
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, LEFT_OUT_NOTE, NOISE_NOTE,
-    PAIRS, PAIRS_NOTE, POWER, POWER_NOTE, PREDECESSOR, RANKS, ROLLOUT_NOISE, TRACK, UNSOLVED, Align, Column, Format, Layout,
+    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, PAIRS, PAIRS_NOTE, PREDECESSOR, RANKS,
+    TRACK, UNSOLVED, Align, Column, Format, Layout,
     Scopes, Section, Table, pct, rank_rows,
 )  # fmt: skip
 
@@ -33,9 +33,7 @@ __all__ = [
     "html_section",
     "html_table",
     "infra_section",
-    "left_out_section",
     "pct",
-    "power_section",
     "predecessor_table",
     "scopes",
     "table",
@@ -195,30 +193,6 @@ def _significance(r: Any) -> str:
     if r.significant_adjusted is None:
         return raw
     return raw + ("; significant after Holm" if r.significant_adjusted else "; <i>not significant after Holm</i>")
-
-
-def left_out_section(summary: Summary | Mapping[str, Any]) -> list[str]:
-    """What the figures leave out, and why (nothing when they leave nothing out)."""
-    s = as_summary(summary)
-    rows = LEFT_OUT.rows_of(s)
-    if not rows:
-        return []
-    return [heading(3, "left-out", LEFT_OUT.title), f'<p class="note">{e(LEFT_OUT_NOTE)}</p>',
-            html_table(LEFT_OUT, rows)]
-
-
-def power_section(summary: Summary | Mapping[str, Any]) -> list[str]:
-    """The smallest Gap and pair difference the run could detect; with rollouts, the rollout noise."""
-    s = as_summary(summary)
-    out = []
-    rows = POWER.rows_of(s)
-    if rows:
-        out += [heading(3, "power", POWER.title), f'<p class="note">{e(POWER_NOTE)}</p>', html_table(POWER, rows)]
-    noise = ROLLOUT_NOISE.rows_of(s)
-    if noise:
-        out += [heading(3, "rollout-noise", ROLLOUT_NOISE.title), f'<p class="note">{e(NOISE_NOTE)}</p>',
-                html_table(ROLLOUT_NOISE, noise)]
-    return out
 
 
 def comparison_section(block: Comparison | Mapping[str, Any], all_scopes: Sequence[str]) -> str:

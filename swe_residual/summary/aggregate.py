@@ -79,14 +79,14 @@ from swe_residual.summary.tables import (
     GAP,
     HEADLINE,
     LEFT_OUT,
-    LEFT_OUT_NOTE,
-    NOISE_NOTE,
+    LEFT_OUT_SECTION,
+    NOISE_SECTION,
     PAIRS,
     PAIRS_NOTE,
     PASS_AT_K_CLEAN,
     PASS_AT_K_RESIDUAL,
     POWER,
-    POWER_NOTE,
+    POWER_SECTION,
     PREDECESSOR,
     PREDECESSOR_NAME,
     PREDECESSOR_NOTE,
@@ -428,21 +428,8 @@ def render_markdown(summary: Summary | Mapping[str, Any]) -> str:
     if k is not None:  # only with rollouts: a one-rollout summary.md is what it always was
         out += [rollouts_note(k), ""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
-    left_out = LEFT_OUT.rows_of(s)
-    if left_out:
-        out += [f"### {LEFT_OUT.title}", ""]
-        out += [LEFT_OUT_NOTE, ""]
-        out += markdown_table(LEFT_OUT, left_out) + [""]
-    power = POWER.rows_of(s)
-    if power:
-        out += [f"### {POWER.title}", ""]
-        out += [POWER_NOTE, ""]
-        out += markdown_table(POWER, power) + [""]
-    noise = ROLLOUT_NOISE.rows_of(s)
-    if noise:
-        out += [f"### {ROLLOUT_NOISE.title}", ""]
-        out += [NOISE_NOTE, ""]
-        out += markdown_table(ROLLOUT_NOISE, noise) + [""]
+    for section in (LEFT_OUT_SECTION, POWER_SECTION, NOISE_SECTION):
+        out += markdown_section(section, s)
 
     if _compared(s):
         out += ["## Agents compared", ""]

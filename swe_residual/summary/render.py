@@ -139,9 +139,20 @@ def terminal_table(
                     disable_numparse=True).splitlines()
 
 
+def _terminal_lines(line: str) -> list[str]:
+    """``line`` within the terminal's width: as it is when it fits; else broken after its first
+    colon (``12 item(s):`` over the reason), the rest indented and wrapped."""
+    if len(line) <= TERMINAL_WIDTH:
+        return [line]
+    head, colon, rest = line.partition(": ")
+    if colon and len(head) < TERMINAL_WIDTH:
+        return [f"{head}:", *textwrap.wrap(rest, TERMINAL_WIDTH, initial_indent="  ", subsequent_indent="  ")]
+    return textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent="  ")
+
+
 def terminal_section(section: Section, summary: Summary, *, first: Callable[[str], str] = lambda text: text,
                      compact: bool = False) -> list[str]:
-    """The section on the terminal: its title, then each part's text (its lines wrapped at 100)
+    """The section on the terminal: its title, then each part's text (its lines fitted in 100)
     and the rows of its table the terminal lists (``Table.terminal_rows``); ``first`` and
     ``compact`` as for :func:`terminal_table`."""
     parts = section.parts(summary)
@@ -150,8 +161,7 @@ def terminal_section(section: Section, summary: Summary, *, first: Callable[[str
     lines = [f"{section.title}:"]
     for part in parts:
         if part.text is not None:  # summary.md's lines, each wrapped where it is longer than the terminal
-            lines += [wrapped for line in part.text.split("\n")
-                      for wrapped in textwrap.wrap(line, TERMINAL_WIDTH, subsequent_indent="  ")]
+            lines += [wrapped for line in part.text.split("\n") for wrapped in _terminal_lines(line)]
         if part.table is None:
             continue
         keep = part.table.terminal_rows

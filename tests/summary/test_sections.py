@@ -124,3 +124,11 @@ def test_list_and_unpadded_layouts() -> None:
     assert html_table(items, ["<x>"]) == "<ul><li><code>&lt;x&gt;</code></li></ul>"
     grid = Table("g", "G", (Column("A", lambda r: r[0]), Column("B", lambda r: r[1])), layout=Layout.UNPADDED)
     assert markdown_table(grid, [("x", "y|z")]) == ["| A | B |", "|---|---|", "| x | y\\|z |"]
+
+
+def test_a_text_too_long_for_the_terminal_is_broken_after_its_colon() -> None:
+    reason = "machine-track items need the docker backend (the local backend runs repo-track tasks only)"
+    summary = Summary.from_json(with_run_status(build_summary([]), [(f"a/t{i}/clean", reason) for i in range(12)],
+                                                interrupted=None, resume_command=None))
+    assert terminal_section(SKIPPED_SECTION, summary)[:3] == ["Skipped items:", "12 item(s):", f"  {reason}"]
+    assert f"12 item(s): {reason}" in render_markdown(summary)  # summary.md's line as it always was

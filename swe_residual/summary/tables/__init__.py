@@ -19,7 +19,7 @@ from swe_residual.summary.tables.figures import (
     ScopeRow, TakeoverRow, ViewRow, key_column, scope_rows,
 )  # fmt: skip
 from swe_residual.summary.tables.comparison import (
-    LEFT_OUT, LEFT_OUT_NOTE, NOISE_NOTE, PAIRS, PAIRS_NOTE, POWER, POWER_NOTE, RANKS, ROLLOUT_NOISE, UNSOLVED, LeftOutRow, NoiseRow, PairRow,
+    LEFT_OUT, LEFT_OUT_NOTE, LEFT_OUT_SECTION, NOISE_NOTE, NOISE_SECTION, PAIRS, PAIRS_NOTE, POWER, POWER_SECTION, POWER_NOTE, RANKS, ROLLOUT_NOISE, UNSOLVED, LeftOutRow, NoiseRow, PairRow,
     PowerRow, RankRow, left_out_rows, pair_rows, power_rows, rank_rows,
 )  # fmt: skip
 from swe_residual.summary.tables.infra import (
@@ -30,8 +30,9 @@ from swe_residual.summary.tables.infra import (
 __all__ = [
     "ACCEPTANCE", "ACCEPTANCE_COLUMNS", "ACCEPTANCE_NOTE", "ACCEPTANCE_TITLES", "AGENT", "CLEAN", "COND_FAIL",
     "CONTRADICTED", "CONTRADICTED_LINE", "DISAGREE", "DURATIONS", "EXCLUDED", "FAILED_ITEMS", "FAILED_LINE", "GAP",
-    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "LEFT_OUT", "LEFT_OUT_NOTE", "NOISE_NOTE", "PAIRS",
-    "PAIRS_NOTE", "PASS_AT_K_CLEAN", "PASS_AT_K_RESIDUAL", "POWER", "POWER_NOTE", "PREDECESSOR", "PREDECESSOR_NAME",
+    "HANDOFF_ACCEPTANCE", "HANDOFF_VIEWS", "HEADLINE", "LEFT_OUT", "LEFT_OUT_NOTE", "LEFT_OUT_SECTION", "NOISE_NOTE",
+    "NOISE_SECTION", "PAIRS",
+    "PAIRS_NOTE", "PASS_AT_K_CLEAN", "PASS_AT_K_RESIDUAL", "POWER", "POWER_NOTE", "POWER_SECTION", "PREDECESSOR", "PREDECESSOR_NAME",
     "PREDECESSOR_NOTE", "RANKS", "RESIDUAL", "ROLLOUT_NOISE", "TAKEOVER", "TERMINATIONS", "TRACK", "UNSOLVED", "VIEW",
     "AcceptanceRow", "Align", "Column", "DurationRow", "ExcludedGroup", "Format", "Layout", "LeftOutRow", "NoiseRow",
     "PairRow", "Part", "PowerRow", "PredecessorRow", "RankRow", "Scopes", "ScopeRow", "Section", "Table",
