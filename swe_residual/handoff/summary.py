@@ -15,7 +15,7 @@ from swe_residual.handoff.metrics import by_handoff, views_of
 from swe_residual.metrics.headline import RecordLike
 from swe_residual.summary import meanings
 from swe_residual.summary.model import Summary
-from swe_residual.summary.tables import HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER, Part, Section, Table
+from swe_residual.summary.tables import HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER, Part, Section, Table, text_over
 
 __all__ = ["HANDOFF_SECTIONS", "handoff_summary"]
 
@@ -26,10 +26,7 @@ def handoff_summary(records: Sequence[RecordLike]) -> dict[str, Any] | None:
 
 
 def _parts(text: str, table: Table) -> Callable[[Summary], list[Part]]:
-    def parts(summary: Summary) -> list[Part]:
-        return [Part(text, table, table.rows_of(summary))] if summary.by_handoff else []
-
-    return parts
+    return text_over(text, table, shown=lambda summary: bool(summary.by_handoff))  # only with several views
 
 
 VIEWS_SECTION = Section("by-handoff", HANDOFF_VIEWS.title, _parts(

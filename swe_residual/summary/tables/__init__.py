@@ -11,7 +11,9 @@ track's fidelity, the handoff views) are declared beside what they summarize. Th
 added as one column appears in every output that draws its table.
 """
 
-from swe_residual.summary.tables.table import Align, Column, Format, Layout, Part, Scopes, Section, Table, pct
+from swe_residual.summary.tables.table import (
+    Align, Column, Format, Layout, Part, Scopes, Section, Table, pct, text_over,
+)  # fmt: skip
 from swe_residual.summary.tables.figures import (
     ACCEPTANCE, ACCEPTANCE_COLUMNS, ACCEPTANCE_NOTE, ACCEPTANCE_TITLES, AGENT, CLEAN, COND_FAIL, DISAGREE, GAP,
     HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, HEADLINE, PASS_AT_K_CLEAN, PASS_AT_K_RESIDUAL, PREDECESSOR, PREDECESSOR_NAME,
@@ -37,5 +39,5 @@ __all__ = [
     "AcceptanceRow", "Align", "Column", "DurationRow", "ExcludedGroup", "Format", "Layout", "LeftOutRow", "NoiseRow",
     "PairRow", "Part", "PowerRow", "PredecessorRow", "RankRow", "Scopes", "ScopeRow", "Section", "Table",
     "TakeoverRow", "TerminationRow", "ViewRow", "excluded_groups", "key_column", "left_out_rows", "pair_rows", "pct",
-    "power_rows", "rank_rows", "scope_rows", "state_label",
+    "power_rows", "rank_rows", "scope_rows", "state_label", "text_over",
 ]  # fmt: skip

@@ -12,7 +12,7 @@ from swe_residual.metrics.power import NO_SPREAD
 from swe_residual.summary import meanings
 from swe_residual.summary.model import Comparison, Pair, ScopeMetrics, Summary
 from swe_residual.summary.tables.figures import AGENT, TRACK, key_column, scope_rows
-from swe_residual.summary.tables.table import Align, Column, Format, Part, Scopes, Section, Table, pct
+from swe_residual.summary.tables.table import Align, Column, Format, Scopes, Section, Table, pct, text_over
 
 __all__ = [
     "LEFT_OUT", "LEFT_OUT_NOTE", "LEFT_OUT_SECTION", "NOISE_NOTE", "NOISE_SECTION", "PAIRS", "PAIRS_NOTE", "POWER",
@@ -276,19 +276,11 @@ ROLLOUT_NOISE = Table(
 
 
 
-def _parts(text: str, table: Table) -> Callable[[Summary], list[Part]]:
-    def parts(summary: Summary) -> list[Part]:
-        rows = table.rows_of(summary)
-        return [Part(text, table, rows)] if rows else []  # nothing left out, no rollouts: not shown
-
-    return parts
-
-
-#: Under the headline table in summary.md and report.html (the terminal draws the tables in
-#: shorter forms of its own: power's rows without a figure counted by reason).
-LEFT_OUT_SECTION = Section("left-out", LEFT_OUT.title, _parts(LEFT_OUT_NOTE, LEFT_OUT), level=3)
-POWER_SECTION = Section("power", POWER.title, _parts(POWER_NOTE, POWER), level=3)
-NOISE_SECTION = Section("rollout-noise", ROLLOUT_NOISE.title, _parts(NOISE_NOTE, ROLLOUT_NOISE), level=3)
+#: Under the headline table in summary.md and report.html, when they have rows (the terminal
+#: draws the tables in shorter forms of its own: power's rows without a figure counted by reason).
+LEFT_OUT_SECTION = Section("left-out", LEFT_OUT.title, text_over(LEFT_OUT_NOTE, LEFT_OUT), level=3)
+POWER_SECTION = Section("power", POWER.title, text_over(POWER_NOTE, POWER), level=3)
+NOISE_SECTION = Section("rollout-noise", ROLLOUT_NOISE.title, text_over(NOISE_NOTE, ROLLOUT_NOISE), level=3)
 
 UNSOLVED = Table(
     "unsolved_states", "Residual States no agent solved",

@@ -86,17 +86,17 @@ EXCLUDED = Table(
     lambda summary, scopes: excluded_groups(summary.infra.excluded),
 )  # fmt: skip
 
+#: the columns naming one item (an agent's start of a task)
+ITEM = (AGENT, key_column("Task", "task", terminal="task"), Column("State", state_label, align=Align.LEFT, terminal="state"))
+
 FAILED_ITEMS = Table(
-    "verifier_failed", "Verifier failed on the agent's final state",
-    (AGENT, key_column("Task", "task", terminal="task"),
-     Column("State", state_label, align=Align.LEFT, terminal="state")),
+    "verifier_failed", "Verifier failed on the agent's final state", ITEM,
     lambda summary, scopes: list(summary.infra.verifier_failed),
 )  # fmt: skip
 
 CONTRADICTED = Table(
     "contradicted", "Passing rewards contradicted by the per-test reports",
-    (AGENT, key_column("Task", "task", terminal="task"),
-     Column("State", state_label, align=Align.LEFT, terminal="state"),
+    (*ITEM,
      Column("Reason", lambda item: str(item.reason or "").removeprefix("contradicted reward: "), align=Align.LEFT,
             terminal="reason",
             note="the reward file said 1; the report, the suite's own pytest reporter or the expected tests "

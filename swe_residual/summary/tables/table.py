@@ -19,7 +19,7 @@ from typing import Any
 
 from swe_residual.summary.model import Summary
 
-__all__ = ["Align", "Column", "Format", "Layout", "Part", "Scopes", "Section", "Table", "pct"]
+__all__ = ["Align", "Column", "Format", "Layout", "Part", "Scopes", "Section", "Table", "pct", "text_over"]
 
 
 def pct(value: Any, digits: int = 1) -> str:
@@ -193,3 +193,15 @@ class Section:
     title: str
     parts: Callable[[Summary], list[Part]]
     level: int = 2
+
+
+def text_over(text: str, table: Table, *,
+              shown: Callable[[Summary], bool] | None = None) -> Callable[[Summary], list[Part]]:
+    """The parts of a section of one text over one table: the table's rows, when ``shown``
+    (by default: when it has rows)."""
+    def parts(summary: Summary) -> list[Part]:
+        rows = table.rows_of(summary)
+        visible = shown(summary) if shown is not None else bool(rows)
+        return [Part(text, table, rows)] if visible else []
+
+    return parts
