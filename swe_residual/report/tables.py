@@ -105,7 +105,9 @@ def html_table(table_: Table, rows: Sequence[Any]) -> str:
     if table_.layout is Layout.LIST:
         return "<ul>" + "".join(f"<li>{run_together(columns, row, _html_mark)}</li>" for row in rows) + "</ul>"
     if table_.layout is Layout.NOTICES:
-        return "".join(f'<p class="note banner">{run_together(columns, row, _html_mark)}</p>' for row in rows)
+        kind = table_.html_class or (lambda row: "")
+        return "".join(f'<p class="{e(" ".join(["note", "banner", kind(row)]).strip())}">'
+                       f"{run_together(columns, row, _html_mark)}</p>" for row in rows)
     left = sum(1 for c in columns if c.align is Align.LEFT)
     cells = [[_html_cell(c, row, i) for i, c in enumerate(columns)] for row in rows]
     return table([c.title for c in columns], cells, left=left, raw=True)

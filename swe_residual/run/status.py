@@ -69,7 +69,9 @@ class Notice:
     command: str | None = None
 
 
-PARTIAL, NEVER_WORKED, DATASET, INTERRUPTED, CONTINUE = "partial", "never-worked", "dataset", "interrupted", "continue"
+#: the kinds of notice (report.html's classes of their banners)
+PARTIAL, NEVER_WORKED, DATASET, INTERRUPTED, CONTINUE = (
+    "partial", "never-worked", "dataset-warning", "interrupted", "continue")
 
 
 def notices(summary: Summary | Mapping[str, Any]) -> list[Notice]:
@@ -97,7 +99,7 @@ STATUS = Table(
      Column("Text", lambda n: n.text, align=Align.LEFT, terminal="text"),
      Column("Command", lambda n: n.command, Format.CODE, Align.LEFT, terminal="command")),
     lambda summary, scopes: notices(summary),
-    layout=Layout.NOTICES,
+    layout=Layout.NOTICES, html_class=lambda notice: notice.kind,
 )  # fmt: skip
 
 
@@ -111,7 +113,7 @@ def partial_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
     return terminal_table(STATUS, [n for n in notices(summary) if n.kind == PARTIAL])
 
 
-#: The items of one reason (rows: item ids); the terminal names the first few on one line.
+#: The items of one reason (rows: item ids); the terminal names them on one line, cut at its width.
 SKIPPED_ITEMS = Table(
     "skipped_items", "Skipped items",
     (Column("Item", lambda item: item, Format.CODE, Align.LEFT, terminal="item"),),

@@ -367,7 +367,7 @@ def plain_headlines(summary: Summary | Mapping[str, Any]) -> list[str]:
 
 #: What the terminal's columns mean (and the `a/b` cells of the by-predecessor table).
 TERMINAL_LEGEND = (
-    f"legend: {RESIDUAL.terminal} = {meanings.RESIDUAL};",
+    f"legend: {RESIDUAL.terminal} = {RESIDUAL.note};",
     *(f"  {column.terminal} = {column.note};" for column in (CLEAN, GAP, COND_FAIL)),
     "  a/b under 'by predecessor' = residual/clean on the tasks of that predecessor's states",
 )
@@ -476,6 +476,7 @@ def _clip(text: str, width: int) -> str:
 
 
 AGENT_WIDTH = 32
+VIEWS_AGENT_WIDTH = 26
 
 
 def _agent_cell(text: str) -> str:
@@ -532,8 +533,8 @@ def render_terminal(summary: Summary | Mapping[str, Any]) -> list[str]:
     if noise:
         lines.append("rollout noise: % of each rate's per-task variance within tasks (between rollouts):")
         lines += terminal_table(ROLLOUT_NOISE, noise, first=_agent_cell)
-    # nine columns must fit: laid out without tabulate's padding of the headers
-    lines += terminal_section(HANDOFF_SECTIONS[0], s, first=_agent_cell, compact=True)
+    # nine columns must fit: a shorter agent name, no padding of the headers
+    lines += terminal_section(HANDOFF_SECTIONS[0], s, first=lambda agent: _clip(agent, VIEWS_AGENT_WIDTH), compact=True)
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]

@@ -302,7 +302,9 @@ def test_one_agent_order_a_headline_and_a_legend(suite: pytest.Pytester) -> None
     assert "noop: 0% from a clean start, 0% from inherited work, 0 points lost" in summary
     assert "oracle: 100% from a clean start, 100% from inherited work, 0 points lost" in summary
     legend = next(i for i, line in enumerate(summary) if line.startswith("legend: "))
-    assert "condfail = " in summary[legend + 2] and "a/b under 'by predecessor' = residual/clean" in summary[legend + 3]
+    # one figure a line, in summary.md's words
+    assert summary[legend + 2] == "  gap = Ref. Clean - Residual in points, computed before rounding;"
+    assert "condfail = " in summary[legend + 3] and "a/b under 'by predecessor' = residual/clean" in summary[legend + 4]
     markdown = (only_run_dir(suite) / "summary.md").read_text()
     assert "- noop: 0% from a clean start" in markdown and "CondFail: the share of Residual States" in markdown
     assert markdown.index("| noop ") < markdown.index("| oracle ")

@@ -91,7 +91,8 @@ def test_the_sections_rows_as_each_output_writes_them(tmp_path: Path) -> None:
                                "error: its figures measure nothing\n\n**Dataset:** task x: no tests\n\n"
                                "**Interrupted** (KeyboardInterrupt): the figures cover only the items that "
                                "finished.\n\nContinue with: `pytest --resume=out/r`\n\nIn short")
-    assert '<p class="note banner">Continue with: <code>pytest --resume=out/r</code></p>' in page
+    assert '<p class="note banner continue">Continue with: <code>pytest --resume=out/r</code></p>' in page
+    assert '<p class="note banner never-worked"><strong>Never worked:</strong> agent C' in page
     assert interrupted_lines(summary) == [
         "Interrupted (KeyboardInterrupt): the figures cover only the items that finished.",
         "Continue with: pytest --resume=out/r"]

@@ -160,6 +160,8 @@ class Table:
     terminal_rows: Callable[[Any], bool] | None = None
     #: the terminal writes a list's items on one line, comma-separated (many short names)
     terminal_inline: bool = False
+    #: report.html's class of a notice's paragraph, read from its row (which notice it is)
+    html_class: Callable[[Any], str] | None = None
 
     def rows_of(self, summary: Summary, scopes: Scopes | None = None) -> list[Any]:
         if self.rows is None:
