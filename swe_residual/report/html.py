@@ -22,29 +22,33 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from swe_residual.handoff.summary import HANDOFF_SECTIONS
 from swe_residual.summary.comparison import headline_line
-from swe_residual.summary.model import Summary
+from swe_residual.run.status import SKIPPED_SECTION, STATUS
+from swe_residual.summary import meanings
 from swe_residual.summary.words import uncertainty_line
-from swe_residual.summary.oracle import oracle_lines
+from swe_residual.summary.fidelity import FIDELITY_SECTION
+from swe_residual.summary.model import Summary
+from swe_residual.summary.oracle import ORACLE_SECTION
+from swe_residual.summary.tables import (
+    ACCEPTANCE_NOTE, LEFT_OUT_SECTION, NOISE_SECTION, POWER_SECTION, PREDECESSOR_NOTE,
+)  # fmt: skip
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome
-from swe_residual.handoff.report import handoff_section
 from swe_residual.report.item_page import render_item_page
 from swe_residual.report.matrix import matrix_rows, matrix_section
 from swe_residual.report.paths import Item, agent_order, diff_href, href, item_href, latest_items, start_label
 from swe_residual.report.style import CSS
-from swe_residual.summary.fidelity import fidelity_html
 from swe_residual.report.charts import chart_clean_vs_residual, chart_conditional, missing_dependency
-from swe_residual.run.status import status_html
 from swe_residual.report.tables import (
     acceptance_table,
     comparison_section,
     counts_table,
     heading,
     headline_table,
+    html_section,
+    html_table,
     infra_section,
-    left_out_section,
-    power_section,
     predecessor_table,
     table,
     wrap,
@@ -129,16 +133,6 @@ def _figures(summary: Summary, all_scopes: Sequence[str], agents: Sequence[str])
 # --------------------------------------------------------------------------- the page
 
 
-def _oracle_section(summary: Summary) -> list[str]:
-    """The starts the reference solution did not solve (nothing when it solved them all)."""
-    lines = oracle_lines(summary)
-    if not lines:
-        return []
-    items = "".join(f"<li>{_e(line.strip())}</li>" for line in lines[1:])
-    return [heading(2, "oracle", "Starts the reference solution did not solve"),
-            f'<p class="note">{_e(lines[0])}</p>', f"<ul>{items}</ul>"]
-
-
 _H2 = re.compile(r'<h2 id="([^"]+)">(.*?)</h2>', flags=re.DOTALL)
 
 
@@ -177,21 +171,21 @@ def render_html(
         f"<style>{CSS}</style></head><body>",
         "<h1>SWE-Residual report</h1>",
         f'<p class="note">run(s): {_e(", ".join(run_ids) or "-")} &middot; {len(agents)} agent(s) &middot; '
-        f"{_e(s.infra.items)} items. Success in %, averaged over a task's "
-        "states, then equally across tasks; Gap = Ref. Clean - Residual in points.</p>",
+        f"{_e(s.infra.items)} items.</p>",
         f'<p class="headline">{_e(headline_line(block, single_scope=len(all_scopes) == 1))}</p>'
         if block else "",
     ]
+    notices = STATUS.rows_of(s)
     body = [
-        status_html(s),  # an interrupted run and the skipped items, when there are
+        *([html_table(STATUS, notices)] if notices else []),  # an interrupted run, a partial merge...
+        *html_section(SKIPPED_SECTION, s),
         heading(2, "success", "Success from Residual and matched Clean starts, per agent", paper="Table 3"),
-        '<p class="note">Ref. Clean is the Clean Start success on the same tasks; CondFail is the share of '
-        "Residual Starts failed on the tasks the agent solves from Clean Start.</p>",
+        f'<p class="note">{_e(meanings.HEADLINE_NOTE)}</p>',
         headline_table(s),
         f'<p class="note">{_e(uncertainty_line(s))}.</p>' if uncertainty_line(s) else "",
         heading(3, "counts", "Tasks and states behind each figure"),
         counts_table(s),
-        *left_out_section(s),
+        *html_section(LEFT_OUT_SECTION, s),
         *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),
         matrix_section(matrix_rows(items, s.skipped), every_agent),
@@ -201,21 +195,20 @@ def render_html(
         comparison_section(block, all_scopes) if block else no_comparison,
         # What the run could detect belongs with the comparisons; it is long with many agents, so
         # it comes after the figures, not between the headline and them.
-        *power_section(s),
+        *html_section(POWER_SECTION, s),
+        *html_section(NOISE_SECTION, s),
         heading(2, "acceptance-bias", "Acceptance bias: how each agent treats inherited work, per track",
                 paper="Table 4 (Appendix D)"),
-        '<p class="note">Normally submitted runs (declared done, valid verdict); task-level averages in %. '
-        "Same failing and Kept over failed continuations; Steps = median over tasks of Residual/Clean steps.</p>",
+        f'<p class="note">{_e(" ".join(ACCEPTANCE_NOTE.split()))}</p>',
         acceptance_table(s),
-        *handoff_section(s),
+        *(part for section in HANDOFF_SECTIONS for part in html_section(section, s)),
         heading(2, "by-predecessor", "Success by predecessor agent (who left the Residual State)", paper="Table 8"),
-        '<p class="note">Each group: tasks with at least one state from the predecessor, only its states '
-        "averaged, Clean Start matched on the same tasks.</p>",
+        f'<p class="note">{_e(" ".join(PREDECESSOR_NOTE.split()))}</p>',
         predecessor_table(s),
-        *_oracle_section(s),
+        *html_section(ORACLE_SECTION, s),
         heading(2, "infrastructure", "Infrastructure: retries, exclusions and time per item"),
         infra_section(s),
-        *fidelity_html(s),
+        *html_section(FIDELITY_SECTION, s),
         heading(2, "items", "Items: outcome, trajectory and final diff of every run"),
         '<p class="note">One row per item (the last record of a key wins, as in the summary). The outcome opens '
         "the item's page; the other links open the normalized trajectory and the final diff against the base "

@@ -15,10 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from swe_residual.summary.model import OVERALL, Comparison, Summary
+from swe_residual.summary.render import run_together
 from swe_residual.summary.tables import (
-    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, NOISE_NOTE, PAIRS, POWER,
-    POWER_NOTE, PREDECESSOR, RANKS, ROLLOUT_NOISE, TRACK, UNSOLVED, Align, Column, Format,
-    Scopes, Table, pct, rank_rows,
+    ACCEPTANCE, AGENT, CONTRADICTED, DURATIONS, EXCLUDED, FAILED_ITEMS, HEADLINE, PAIRS, PAIRS_NOTE, PREDECESSOR, RANKS,
+    TRACK, UNSOLVED, Align, Column, Format, Layout,
+    Scopes, Section, Table, pct, rank_rows,
 )  # fmt: skip
 
 __all__ = [
@@ -29,11 +30,10 @@ __all__ = [
     "heading",
     "headline_table",
     "html_grouped",
+    "html_section",
     "html_table",
     "infra_section",
-    "left_out_section",
     "pct",
-    "power_section",
     "predecessor_table",
     "scopes",
     "table",
@@ -89,15 +89,43 @@ def _html_cell(column: Column, row: Any, i: int) -> str:
     return wrap(text) if i == 0 else e(text)
 
 
+def _html_mark(column: Column, text: str) -> str:
+    if column.format is Format.CODE:
+        return f"<code>{e(text)}</code>"
+    return f"<strong>{e(text)}</strong>" if column.emphasis else e(text)
+
+
 def html_table(table_: Table, rows: Sequence[Any]) -> str:
     """Any :class:`~swe_residual.summary.tables.Table` as an HTML table (the key columns
-    left-aligned); without rows, the table's ``empty_html`` note when it has one."""
+    left-aligned), a list or notices, by its layout; without rows, the table's ``empty_html``
+    note when it has one."""
     if not rows and table_.empty_html is not None:
         return f'<p class="note">{e(table_.empty_html)}</p>'
     columns = table_.shown(rows)
+    if table_.layout is Layout.LIST:
+        return "<ul>" + "".join(f"<li>{run_together(columns, row, _html_mark)}</li>" for row in rows) + "</ul>"
+    if table_.layout is Layout.NOTICES:
+        kind = table_.html_class or (lambda row: "")
+        return "".join(f'<p class="{e(" ".join(["note", "banner", kind(row)]).strip())}">'
+                       f"{run_together(columns, row, _html_mark)}</p>" for row in rows)
     left = sum(1 for c in columns if c.align is Align.LEFT)
     cells = [[_html_cell(c, row, i) for i, c in enumerate(columns)] for row in rows]
     return table([c.title for c in columns], cells, left=left, raw=True)
+
+
+def html_section(section: Section, summary: Summary) -> list[str]:
+    """The section under its heading, each part's text as a note then its table (nothing when
+    the section has nothing to say)."""
+    parts = section.parts(summary)
+    if not parts:
+        return []
+    out = [heading(section.level, section.name, section.title)]
+    for part in parts:
+        if part.text is not None:
+            out.append(f'<p class="note">{e(" ".join(part.text.split()))}</p>')
+        if part.table is not None:
+            out.append(html_table(part.table, part.rows))
+    return out
 
 
 def html_grouped(table_: Table, rows: Sequence[Any], *, key: Column, group: Column, first: str | None = None) -> str:
@@ -169,35 +197,11 @@ def _significance(r: Any) -> str:
     return raw + ("; significant after Holm" if r.significant_adjusted else "; <i>not significant after Holm</i>")
 
 
-def left_out_section(summary: Summary) -> list[str]:
-    """What the figures leave out, and why (nothing when they leave nothing out)."""
-    s = summary
-    rows = LEFT_OUT.rows_of(s)
-    if not rows:
-        return []
-    return [heading(3, "left-out", LEFT_OUT.title),
-            '<p class="note">Tasks no figure counts, starts left out of pass@K and figures without an interval, '
-            "with why.</p>", html_table(LEFT_OUT, rows)]
-
-
-def power_section(summary: Summary) -> list[str]:
-    """The smallest Gap and pair difference the run could detect; with rollouts, the rollout noise."""
-    s = summary
-    out = []
-    rows = POWER.rows_of(s)
-    if rows:
-        out += [heading(3, "power", POWER.title), f'<p class="note">{e(POWER_NOTE)}</p>', html_table(POWER, rows)]
-    noise = ROLLOUT_NOISE.rows_of(s)
-    if noise:
-        out += [heading(3, "rollout-noise", ROLLOUT_NOISE.title), f'<p class="note">{e(NOISE_NOTE)}</p>',
-                html_table(ROLLOUT_NOISE, noise)]
-    return out
-
-
 def comparison_section(comparison: Comparison, all_scopes: Sequence[str]) -> str:
     """Per scope, each agent's rank under Clean and Residual and the reversed pairs; then the
     states no agent solved."""
     out = []
+    said = False  # what the pairs' tables are: said over the first
     for scope in all_scopes:
         anchor = "ranks-" + re.sub(r"[^A-Za-z0-9_-]+", "-", scope)  # a track name is data: keep ids plain
         out.append(heading(3, anchor, f"{RANKS.title}: {scope}"))
@@ -215,7 +219,10 @@ def comparison_section(comparison: Comparison, all_scopes: Sequence[str]) -> str
             out.append('<p class="note">No pair of agents reverses its order.</p>')
         pairs = [row for row in PAIRS.rows_of(Summary(comparison=comparison)) if row.scope == scope]
         if pairs and comparison.n_agents > 1:
-            out.append(f"<p>{e(PAIRS.title)} (a - b in points, t interval over the common tasks; After Holm: adjusted across the pairs of the scope):</p>")
+            out.append(f"<p>{e(PAIRS.title)}:</p>")
+            if not said:
+                out.append(f'<p class="note">{e(PAIRS_NOTE)}</p>')
+                said = True
             out.append(html_table(PAIRS, pairs))
     unsolved = comparison.states.unsolved
     n_states = comparison.states.n_states

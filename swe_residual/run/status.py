@@ -3,18 +3,19 @@ and whether it was interrupted (with the command that continues it).
 
 The plugin adds these to the summary as extra keys (`skipped`, `interrupted`, `resume_command`;
 the figures' keys are unchanged, and a summary recomputed from results files has none of them),
-and each renderer shows them: the terminal, summary.md and report.html.
+and every output shows them: the notices (:data:`STATUS`) first, the skipped items
+(:data:`SKIPPED_SECTION`) after the figures.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from shlex import quote
 
 from swe_residual.summary.model import Skipped, Summary
-
-MAX_ITEMS_PER_REASON = 6  # on the terminal; summary.md, summary.json and report.html list all
+from swe_residual.summary.render import terminal_table
+from swe_residual.summary.tables import Align, Column, Format, Layout, Part, Section, Table
 
 
 def with_run_status(summary: Summary, skipped: Iterable[tuple[str, str]], *, interrupted: str | None,
@@ -32,13 +33,6 @@ def with_run_status(summary: Summary, skipped: Iterable[tuple[str, str]], *, int
     if interrupted is not None:
         update.update(interrupted=True, interrupted_reason=interrupted, resume_command=resume_command or None)
     return summary.model_copy(update=update)
-
-
-def _by_reason(summary: Summary) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = {}
-    for entry in summary.skipped:
-        grouped.setdefault(entry.reason, []).append(entry.item)
-    return grouped
 
 
 def with_never_worked(summary: Summary, broken: Iterable[str]) -> Summary:
@@ -60,81 +54,77 @@ def partial_text(summary: Summary) -> str | None:
     return f"PARTIAL: shard(s) {missing} missing (--allow-partial); the figures cover shard(s) {merged} only"
 
 
+@dataclass(frozen=True)
+class Notice:
+    """One thing a reader must know before the figures: ``label`` in bold, then ``text``, then
+    ``command`` as code (each optional)."""
+
+    kind: str
+    label: str | None = None
+    text: str | None = None
+    command: str | None = None
+
+
+#: the kinds of notice (report.html's classes of their banners)
+PARTIAL, NEVER_WORKED, DATASET, INTERRUPTED, CONTINUE = (
+    "partial", "never-worked", "dataset-warning", "interrupted", "continue")
+
+
+def notices(summary: Summary) -> list[Notice]:
+    """The notices of a run, in the order every output shows them: a partial merge, the agents
+    that never worked, the dataset's warnings, an interruption and the command that continues it."""
+    s = summary
+    partial = partial_text(s)
+    found = [Notice(PARTIAL, partial)] if partial is not None else []
+    found += [Notice(NEVER_WORKED, "Never worked:", f" {line}: its figures measure nothing") for line in s.never_worked]
+    found += [Notice(DATASET, "Dataset:", f" {warning}") for warning in s.dataset_warnings]
+    if s.interrupted:
+        found.append(Notice(INTERRUPTED, "Interrupted",
+                            f" ({s.interrupted_reason}): the figures cover only the items that finished."))
+        if s.resume_command:
+            found.append(Notice(CONTINUE, text="Continue with: ", command=s.resume_command))
+    return found
+
+
+#: The notices at the top of summary.md and report.html; the terminal says the partial merge
+#: first and the interruption first and last (the plugin), the others where it says them anyway
+#: (the agents that never worked under the terminations, the dataset's warnings in the header).
+STATUS = Table(
+    "status", "Run status",
+    (Column("Label", lambda n: n.label, align=Align.LEFT, terminal="label", emphasis=True),
+     Column("Text", lambda n: n.text, align=Align.LEFT, terminal="text"),
+     Column("Command", lambda n: n.command, Format.CODE, Align.LEFT, terminal="command")),
+    lambda summary, scopes: notices(summary),
+    layout=Layout.NOTICES, html_class=lambda notice: notice.kind,
+)  # fmt: skip
+
+
 def interrupted_lines(summary: Summary) -> list[str]:
-    s = summary
-    if not s.interrupted:
-        return []
-    lines = [f"INTERRUPTED ({s.interrupted_reason}): the figures cover only the items that finished"]
-    if s.resume_command:
-        lines.append(f"continue with: {s.resume_command}")
-    return lines
+    """The interruption and the command that continues the run, as terminal lines."""
+    return terminal_table(STATUS, [n for n in notices(summary) if n.kind in (INTERRUPTED, CONTINUE)])
 
 
-def skipped_terminal(summary: Summary) -> list[str]:
-    lines = []
-    for reason, items in _by_reason(summary).items():
-        shown = ", ".join(items[:MAX_ITEMS_PER_REASON]) + (", ..." if len(items) > MAX_ITEMS_PER_REASON else "")
-        lines += [f"skipped {len(items)} item(s), because:", f"  {reason}", f"  {shown}"]
-    return lines
+def partial_lines(summary: Summary) -> list[str]:
+    """The partial merge, as a terminal line (none for a complete one)."""
+    return terminal_table(STATUS, [n for n in notices(summary) if n.kind == PARTIAL])
 
 
-def status_markdown(summary: Summary) -> list[str]:
-    """Lines for summary.md: the interruption first, the skipped items after the figures."""
-    s = summary
-    out: list[str] = []
-    partial = partial_text(s)
-    if partial is not None:
-        out += [f"**{partial}**", ""]
-    for line in s.never_worked:
-        out += [f"**Never worked:** {line}: its figures measure nothing", ""]
-    for warning in s.dataset_warnings:
-        out += [f"**Dataset:** {warning}", ""]
-    if s.interrupted:
-        out += [f"**Interrupted** ({s.interrupted_reason}): the figures cover only the items "
-                "that finished."]
-        if s.resume_command:
-            out += ["", f"Continue with: `{s.resume_command}`"]
-        out += [""]
-    return out
+#: The items of one reason (rows: item ids); the terminal names them on one line, cut at its width.
+SKIPPED_ITEMS = Table(
+    "skipped_items", "Skipped items",
+    (Column("Item", lambda item: item, Format.CODE, Align.LEFT, terminal="item"),),
+    layout=Layout.LIST, terminal_inline=True,
+)  # fmt: skip
 
 
-def skipped_markdown(summary: Summary) -> list[str]:
-    grouped = _by_reason(summary)
-    if not grouped:
-        return []
-    out = ["## Skipped items", ""]
-    for reason, items in grouped.items():
-        out += [f"{len(items)} item(s): {reason}", ""] + [f"- `{item}`" for item in items] + [""]
-    return out
+def _skipped_parts(summary: Summary) -> list[Part]:
+    grouped: dict[str, list[str]] = {}
+    for entry in summary.skipped or ():
+        grouped.setdefault(entry.reason, []).append(entry.item)
+    return [Part(f"{len(items)} item(s): {reason}", SKIPPED_ITEMS, items) for reason, items in grouped.items()]
 
 
-def status_html(summary: Summary) -> str:
-    """The interruption banner and the skipped items, for report.html (empty when neither)."""
-    s = summary
-    parts: list[str] = []
-    partial = partial_text(s)
-    if partial is not None:
-        parts.append(f'<p class="note banner" id="partial"><strong>{html.escape(partial)}</strong></p>')
-    for line in s.never_worked:
-        parts.append(f'<p class="note banner never-worked"><strong>Never worked:</strong> {html.escape(line)}: '
-                     "its figures measure nothing</p>")
-    for warning in s.dataset_warnings:
-        parts.append(f'<p class="note banner dataset-warning"><strong>Dataset:</strong> {html.escape(warning)}</p>')
-    if s.interrupted:
-        parts.append(f'<p class="note" id="interrupted"><strong>Interrupted</strong> '
-                     f"({html.escape(str(s.interrupted_reason))}): the figures cover only the "
-                     "items that finished.")
-        if s.resume_command:
-            parts.append(f" Continue with: <code>{html.escape(str(s.resume_command))}</code>")
-        parts.append("</p>")
-    grouped = _by_reason(s)
-    if grouped:
-        parts.append('<h2 id="skipped">Skipped items</h2>')
-        for reason, items in grouped.items():
-            parts.append(f'<p class="note">{len(items)} item(s): {html.escape(reason)}</p><ul>')
-            parts += [f"<li><code>{html.escape(item)}</code></li>" for item in items]
-            parts.append("</ul>")
-    return "".join(parts)
+SKIPPED_SECTION = Section("skipped", "Skipped items", _skipped_parts)
 
 
 def resume_command(invocation_args: Sequence[str], run_dir: str) -> str:

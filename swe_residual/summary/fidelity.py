@@ -15,12 +15,12 @@ A state none of whose items got an instance (its replay failed, say) has fidelit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from html import escape
+from collections.abc import Sequence
 
+from swe_residual.summary.model import Fidelity, FidelityState, Summary
+from swe_residual.summary.tables import Align, Column, Layout, Part, Section, Table, key_column
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Track
-from swe_residual.summary.model import Fidelity, FidelityState, Summary
 
 MEANING = {
     "snapshot": "a container of the committed snapshot (files only)",
@@ -52,36 +52,24 @@ def _counts_text(block: Fidelity) -> str:
     return ", ".join(f"{count} {name}" for name, count in block.counts.items())
 
 
-def fidelity_terminal(summary: Summary, clip: Callable[[str, int], str]) -> list[str]:
+#: Every restored state, with how its instances are made; the terminal lists only the ones not
+#: restored from a snapshot (the usual way, counted in the line above the table).
+FIDELITY = Table(
+    "fidelity", "Fidelity of each machine-track state",
+    (key_column("Task", "task", terminal="task"), key_column("State", "state", terminal="state"),
+     Column("Fidelity", lambda entry: entry.fidelity or "-", align=Align.LEFT, terminal="fidelity"),
+     Column("How an instance is made", lambda entry: MEANING.get(entry.fidelity, ""), align=Align.LEFT,
+            terminal="how")),
+    layout=Layout.UNPADDED,
+    terminal_rows=lambda entry: entry.fidelity != "snapshot",
+)  # fmt: skip
+
+
+def _fidelity_parts(summary: Summary) -> list[Part]:
     block = summary.infra.fidelity
     if not block:
         return []
-    lines = [f"machine-track states restored by: {_counts_text(block)}"]
-    for entry in block.states:
-        if entry.fidelity != "snapshot":
-            lines.append(f"  {entry.task} [{entry.state}]: {entry.fidelity or 'not started'}")
-    return lines
+    return [Part(f"States restored by: {_counts_text(block)}.", FIDELITY, list(block.states))]
 
 
-def fidelity_markdown(summary: Summary) -> list[str]:
-    block = summary.infra.fidelity
-    if not block:
-        return []
-    out = ["", "## Machine-track fidelity", "", f"States restored by: {_counts_text(block)}.", "",
-           "| Task | State | Fidelity | How an instance is made |", "|---|---|---|---|"]
-    out += [f"| {e.task} | {e.state} | {e.fidelity or '-'} | {MEANING.get(e.fidelity, '')} |" for e in block.states]
-    return out
-
-
-def fidelity_html(summary: Summary) -> list[str]:
-    from swe_residual.report.tables import heading, table
-
-    block = summary.infra.fidelity
-    if not block:
-        return []
-    rows = [[e.task, e.state, str(e.fidelity or "-"), MEANING.get(e.fidelity, "")] for e in block.states]
-    return [
-        heading(2, "fidelity", "Machine-track fidelity: how each Residual State was restored"),
-        f'<p class="note">States restored by: {escape(_counts_text(block))}.</p>',
-        table(["Task", "State", "Fidelity", "How an instance is made"], rows, left=4),
-    ]
+FIDELITY_SECTION = Section("fidelity", "Machine-track fidelity", _fidelity_parts)

@@ -2,78 +2,64 @@
 
 from __future__ import annotations
 
-from swe_residual.handoff.summary import handoff_markdown
-from swe_residual.run.status import skipped_markdown, status_markdown
-from swe_residual.summary.fidelity import fidelity_markdown
+from swe_residual.handoff.summary import HANDOFF_SECTIONS
+from swe_residual.run.status import SKIPPED_SECTION, STATUS
+from swe_residual.summary import meanings
+from swe_residual.summary.fidelity import FIDELITY_SECTION
 from swe_residual.summary.model import Summary
-from swe_residual.summary.oracle import oracle_markdown
-from swe_residual.summary.render import markdown_table, md_cell
+from swe_residual.summary.oracle import ORACLE_SECTION
+from swe_residual.summary.render import markdown_lines, markdown_section, markdown_table, md_cell
 from swe_residual.summary.tables import (
-    ACCEPTANCE, CONTRADICTED, EXCLUDED, FAILED_ITEMS, HEADLINE, LEFT_OUT, NOISE_NOTE, PAIRS, POWER, POWER_NOTE,
-    PREDECESSOR, ROLLOUT_NOISE,
+    ACCEPTANCE, ACCEPTANCE_NOTE, CONTRADICTED, CONTRADICTED_LINE, EXCLUDED, FAILED_ITEMS, FAILED_LINE, HEADLINE,
+    LEFT_OUT_SECTION, NOISE_SECTION, PAIRS, PAIRS_NOTE, POWER_SECTION, PREDECESSOR, PREDECESSOR_NOTE,
 )  # fmt: skip
 from swe_residual.summary.words import compared, plain_headlines, rollouts_note, rollouts_of, uncertainty_line
 
 __all__ = ["render_markdown"]
+
+#: summary.md's line breaks of the headline's paragraph and the pairs' (as it has always had them)
+HEADLINE_NOTE_WIDTHS = (78, 88, 93, 94)
+PAIRS_NOTE_WIDTHS = (90,)
 
 
 def render_markdown(summary: Summary) -> str:
     """The paper's tables as Markdown: headline (Table 3 + CondFail), predecessor groups
     (Table 8), acceptance bias (Table 4), and the infrastructure figures."""
     s = summary
-    out: list[str] = ["# SWE-Residual summary", ""] + status_markdown(s)
+    out: list[str] = ["# SWE-Residual summary", ""]
+    notices = STATUS.rows_of(s)
+    if notices:
+        out += [*markdown_table(STATUS, notices), ""]
     if s.agents:
         out += ["In short (overall):", ""] + [f"- {md_cell(line)}" for line in plain_headlines(s)] + [""]
 
     out += ["## Residual Start vs. matched Clean Start", ""]
-    out += ["Success rates in %, averaged over a task's states, then equally across tasks;"]
-    out += ["Gap = Ref. Clean - Residual in points, computed before rounding. Residual: success from"]
-    out += ["a Residual State (work a predecessor left and claimed done); Ref. Clean: success from a clean"]
-    out += ["start on the same tasks; CondFail: the share of Residual States failed on the tasks the agent"]
-    out += ["solves from a clean start."]
+    out += markdown_lines(meanings.HEADLINE_NOTE, HEADLINE_NOTE_WIDTHS)
     line = uncertainty_line(s)
     out += ([f"{line}; one task gives none."] if line else []) + [""]
     k = rollouts_of(s)
     if k is not None:  # only with rollouts: a one-rollout summary.md is what it always was
         out += [rollouts_note(k), ""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
-    left_out = LEFT_OUT.rows_of(s)
-    if left_out:
-        out += [f"### {LEFT_OUT.title}", ""]
-        out += ["What the figures leave out, and why.", ""]
-        out += markdown_table(LEFT_OUT, left_out) + [""]
-    power = POWER.rows_of(s)
-    if power:
-        out += [f"### {POWER.title}", ""]
-        out += [POWER_NOTE, ""]
-        out += markdown_table(POWER, power) + [""]
-    noise = ROLLOUT_NOISE.rows_of(s)
-    if noise:
-        out += [f"### {ROLLOUT_NOISE.title}", ""]
-        out += [NOISE_NOTE, ""]
-        out += markdown_table(ROLLOUT_NOISE, noise) + [""]
+    for section in (LEFT_OUT_SECTION, POWER_SECTION, NOISE_SECTION):
+        out += markdown_section(section, s)
 
     if compared(s):
         out += ["## Agents compared", ""]
-        out += ["Each pair on the tasks both ran: a - b in points, with the t interval over the per-task"]
-        out += ["differences (a task's difficulty cancels); a difference whose interval includes 0 is not"]
-        out += ["significant at this level. After Holm: the verdicts adjusted for testing every pair of the"]
-        out += ["track at once (the family: all pairs of one scope, one figure at a time).", ""]
+        out += [*markdown_lines(PAIRS_NOTE, PAIRS_NOTE_WIDTHS), ""]
         out += markdown_table(PAIRS, PAIRS.rows_of(s)) + [""]
 
     out += ["## By predecessor agent", ""]
-    out += ["Each group: tasks with >= 1 state from the predecessor, only its states averaged,"]
-    out += ["Clean Start matched on the same tasks.", ""]
+    out += [*PREDECESSOR_NOTE.split("\n"), ""]
     out += markdown_table(PREDECESSOR, PREDECESSOR.rows_of(s)) + [""]
 
     out += ["## Acceptance bias", ""]
-    out += ["Normally submitted runs; task-level averages in % (Gap in points);"]
-    out += ["Steps = median over tasks of the mean Residual/Clean step ratio; one row per track, never"]
-    out += ["pooled (Table 4 is the repo track's; the machine track is shown apart).", ""]
+    out += [*ACCEPTANCE_NOTE.split("\n"), ""]
     out += markdown_table(ACCEPTANCE, ACCEPTANCE.rows_of(s)) + [""]
 
-    out += handoff_markdown(s)
-    out += oracle_markdown(s)
+    for section in HANDOFF_SECTIONS:
+        out += markdown_section(section, s)
+    out += markdown_section(ORACLE_SECTION, s)
 
     infra = s.infra
     out += ["## Infrastructure", ""]
@@ -85,15 +71,14 @@ def render_markdown(summary: Summary) -> str:
     if infra.excluded:
         out += [""] + markdown_table(EXCLUDED, EXCLUDED.rows_of(s))
     if infra.verifier_failed:
-        out += ["", f"- verifier failed on the agent's final state, works on the clean state (failures, counted): "
-                    f"{len(infra.verifier_failed)}", ""]
+        out += ["", f"- {FAILED_LINE}: {len(infra.verifier_failed)}", ""]
         out += markdown_table(FAILED_ITEMS, FAILED_ITEMS.rows_of(s))
     if infra.contradicted:
-        out += ["", f"- passing reward contradicted by the per-test reports (failures, counted): "
-                    f"{len(infra.contradicted)}", ""]
+        out += ["", f"- {CONTRADICTED_LINE}: {len(infra.contradicted)}", ""]
         out += markdown_table(CONTRADICTED, CONTRADICTED.rows_of(s))
-    out += fidelity_markdown(s)
-    skipped = skipped_markdown(s)
-    if skipped:
-        out += [""] + skipped[:-1]
+    # after the infrastructure's list, each after a blank line and without one at the end
+    for section in (FIDELITY_SECTION, SKIPPED_SECTION):
+        lines = markdown_section(section, s)
+        if lines:
+            out += [""] + lines[:-1]
     return "\n".join(out) + "\n"

@@ -3,7 +3,7 @@
 The oracle runs the task's reference solution, so each start it fails is a fault of the task,
 the state or the suite (a solve.sh that cannot find its patch, a state that destroyed what the
 task recovers from), not a score. `summary.json` holds them under `"oracle"` when the oracle
-ran; the terminal and summary.md print one line each. `oracle_solvable` is the same check
+ran; every output lists them (:data:`ORACLE_SECTION`). `oracle_solvable` is the same check
 before a dataset runs (`validate --verify`, Stage IV of `residualize build`).
 """
 
@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swe_residual.summary.model import OracleMiss, OracleSummary, Summary
+from swe_residual.summary.tables import Align, Column, Layout, Part, Section, Table
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome
-from swe_residual.summary.model import OracleMiss, OracleSummary, Summary
 
 if TYPE_CHECKING:
     from swe_residual.environments.base import Backend
@@ -55,29 +56,28 @@ def oracle_summary(records: Sequence[RunRecord]) -> OracleSummary | None:
     return OracleSummary(starts=len(ran), unsolved=tuple(unsolved))
 
 
-def _where(entry: OracleMiss) -> str:
-    return f"{entry.task} [{entry.state or 'clean'}]"
+def _miss(entry: OracleMiss) -> str:
+    why = str(entry.message or "").replace("\n", " ")
+    return f"{entry.task} [{entry.state or 'clean'}]: {entry.outcome} ({entry.termination}) {why}".rstrip()
 
 
-def oracle_lines(summary: Summary) -> list[str]:
-    """Terminal lines: nothing when the oracle solved every start (or did not run)."""
+#: Each start the oracle did not solve, with what it ended in and why.
+ORACLE_MISSES = Table(
+    "oracle_misses", "Starts the reference solution did not solve",
+    (Column("Start", _miss, align=Align.LEFT, terminal="start"),),
+    layout=Layout.LIST,
+)  # fmt: skip
+
+
+def _oracle_parts(summary: Summary) -> list[Part]:
     oracle = summary.oracle
-    if oracle is None or not oracle.unsolved:
+    if oracle is None or not oracle.unsolved:  # it solved every start (or did not run): nothing to say
         return []
-    unsolved = oracle.unsolved
-    lines = [f"oracle did not solve {len(unsolved)} of {oracle.starts} starts "
-             "(a task, state or set-up fault, not a score):"]
-    for entry in unsolved:
-        why = str(entry.message or "").replace("\n", " ")
-        lines.append(f"  {_where(entry)}: {entry.outcome} ({entry.termination}) {why}".rstrip())
-    return lines
+    return [Part(f"oracle did not solve {len(oracle.unsolved)} of {oracle.starts} starts "
+                 "(a task, state or set-up fault, not a score):", ORACLE_MISSES, list(oracle.unsolved))]
 
 
-def oracle_markdown(summary: Summary) -> list[str]:
-    lines = oracle_lines(summary)
-    if not lines:
-        return []
-    return ["## Reference solution", "", lines[0], ""] + [f"- {line.strip()}" for line in lines[1:]] + [""]
+ORACLE_SECTION = Section("oracle", "Reference solution", _oracle_parts)
 
 
 def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, run_id: str, *,

@@ -3,35 +3,33 @@ a legend, the comparison's line, then the infrastructure figures (lines <= 100 c
 
 from __future__ import annotations
 
-import textwrap
 from collections import Counter
 from dataclasses import replace
 
-from swe_residual.handoff.summary import handoff_terminal
+from swe_residual.handoff.summary import HANDOFF_SECTIONS
 from swe_residual.metrics.comparison import clip_left
-from swe_residual.run.status import partial_text, skipped_terminal
+from swe_residual.run.status import SKIPPED_SECTION, partial_lines
+from swe_residual.summary import meanings
 from swe_residual.summary.comparison import headline_line
-from swe_residual.summary.fidelity import fidelity_terminal
+from swe_residual.summary.fidelity import FIDELITY_SECTION
 from swe_residual.summary.model import Summary
 from swe_residual.summary.names import distinct_names
-from swe_residual.summary.oracle import oracle_lines
-from swe_residual.summary.render import terminal_across, terminal_table
+from swe_residual.summary.oracle import ORACLE_SECTION
+from swe_residual.summary.render import TERMINAL_WIDTH, terminal_across, terminal_section, terminal_table
 from swe_residual.summary.tables import (
-    AGENT, CLEAN, HEADLINE, LEFT_OUT, PAIRS, POWER, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL, ROLLOUT_NOISE,
-    PredecessorRow, Scopes, excluded_groups, state_label,
+    AGENT, CLEAN, COND_FAIL, CONTRADICTED, CONTRADICTED_LINE, DISAGREE, EXCLUDED, FAILED_ITEMS, FAILED_LINE, GAP,
+    HEADLINE, LEFT_OUT, PAIRS, PASS_AT_K_CLEAN, PASS_AT_K_RESIDUAL, POWER, PREDECESSOR, PREDECESSOR_NAME, RESIDUAL,
+    ROLLOUT_NOISE, PredecessorRow, Scopes,
 )  # fmt: skip
 from swe_residual.summary.words import compared, plain_headlines, rollouts_of, uncertainty_line
 
 __all__ = ["TERMINAL_LEGEND", "TERMINAL_WIDTH", "render_terminal"]
 
-TERMINAL_WIDTH = 100
-SHARED_ERROR_LINES = 4  # an error many excluded items share, wrapped on at most this many lines
 
 #: What the terminal's columns mean (and the `a/b` cells of the by-predecessor table).
 TERMINAL_LEGEND = (
-    "legend: residual = % solved from a Residual State (work a predecessor left, claimed done);",
-    "  clean = % solved from a clean start on the same tasks; gap = clean - residual (points lost);",
-    "  condfail = % of Residual States failed on the tasks the agent solves from a clean start;",
+    f"legend: {RESIDUAL.terminal} = {RESIDUAL.note};",
+    *(f"  {column.terminal} = {column.note};" for column in (CLEAN, GAP, COND_FAIL)),
     "  a/b under 'by predecessor' = residual/clean on the tasks of that predecessor's states",
 )
 
@@ -41,6 +39,7 @@ def _clip(text: str, width: int) -> str:
 
 
 AGENT_WIDTH = 32
+VIEWS_AGENT_WIDTH = 26
 
 
 def _pair(row: PredecessorRow) -> str:
@@ -53,8 +52,7 @@ def render_terminal(summary: Summary) -> list[str]:
     (and overall when there are several tracks), a legend, then the infrastructure figures and
     the excluded items. Agents in the summary's order. Lines <= 100 chars."""
     s = summary
-    partial = partial_text(s)
-    lines: list[str] = ([partial] if partial is not None else []) + plain_headlines(s)
+    lines: list[str] = partial_lines(s) + plain_headlines(s)
     shown = distinct_names(s.agents, AGENT_WIDTH)  # two agents never one cell
 
     def _agent_cell(text: str) -> str:
@@ -94,14 +92,15 @@ def render_terminal(summary: Summary) -> list[str]:
     if noise:
         lines.append("rollout noise: % of each rate's per-task variance within tasks (between rollouts):")
         lines += terminal_table(ROLLOUT_NOISE, noise, first=_agent_cell)
-    lines += handoff_terminal(s, _clip)
+    # nine columns must fit: a shorter agent name, no padding of the headers
+    lines += terminal_section(HANDOFF_SECTIONS[0], s, first=lambda agent: _clip(agent, VIEWS_AGENT_WIDTH), compact=True)
     if s.agents:  # the a/b line only under a by-predecessor table
         with_pairs = any(line.startswith("by predecessor") for line in lines)
         lines += TERMINAL_LEGEND if with_pairs else TERMINAL_LEGEND[:-1]
         k = rollouts_of(s)
         if k is not None:
-            lines += [f"  with {k} rollouts per start: res@K/cln@K = pass@{k} (unbiased estimator);",
-                      "  disagree = % of Residual States whose rollouts disagree (some solved, some not)"]
+            lines += [f"  with {k} rollouts per start: {PASS_AT_K_RESIDUAL.terminal}/{PASS_AT_K_CLEAN.terminal} = "
+                      f"{meanings.PASS_AT_K.format(k=k)};", f"  {DISAGREE.terminal} = {meanings.DISAGREE}"]
     if s.agents and uncertainty_line(s):
         lines.append(f"  gap {uncertainty_line(s)}")
     if s.comparison is not None:  # the one comparison line that matters most
@@ -115,34 +114,19 @@ def render_terminal(summary: Summary) -> list[str]:
         if pairs:
             lines.append(f"agents compared [{widest}] (a - b on common tasks, points; holm: after Holm's adjustment)")
             lines += terminal_table(PAIRS, pairs)
-    lines += oracle_lines(s)
-    lines += fidelity_terminal(s, _clip)
-    lines += skipped_terminal(s)
+    lines += terminal_section(ORACLE_SECTION, s)
+    lines += terminal_section(FIDELITY_SECTION, s)
+    lines += terminal_section(SKIPPED_SECTION, s)
     infra = s.infra
     lines.append(
         f"infra: {infra.items} items, {infra.retried} retried, "
         f"{infra.unresolved} unresolved (excluded, not failures)"
     )
-    for group in excluded_groups(infra.excluded):
-        error = str(group.error or "").replace("\n", " ")
-        if len(group.items) == 1:
-            e = group.items[0]
-            state = e.state if e.state is not None else "clean"
-            state = f"{state}@{e.handoff}" if e.handoff else state
-            lines.append(f"  excluded: {e.agent} {e.task} [{state}]: {error}")
-            continue
-        # One error shared by many items (a set-up layer that cannot be built): said once, whole.
-        lines.append(f"  excluded: {group.agent}: {group.state} of {group.task}, all with one error:")
-        lines += textwrap.wrap(error, TERMINAL_WIDTH - 4, initial_indent="    ", subsequent_indent="    ",
-                               max_lines=SHARED_ERROR_LINES, placeholder=" ...")
-    if infra.verifier_failed:
-        lines.append(f"verifier failed on the agent's final state (works on the clean state; failures): "
-                     f"{len(infra.verifier_failed)}")
-    for e in infra.verifier_failed:
-        lines.append(f"  failed: {e.agent} {e.task} [{state_label(e).strip('()')}]")
-    if infra.contradicted:
-        lines.append(f"passing reward contradicted by the per-test reports (failures): {len(infra.contradicted)}")
-    for c in infra.contradicted:
-        reason = str(c.reason or "").removeprefix("contradicted reward: ")
-        lines.append(f"  contradicted: {c.agent} {c.task} [{state_label(c).strip('()')}]: {reason}")
+    if infra.excluded:  # an error many items share (a set-up layer that cannot be built): said once, whole
+        lines += terminal_table(EXCLUDED, EXCLUDED.rows_of(s), first=_agent_cell)
+    for line, table, items in ((FAILED_LINE, FAILED_ITEMS, infra.verifier_failed),
+                               (CONTRADICTED_LINE, CONTRADICTED, infra.contradicted)):
+        if items:
+            lines.append(f"{line}: {len(items)}")
+            lines += terminal_table(table, table.rows_of(s), first=_agent_cell)
     return [_clip(line, TERMINAL_WIDTH) for line in lines]

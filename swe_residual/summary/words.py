@@ -4,6 +4,7 @@ line per agent in plain words, what the brackets are, and the rollouts' note."""
 from __future__ import annotations
 
 from swe_residual.metrics.intervals import METHOD, T_METHOD
+from swe_residual.summary import meanings
 from swe_residual.summary.model import ScopeMetrics, Summary
 from swe_residual.summary.tables import PAIRS
 
@@ -62,6 +63,5 @@ def rollouts_of(s: Summary) -> int | None:
 
 
 def rollouts_note(k: int) -> str:
-    return (f"With {k} rollouts per start, a start's outcome is the mean of its rollouts; pass@K is the unbiased "
-            f"pass@{k} of each start, averaged the same way; Disagree is the share of Residual States whose "
-            "rollouts disagree (some succeeded, some failed).")
+    return (f"With {k} rollouts per start, a start's outcome is the mean of its rollouts; pass@K is "
+            f"{meanings.PASS_AT_K.format(k=k)}; Disagree is {meanings.DISAGREE}.")

@@ -130,7 +130,7 @@ def test_default_run_is_unchanged_by_an_explicit_blind(suite: pytest.Pytester) -
     for result in (default, blind):
         result.stdout.fnmatch_lines(["*test_start?module:scripted_agents:FollowsHandoff/alpha/residual:drafter-1? *"])
         assert "@" not in "".join(line for line in result.stdout.lines if "test_start[" in line)
-        assert "by handoff view" not in result.stdout.str()
+        assert "By handoff view" not in result.stdout.str()
     runs = {name: suite.path / "out" / name for name in ("default", "blind")}
     records = {name: _records(path) for name, path in runs.items()}
     assert [{k: v for k, v in r.items() if k not in _TIMING} for r in records["default"]] == \
@@ -162,7 +162,8 @@ def test_views_are_items_markers_records_and_a_by_view_table(suite: pytest.Pytes
         "*alpha/residual:drafter-1@notes? UNSOLVED*",
         "*alpha/residual:drafter-1@structured? SOLVED*",
         "*SWE-Residual summary*",
-        "by handoff view*view*residual*clean*gap*condfail*steps x*tokens x*cost x",
+        "By handoff view:",
+        "agent*view*residual*clean*gap*condfail*steps x*tokens x*cost x",
         "*blind*0.0*100.0*100.0*100.0*",
         "*trace*100.0*100.0*0.0*0.0*",
     ])

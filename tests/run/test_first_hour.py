@@ -143,7 +143,8 @@ def test_skipped_items_are_listed_with_their_reason(suite: pytest.Pytester) -> N
     result = run(suite, "--agent=noop", "--agent=oracle")
     assert result.ret == 0, result.stdout.str()
     reason = "machine-track items need the docker backend (the local backend runs repo-track tasks only)"
-    result.stdout.fnmatch_lines(["skipped 2 item(s), because:", f"  {reason}", "  noop/mach/clean, oracle/mach/clean"])
+    # the count over the reason: both would not fit one terminal line
+    result.stdout.fnmatch_lines(["Skipped items:", "2 item(s):", f"  {reason}", "  noop/mach/clean, oracle/mach/clean"])
     run_dir = only_run_dir(suite)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["skipped"] == [{"item": "noop/mach/clean", "reason": reason},
@@ -160,7 +161,7 @@ def test_a_run_that_skipped_everything_is_not_green(suite: pytest.Pytester) -> N
     add_machine_task(suite)
     result = run(suite, "--agent=noop", "-m", "machine")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, result.stdout.str()
-    result.stdout.fnmatch_lines(["skipped 1 item(s), because:", "  machine-track items need the docker backend*",
+    result.stdout.fnmatch_lines(["Skipped items:", "1 item(s):", "  machine-track items need the docker backend*",
                                  "error: nothing was measured: all 1 item(s) were skipped (reasons above); "
                                  "exit status 5"])
     summary = json.loads((only_run_dir(suite) / "summary.json").read_text())
@@ -229,14 +230,14 @@ def test_an_interrupted_run_is_marked_with_the_resume_command(suite: pytest.Pyte
     result = run(suite, "--agent=module:stopping:StopsOnSecond", "--run-id=cut")
     out = result.stdout.str()
     assert result.ret == pytest.ExitCode.INTERRUPTED, out
-    result.stdout.fnmatch_lines(["INTERRUPTED (*): the figures cover only the items that finished",
-                                 "continue with: pytest --resume=out/cut *"])
+    result.stdout.fnmatch_lines(["Interrupted (*): the figures cover only the items that finished.",
+                                 "Continue with: pytest --resume=out/cut *"])
     # The run's own options, without --run-id and --results-dir (--resume replaces them); pytester
     # adds a --basetemp of its own, which is one of them.
-    command = next(line for line in result.outlines if line.startswith("continue with: ")).split(": ", 1)[1]
+    command = next(line for line in result.outlines if line.startswith("Continue with: ")).split(": ", 1)[1]
     assert command.startswith("pytest --resume=out/cut --basetemp=") and command.endswith(
         " residual_tests --dataset=data --backend=local -p no:cacheprovider --agent=module:stopping:StopsOnSecond")
-    assert sum(line.startswith("INTERRUPTED (") for line in result.outlines) == 2  # first and last
+    assert sum(line.startswith("Interrupted (") for line in result.outlines) == 2  # first and last
     run_dir = suite.path / "out" / "cut"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["resume_command"] == command
@@ -301,7 +302,9 @@ def test_one_agent_order_a_headline_and_a_legend(suite: pytest.Pytester) -> None
     assert "noop: 0% from a clean start, 0% from inherited work, 0 points lost" in summary
     assert "oracle: 100% from a clean start, 100% from inherited work, 0 points lost" in summary
     legend = next(i for i, line in enumerate(summary) if line.startswith("legend: "))
-    assert "condfail = " in summary[legend + 2] and "a/b under 'by predecessor' = residual/clean" in summary[legend + 3]
+    # one figure a line, in summary.md's words
+    assert summary[legend + 2] == "  gap = Ref. Clean - Residual in points, computed before rounding;"
+    assert "condfail = " in summary[legend + 3] and "a/b under 'by predecessor' = residual/clean" in summary[legend + 4]
     markdown = (only_run_dir(suite) / "summary.md").read_text()
     assert "- noop: 0% from a clean start" in markdown and "CondFail: the share of Residual States" in markdown
     assert markdown.index("| noop ") < markdown.index("| oracle ")

@@ -166,7 +166,7 @@ def test_bad_settings_name_their_source(suite: pytest.Pytester) -> None:
     result = run(suite, "--agent=noop", "--dataset=nowhere")
     result.stdout.fnmatch_lines(["*--dataset: *nowhere: dataset directory does not exist*"])
     # pytest stops before the first item: the verdict says why, not "Ctrl-C"
-    result.stdout.fnmatch_lines(["verdict: INTERRUPTED (1 error during collection)*"])
+    result.stdout.fnmatch_lines(["verdict: Interrupted (1 error during collection)*"])
     assert "Ctrl-C" not in result.stdout.str()
     result = run(suite, "--agent=gpt-7")
     result.stderr.fnmatch_lines(["*--agent=gpt-7: unknown agent*"])

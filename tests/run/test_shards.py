@@ -102,7 +102,7 @@ def test_shards_merge_only_whole_once_and_of_one_run(suite: pytest.Pytester) -> 
     assert json.loads((written / "summary.json").read_text())["partial"] == {"shards": 2, "merged": [1],
                                                                              "missing": [2]}
     assert f"**{line}**" in (written / "summary.md").read_text()
-    assert 'id="partial"' in (written / "report.html").read_text()
+    assert f'<p class="note banner partial"><strong>{line}</strong></p>' in (written / "report.html").read_text()
 
 
 @pytest.mark.slow

@@ -48,7 +48,9 @@ def test_a_contradicted_reward_is_listed_with_its_reason_everywhere() -> None:
     (item,) = summary.infra.contradicted
     assert (item.agent, item.task, item.state) == ("B", "m2", None) and "names no test" in (item.reason or "")
     assert summary_json(summary)["infra"]["contradicted"][0]["reason"] == item.reason
-    assert "contradicted: B m2 [clean]: the reward file says 1, but the report names no test" in "\n".join(render_terminal(summary))
+    terminal = render_terminal(summary)
+    assert "passing reward contradicted by the per-test reports (failures, counted): 1" in terminal
+    assert "B        m2      (clean)  the reward file says 1, but the report names no test" in terminal
     assert "| B       | m2     | (clean) | the reward file says 1, but the report names no test |" in render_markdown(summary)
     assert "the reward file says 1, but the report names no test" in infra_section(summary)
     # A summary without any keeps summary.json's infra keys as they were.

@@ -276,7 +276,8 @@ def test_render_terminal_short_lines() -> None:
     assert "SWE-Residual [machine]" in joined
     assert "SWE-Residual [overall]" in joined
     assert "infra: 22 items, 2 retried, 2 unresolved" in joined
-    assert any("excluded: alpha n [n2]: image build failed" in line for line in lines)
+    # the excluded items as summary.md lists them: one row per agent and error
+    assert any(line.split() == ["alpha", "1", "n", "n2", "image", "build", "failed"] for line in lines)
     header = lines[lines.index("SWE-Residual [repo] (success %, gap in points)") + 1]
     assert header.split() == ["agent", "residual", "clean", "gap", "condfail", "tasks", "states"]
     repo_row = next(line for line in lines if line.startswith("alpha") and "55.6" in line)
@@ -308,9 +309,13 @@ def test_an_error_every_excluded_item_shares_is_said_once_whole_in_the_terminal(
     records = [rec(task, state, X, attempts=2, error=shared)
                for task, state in (("a", None), ("a", "a1"), ("b", None))] + [rec("c", None, X, error="lost container")]
     lines = render_terminal(summary_of(records))
-    start = lines.index("  excluded: alpha: 3 starts of 2 tasks, all with one error:")
-    wrapped = lines[start + 1:start + 4]
-    assert " ".join(line.strip() for line in wrapped) == shared  # whole, not clipped at the width
-    assert all(line.startswith("    ") and len(line) <= 100 for line in wrapped)
-    assert "  excluded: alpha c [clean]: lost container" in lines  # a single item keeps its own line
+    header = lines.index("agent      items  task     state     error")
+    start = header + 1
+    assert lines[start].startswith("alpha          3  2 tasks  3 starts  agent-setup: alpha: its install step")
+    column = lines[header].index("error")
+    wrapped = lines[start:start + 4]  # the error wrapped in its column, under the other cells' blanks
+    assert all(line[:column].strip() == "" for line in wrapped[1:])
+    assert " ".join(line[column:] for line in wrapped) == shared  # whole, not clipped at the width
+    assert all(len(line) <= 100 for line in wrapped)
+    assert lines[start + 4].split() == ["alpha", "1", "c", "(clean)", "lost", "container"]  # one item, one row
     assert sum("needs the network" in line for line in lines) == 1

@@ -40,10 +40,15 @@ def test_fidelity_in_the_summary_and_the_report(tmp_path: Path) -> None:
     assert set(summary) == {"schema", "uncertainty", "agents", "infra"}  # the existing keys stay as they were
     json.dumps(summary)
     lines = render_terminal(parsed(summary))
-    assert "machine-track states restored by: 1 none, 1 replay, 1 snapshot" in lines
-    assert "  web [pred-1]: replay" in lines and "  disk [pred-2]: not started" in lines
+    start = lines.index("Machine-track fidelity:")
+    assert lines[start + 1] == "States restored by: 1 none, 1 replay, 1 snapshot."
+    # the states not restored from a snapshot, as summary.md lists them (which lists all three)
+    rows = [line.split()[:3] for line in lines[start + 3:start + 5]]
+    assert rows == [["disk", "pred-2", "-"], ["web", "pred-1", "replay"]]
+    assert "no instance started" in lines[start + 3] and not any("snapshot" in line for line in lines[start + 2:])
     markdown = render_markdown(parsed(summary))
     assert "## Machine-track fidelity" in markdown and "| web | pred-1 | replay |" in markdown
+    assert "| disk | pred-1 | snapshot |" in markdown
     html = write_report(tmp_path, parsed(summary), records_of(_records())).read_text()
     assert 'id="fidelity"' in html and "replay" in html.split('id="fidelity"')[1]
 
