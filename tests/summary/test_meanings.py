@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from handoff_records import default_records
+from summaries import records_of, summary_of
 
 from swe_residual.report.html import render_html
 from swe_residual.summary import meanings
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 from swe_residual.summary.tables import ACCEPTANCE_COLUMNS, COND_FAIL, GAP
 
 pytestmark = pytest.mark.unit
@@ -50,10 +52,10 @@ def test_each_meaning_is_written_in_one_source_file(figure: str) -> None:
 
 
 def test_every_output_says_the_headline_figures_in_the_same_words(tmp_path: Path) -> None:
-    summary = build_summary(default_records(), compare=True)
+    summary = summary_of(default_records(), compare=True)
     markdown = " ".join(render_markdown(summary).split())  # its paragraphs are broken into lines
     terminal = render_terminal(summary)
-    page = render_html(summary, default_records(), tmp_path).replace("&#x27;", "'")
+    page = render_html(summary, records_of(default_records()), tmp_path).replace("&#x27;", "'")
     for meaning in (meanings.RESIDUAL, meanings.CLEAN, meanings.GAP, meanings.COND_FAIL):
         assert meaning in markdown and meaning in page
         assert any(line.endswith(f"= {meaning};") for line in terminal)  # the legend

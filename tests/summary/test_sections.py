@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 from handoff_records import view_records
 from recordfactory import make_record
+from summaries import records_of, summary_of
 
 from swe_residual.handoff.summary import HANDOFF_SECTIONS
 from swe_residual.report.html import render_html
 from swe_residual.report.tables import html_section, html_table
 from swe_residual.run.status import SKIPPED_SECTION, STATUS, interrupted_lines, with_never_worked, with_run_status
-from swe_residual.summary.aggregate import build_summary, render_markdown, render_terminal
+from swe_residual.summary.markdown import render_markdown
+from swe_residual.summary.terminal import render_terminal
 from swe_residual.summary.fidelity import FIDELITY_SECTION
 from swe_residual.summary.model import Summary
 from swe_residual.summary.oracle import ORACLE_SECTION
@@ -40,9 +42,9 @@ def _records() -> list[dict]:
 
 def _summary() -> Summary:
     skipped = [(f"A/t{i}/clean", "needs docker") for i in range(3)] + [("B/x/s1", "a reason")]
-    summary = with_run_status(build_summary(_records(), compare=True), skipped, interrupted="KeyboardInterrupt",
+    summary = with_run_status(summary_of(_records(), compare=True), skipped, interrupted="KeyboardInterrupt",
                               resume_command="pytest --resume=out/r", warnings=["task x: no tests"])
-    return Summary.from_json(with_never_worked(summary, ["agent C: every item ended in its own error"]))
+    return with_never_worked(summary, ["agent C: every item ended in its own error"])
 
 
 @pytest.mark.parametrize("section", SECTIONS, ids=[s.name for s in SECTIONS])
@@ -53,7 +55,7 @@ def test_a_section_is_the_same_in_every_output(section, tmp_path: Path) -> None:
     markdown = markdown_section(section, summary)
     assert markdown[0] == "#" * section.level + " " + section.title
     assert "\n".join(markdown) in render_markdown(summary)  # summary.md draws it through the section
-    page = render_html(summary, _records(), tmp_path)
+    page = render_html(summary, records_of(_records()), tmp_path)
     html = html_section(section, summary)
     assert "".join(html) in page.replace("\n", "")
     terminal = render_terminal(summary)
@@ -71,7 +73,7 @@ def test_the_sections_rows_as_each_output_writes_them(tmp_path: Path) -> None:
     summary = _summary()
     markdown = render_markdown(summary)
     terminal = render_terminal(summary)
-    page = render_html(summary, _records(), tmp_path)
+    page = render_html(summary, records_of(_records()), tmp_path)
     # skipped items: a list of code in summary.md and report.html, one line per reason on the terminal
     assert "3 item(s): needs docker\n\n- `A/t0/clean`\n- `A/t1/clean`\n- `A/t2/clean`\n" in markdown
     assert "<ul><li><code>A/t0/clean</code></li>" in page
@@ -100,7 +102,7 @@ def test_the_sections_rows_as_each_output_writes_them(tmp_path: Path) -> None:
 
 
 def test_a_section_without_anything_to_say_is_in_no_output() -> None:
-    summary = Summary.from_json(build_summary([make_record("t", None, S), make_record("t", "s", F)]))
+    summary = summary_of([make_record("t", None, S), make_record("t", "s", F)])
     for section in SECTIONS:
         assert section.parts(summary) == []
         assert markdown_section(section, summary) == [] and terminal_section(section, summary) == []
@@ -129,7 +131,7 @@ def test_list_and_unpadded_layouts() -> None:
 
 def test_a_text_too_long_for_the_terminal_is_broken_after_its_colon() -> None:
     reason = "machine-track items need the docker backend (the local backend runs repo-track tasks only)"
-    summary = Summary.from_json(with_run_status(build_summary([]), [(f"a/t{i}/clean", reason) for i in range(12)],
-                                                interrupted=None, resume_command=None))
+    summary = with_run_status(summary_of([]), [(f"a/t{i}/clean", reason) for i in range(12)],
+                                                interrupted=None, resume_command=None)
     assert terminal_section(SKIPPED_SECTION, summary)[:3] == ["Skipped items:", "12 item(s):", f"  {reason}"]
     assert f"12 item(s): {reason}" in render_markdown(summary)  # summary.md's line as it always was
