@@ -4,7 +4,8 @@ A record's `agent` is a name (the harness plus its model, or an `--agent-name` l
 `agent_config.hash` digests everything that configured that agent (spec, model, options,
 budget settings, harness version, set-up script and mounts). Records are merged by name
 (`records.record_key`), so one name with two configurations would silently mix, or overwrite,
-two agents' numbers: that is an error naming both, never a silent merge.
+two agents' numbers: that is an error naming both, never a silent merge
+(`check_agent_configs`, swe_residual/metrics/agent_configs.py).
 
 An agent's program is part of its configuration, by content: a `cmd:` agent's host files
 (the sha256 of each file copied in, `host_files.HostProgram.digests`) and a `module:` agent's
@@ -20,13 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from swe_residual.errors import SuiteError
-from swe_residual.trial.record_model import RunRecord
 
 HASH_CHARS = 16
 MAX_PACKAGE_FILES = 500  # a package's sources hashed with a `module:` agent (more: the first ones)
@@ -90,32 +90,3 @@ def agent_files(spec: str | None, agent: Any) -> dict[str, str]:
     for module_name in dict.fromkeys((named, type(agent).__module__)):
         found.update(module_files(module_name))
     return found
-
-
-def record_config_hash(record: RunRecord) -> str | None:
-    """The configuration hash of a record; None for records written before hashes existed."""
-    config = record.agent_config
-    return config.hash if config is not None else None
-
-
-def check_agent_configs(records: Sequence[RunRecord], sources: Sequence[str] | None = None) -> None:
-    """Raise `AgentConfigConflict` when one agent name has two configuration hashes.
-
-    `sources` (parallel to `records`, e.g. "results.jsonl:12") say where each record came
-    from; without them the record's run id does. Records without a hash are not compared.
-    """
-    first: dict[str, tuple[str, str]] = {}
-    for index, record in enumerate(records):
-        digest = record_config_hash(record)
-        if digest is None:
-            continue
-        agent = str(record.agent)
-        where = sources[index] if sources is not None and index < len(sources) else None
-        where = f"{where}, run {record.run_id}" if where else f"run {record.run_id}"
-        seen = first.setdefault(agent, (digest, where))
-        if seen[0] != digest:
-            raise AgentConfigConflict(
-                f"agent {agent!r} has two configurations: {seen[0]} (from {seen[1]}) and {digest} (from {where}); "
-                "records of different configurations are different agents: give one of them its own "
-                "--agent-name, or report them separately"
-            )

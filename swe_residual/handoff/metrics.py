@@ -28,8 +28,8 @@ from swe_residual.metrics.headline import Record, headline, is_excluded
 from swe_residual.trial.values import Start
 
 __all__ = [
-    "BLIND", "COST_QUANTITIES", "VIEW_ORDER", "by_handoff", "by_view", "primary_records", "primary_view",
-    "quantity", "record_view", "takeover_cost", "view_block", "views_of",
+    "BLIND", "COST_QUANTITIES", "VIEW_ORDER", "by_handoff", "by_view", "handoff_summary", "primary_records",
+    "primary_view", "quantity", "record_view", "takeover_cost", "view_block", "views_of",
 ]  # fmt: skip
 
 COST_QUANTITIES = ("steps", "tokens", "cost")
@@ -125,3 +125,9 @@ def by_handoff(records: Sequence[Record]) -> dict[str, dict[str, dict[str, Any]]
         groups = by_view(agents[agent])
         out[agent] = {view: view_block(group) for view, group in groups.items()}
     return out
+
+
+def handoff_summary(records: Sequence[Record]) -> dict[str, Any] | None:
+    """``{AGENT: {VIEW: {...}}}`` for ``summary["by_handoff"]``, or None when one view ran (a run
+    without ``--handoff``, or with ``blind`` alone, has exactly the summary it always had)."""
+    return by_handoff(records) if len(views_of(records)) > 1 else None

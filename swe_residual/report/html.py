@@ -22,14 +22,14 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from swe_residual.handoff.summary import HANDOFF_SECTIONS
+from swe_residual.summary.sections import HANDOFF_SECTIONS
 from swe_residual.summary.comparison import headline_line
 from swe_residual.run.status import SKIPPED_SECTION, STATUS
 from swe_residual.summary import meanings
 from swe_residual.summary.words import uncertainty_line
-from swe_residual.summary.fidelity import FIDELITY_SECTION
+from swe_residual.summary.sections import FIDELITY_SECTION
 from swe_residual.summary.model import Summary
-from swe_residual.summary.oracle import ORACLE_SECTION
+from swe_residual.summary.sections import ORACLE_SECTION
 from swe_residual.summary.tables import (
     ACCEPTANCE_NOTE, LEFT_OUT_SECTION, NOISE_SECTION, POWER_SECTION, PREDECESSOR_NOTE,
 )  # fmt: skip

@@ -10,9 +10,13 @@ that names the file and field; it never removes the other items.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from swe_residual.dataset.load import Dataset
 from swe_residual.errors import DatasetError
+from swe_residual.handoff.views import BLIND
+from swe_residual.run.settings import RunSettings
+from swe_residual.trial.options import RunOptions
 from swe_residual.trial.records import item_id
 from swe_residual.trial.values import Start
 
@@ -68,3 +72,15 @@ def build_items(dataset: Dataset, agents: list[str], skip_reason_for_track: dict
                 items.extend(ItemSpec(agent, task.id, state.id, task.track, skip_reason=skip, handoff=view, rollout=r)
                              for view in views for r in runs)
     return items
+
+
+def item_options(settings: RunSettings, *, run_id: str, run_dir: Path, agent_spec: str, handoff: str = BLIND,
+                 watchdog_exceptions: tuple[type[BaseException], ...] = (), rollout: int | None = None) -> RunOptions:
+    """The options of one item of a pytest run: the run's settings, its item's agent and view."""
+    return RunOptions(
+        run_id=run_id, run_dir=run_dir, infra_retries=settings.infra_retries,
+        timeout_multiplier=settings.timeout_multiplier, max_steps=settings.max_steps,
+        cost_limit=settings.cost_limit, model=settings.model, agent_options=settings.agent_options,
+        watchdog_exceptions=watchdog_exceptions, agent_environment=settings.agent_environment,
+        handoff=handoff, agent_spec=agent_spec, rollout=rollout,
+    )

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from swe_residual.agents.identity import check_agent_configs
+from swe_residual.metrics.agent_configs import check_agent_configs
 from swe_residual.handoff.metrics import primary_records
-from swe_residual.handoff.summary import handoff_summary
+from swe_residual.handoff.metrics import handoff_summary
 from swe_residual.metrics.intervals import Uncertainty
 from swe_residual.summary.comparison import compare_agents
 from swe_residual.summary.infra import infra_summary

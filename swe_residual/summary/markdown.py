@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from swe_residual.handoff.summary import HANDOFF_SECTIONS
+from swe_residual.summary.sections import HANDOFF_SECTIONS
 from swe_residual.run.status import SKIPPED_SECTION, STATUS
 from swe_residual.summary import meanings
-from swe_residual.summary.fidelity import FIDELITY_SECTION
+from swe_residual.summary.sections import FIDELITY_SECTION
 from swe_residual.summary.model import Summary
-from swe_residual.summary.oracle import ORACLE_SECTION
+from swe_residual.summary.sections import ORACLE_SECTION
 from swe_residual.summary.render import markdown_lines, markdown_section, markdown_table, md_cell
 from swe_residual.summary.tables import (
     ACCEPTANCE, ACCEPTANCE_NOTE, CONTRADICTED, CONTRADICTED_LINE, EXCLUDED, FAILED_ITEMS, FAILED_LINE, HEADLINE,

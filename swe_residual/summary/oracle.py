@@ -3,7 +3,7 @@
 The oracle runs the task's reference solution, so each start it fails is a fault of the task,
 the state or the suite (a solve.sh that cannot find its patch, a state that destroyed what the
 task recovers from), not a score. `summary.json` holds them under `"oracle"` when the oracle
-ran; every output lists them (:data:`ORACLE_SECTION`). `oracle_solvable` is the same check
+ran; every output lists them (`ORACLE_SECTION`, swe_residual/summary/sections.py). `oracle_solvable` is the same check
 before a dataset runs (`validate --verify`, Stage IV of `residualize build`).
 """
 
@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swe_residual.summary.model import OracleMiss, OracleSummary, Summary
-from swe_residual.summary.tables import Align, Column, Layout, Part, Section, Table
+from swe_residual.summary.model import OracleMiss, OracleSummary
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.values import Outcome
 
@@ -54,30 +53,6 @@ def oracle_summary(records: Sequence[RunRecord]) -> OracleSummary | None:
     ]
     unsolved.sort(key=lambda e: (str(e.task), e.state or ""))
     return OracleSummary(starts=len(ran), unsolved=tuple(unsolved))
-
-
-def _miss(entry: OracleMiss) -> str:
-    why = str(entry.message or "").replace("\n", " ")
-    return f"{entry.task} [{entry.state or 'clean'}]: {entry.outcome} ({entry.termination}) {why}".rstrip()
-
-
-#: Each start the oracle did not solve, with what it ended in and why.
-ORACLE_MISSES = Table(
-    "oracle_misses", "Starts the reference solution did not solve",
-    (Column("Start", _miss, align=Align.LEFT, terminal="start"),),
-    layout=Layout.LIST,
-)  # fmt: skip
-
-
-def _oracle_parts(summary: Summary) -> list[Part]:
-    oracle = summary.oracle
-    if oracle is None or not oracle.unsolved:  # it solved every start (or did not run): nothing to say
-        return []
-    return [Part(f"oracle did not solve {len(oracle.unsolved)} of {oracle.starts} starts "
-                 "(a task, state or set-up fault, not a score):", ORACLE_MISSES, list(oracle.unsolved))]
-
-
-ORACLE_SECTION = Section("oracle", "Reference solution", _oracle_parts)
 
 
 def oracle_solvable(backend: Backend, task: Task, state: ResidualState | None, run_id: str, *,

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from swe_residual.handoff.summary import HANDOFF_SECTIONS
+from swe_residual.summary.sections import HANDOFF_SECTIONS
 from swe_residual.metrics.comparison import clip_left
 from swe_residual.run.status import SKIPPED_SECTION, partial_lines
 from swe_residual.summary import meanings
 from swe_residual.summary.comparison import headline_line
-from swe_residual.summary.fidelity import FIDELITY_SECTION
+from swe_residual.summary.sections import FIDELITY_SECTION
 from swe_residual.summary.model import Summary
 from swe_residual.summary.names import distinct_names
-from swe_residual.summary.oracle import ORACLE_SECTION
+from swe_residual.summary.sections import ORACLE_SECTION
 from swe_residual.summary.render import TERMINAL_WIDTH, terminal_across, terminal_section, terminal_table
 from swe_residual.summary.tables import (
     AGENT, CLEAN, COND_FAIL, CONTRADICTED, CONTRADICTED_LINE, DISAGREE, EXCLUDED, FAILED_ITEMS, FAILED_LINE, GAP,

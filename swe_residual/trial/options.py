@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swe_residual.agents.environment import AgentEnvironment
 from swe_residual.agents import Budget
@@ -14,8 +14,6 @@ from swe_residual.handoff.views import BLIND
 from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY
 from swe_residual.dataset.task import Task
 
-if TYPE_CHECKING:
-    from swe_residual.run.settings import RunSettings
 
 
 
@@ -39,20 +37,6 @@ class RunOptions:
     # Stage I (residualize generate): also record the predecessor's commits (repo track), by the
     # environment's own git; never for a graded run.
     capture_commits: bool = False
-
-    @classmethod
-    def from_settings(
-        cls, settings: RunSettings, *, run_id: str, run_dir: Path, agent_spec: str, handoff: str = BLIND,
-        watchdog_exceptions: tuple[type[BaseException], ...] = (), rollout: int | None = None,
-    ) -> RunOptions:
-        """The options of one item of a pytest run: the run's settings, its item's agent and view."""
-        return cls(
-            run_id=run_id, run_dir=run_dir, infra_retries=settings.infra_retries,
-            timeout_multiplier=settings.timeout_multiplier, max_steps=settings.max_steps,
-            cost_limit=settings.cost_limit, model=settings.model, agent_options=settings.agent_options,
-            watchdog_exceptions=watchdog_exceptions, agent_environment=settings.agent_environment,
-            handoff=handoff, agent_spec=agent_spec, rollout=rollout,
-        )
 
     def agent_config(self) -> dict[str, Any]:
         """What configured the agent, for the record; option values that look secret are hidden.

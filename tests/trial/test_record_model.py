@@ -11,7 +11,8 @@ from recordfactory import RUNNER_KEYS, make_record
 from summaries import summary_dict
 
 from swe_residual.agents.base import AGENT_ERROR, INFRA_ERROR, SUBMITTED, TIME_LIMIT, VERIFIER_FAILED
-from swe_residual.agents.identity import check_agent_configs, config_hash, record_config_hash
+from swe_residual.agents.identity import config_hash
+from swe_residual.metrics.agent_configs import check_agent_configs, record_config_hash
 from swe_residual.dataset.tracks import MACHINE, REPO, TRACKS
 from swe_residual.trial.record_model import AgentConfig, Attempt, Canary, Durations, RecordBudget, RunRecord, Tokens
 from swe_residual.trial.records import (
