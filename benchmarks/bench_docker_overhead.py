@@ -41,9 +41,9 @@ from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.environments.docker.verification import verifier_image
 from swe_residual.environments.docker.base_image import ensure_base_image
-from swe_residual.states.state import ResidualState, load_state
+from swe_residual.dataset.states.state import ResidualState, load_state
 from swe_residual.dataset.task import Task, load_task
-from swe_residual.verifier.environment import SHARED, plan_verifier_environment
+from swe_residual.environments.verifier.environment import SHARED, plan_verifier_environment
 
 DOCKERFILE = """\
 ARG BASE_IMAGE=swe-residual-base:bookworm

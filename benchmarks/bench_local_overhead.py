@@ -21,8 +21,8 @@ from swe_residual.agents.base import AgentSession, Budget
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend
-from swe_residual.states.patches import capture_patch
-from swe_residual.trial.trajectory import Trajectory
+from swe_residual.environments.patches import capture_patch
+from swe_residual.agents.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
 

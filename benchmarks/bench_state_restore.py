@@ -34,7 +34,7 @@ from swe_residual.dataset.task import Task
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, states
 from swe_residual.environments.docker.engine import inspect_image, remove_images
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.states.state import ResidualState
 
 ROOT = Path(__file__).resolve().parent.parent
 

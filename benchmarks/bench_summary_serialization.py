@@ -28,8 +28,8 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 from pydantic import BaseModel  # noqa: E402
 
 from bench_report_10k import newest_results, varied_records  # noqa: E402
-from swe_residual.summary.aggregate import summarize  # noqa: E402
-from swe_residual.summary.model import Summary, summary_text  # noqa: E402
+from swe_residual.metrics.summary.aggregate import summarize  # noqa: E402
+from swe_residual.metrics.summary.model import Summary, summary_text  # noqa: E402
 from swe_residual.trial.records import read_record  # noqa: E402
 
 Make = Callable[[type[BaseModel]], Any]

@@ -23,41 +23,41 @@ from plugins.context import (
 from plugins.legend import legend
 from plugins.options import given_settings, read_settings
 from plugins.sendable import UNSENT_PROPERTY, WorkerGuard
-from swe_residual.agents.environment import require_docker
+from swe_residual.environments.agent_environment import require_docker
 from swe_residual.agents.identity import AgentConfigConflict
 from swe_residual.agents import AGENT_FORMS
 from swe_residual.environments.choice import BackendChoice
 from swe_residual.environments.registry import checked_docker_hosts
 from swe_residual.dataset.load import not_a_directory
-from swe_residual.dataset.check import not_a_dataset
-from swe_residual.errors import ConfigError, DatasetError
-from swe_residual.run.gates import GateResult, evaluate_gates
-from swe_residual.handoff.views import BLIND, VIEWS
-from swe_residual.run.items import ItemSpec
+from swe_residual.residualize.check import not_a_dataset
+from swe_residual.dataset.errors import ConfigError, DatasetError
+from swe_residual.cli.run.gates import GateResult, evaluate_gates
+from swe_residual.trial.handoff.views import BLIND, VIEWS
+from swe_residual.cli.run.items import ItemSpec
 from swe_residual.trial.records import (
     append_record, dedupe_records, fallback_path, infra_error_record, item_key, read_record_line, read_records,
     record_line,
 )
 from swe_residual.report.html import write_report
-from swe_residual.run.resume import prepare_resume
-from swe_residual.run.config import (
+from swe_residual.cli.run.resume import prepare_resume
+from swe_residual.cli.run.config import (
     RUN_CONFIG, changes, read_run_config, resume_settings, selection_of, stored_selection, write_run_config,
 )
-from swe_residual.run.lock import RunLock
-from swe_residual.run.settings import RunSettings
-from swe_residual.run.sharding import assign_tasks
-from swe_residual.run.status import interrupted_lines, resume_command, with_never_worked, with_run_status
-from swe_residual.run.verdict import run_verdict
-from swe_residual.run.preflight import dataset_warnings, task_errors
-from swe_residual.summary.agent_order import in_agent_order
-from swe_residual.summary.aggregate import summarize
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.model import Summary
-from swe_residual.summary.terminal import render_terminal
-from swe_residual.summary.files import write_summary_files
-from swe_residual.summary.terminations import TerminationReport, termination_report
+from swe_residual.cli.run.lock import RunLock
+from swe_residual.cli.run.settings import RunSettings
+from swe_residual.cli.run.sharding import assign_tasks
+from swe_residual.report.status import interrupted_lines, resume_command, with_never_worked, with_run_status
+from swe_residual.cli.run.verdict import run_verdict
+from swe_residual.cli.run.preflight import dataset_warnings, task_errors
+from swe_residual.metrics.summary.agent_order import in_agent_order
+from swe_residual.metrics.summary.aggregate import summarize
+from swe_residual.report.markdown import render_markdown
+from swe_residual.metrics.summary.model import Summary
+from swe_residual.report.terminal import render_terminal
+from swe_residual.report.files import write_summary_files
+from swe_residual.report.terminations import TerminationReport, termination_report
 from swe_residual.trial.record_model import RunRecord
-from swe_residual.trial.values import Outcome, Start, Termination, Track
+from swe_residual.dataset.values import Outcome, Start, Termination, Track
 
 reporter_key = pytest.StashKey["ResidualReporter"]()
 lock_key = pytest.StashKey[RunLock]()
@@ -562,7 +562,7 @@ class ResidualReporter:
         return resume_command(list(invocation.args), where)
 
     def write_verdict(self) -> None:
-        """The run's last lines (swe_residual/run/verdict.py): why the exit status is what it is."""
+        """The run's last lines (swe_residual/cli/run/verdict.py): why the exit status is what it is."""
         session = self.session
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if session is None or terminal is None or not settings_of(self.config).agents:

@@ -7,7 +7,7 @@ It fails only when the infrastructure failed on every attempt.
 """
 
 from swe_residual.trial.record_model import RunRecord
-from swe_residual.trial.values import Outcome
+from swe_residual.dataset.values import Outcome
 
 
 def test_start(residual_record: RunRecord) -> None:

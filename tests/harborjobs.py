@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from swe_residual.harbor.checksum import task_checksum
+from swe_residual.residualize.harbor.checksum import task_checksum
 
 
 def _stamp(minute: int) -> str:

@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 from swe_residual.agents import AgentResult, AgentSession
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 
 
 class KeepInherited:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from swe_residual.summary.aggregate import summarize
-from swe_residual.summary.model import Summary, summary_json
+from swe_residual.metrics.summary.aggregate import summarize
+from swe_residual.metrics.summary.model import Summary, summary_json
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import read_record
 

@@ -1,4 +1,5 @@
-"""Agents and how `--agent` names resolve to them (the table of agents: registry.py)."""
+"""Agents: the agent protocol, the table of agents (registry.py) and how `--agent` names resolve
+to them, the built-in agents, mini-swe-agent and Harbor's, and the trajectory their steps make."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ same way for Clean and Residual starts. Returning normally means the agent decla
 done ("submitted"); the session raises `BudgetExhausted` when a limit is reached.
 
 An agent whose model service fails (rate limit, lost connection, server error, timeout of
-the model API) raises `swe_residual.errors.InfraError(..., stage="model")`: the attempt is an
+the model API) raises `swe_residual.dataset.errors.InfraError(..., stage="model")`: the attempt is an
 infrastructure failure, retried from a fresh instance of the same start, never the agent's
 own failure (paper App. C). Any other exception the agent raises is its own error.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Protocol
 
 from swe_residual.environments.base import Environment, ExecResult
-from swe_residual.trial.trajectory import Trajectory
-from swe_residual.trial.values import Termination
+from swe_residual.agents.trajectory import Trajectory
+from swe_residual.dataset.values import Termination
 
-# How a run ends, by the names agents use (swe_residual/trial/values.py defines them).
+# How a run ends, by the names agents use (swe_residual/dataset/values.py defines them).
 SUBMITTED = Termination.SUBMITTED
 TIME_LIMIT, STEP_LIMIT, COST_LIMIT = Termination.TIME_LIMIT, Termination.STEP_LIMIT, Termination.COST_LIMIT
 AGENT_ERROR, INFRA_ERROR = Termination.AGENT_ERROR, Termination.INFRA_ERROR

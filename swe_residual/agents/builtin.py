@@ -8,9 +8,9 @@ from typing import Any
 
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, AgentResult, AgentSession, BudgetExhausted
 from swe_residual.agents.host_files import AGENT_DIR_VARIABLE, AGENT_SUBDIR, HostProgram
-from swe_residual.errors import InfraError
-from swe_residual.states.patches import apply_patch
-from swe_residual.trial.trajectory import steps_from_jsonl
+from swe_residual.dataset.errors import InfraError
+from swe_residual.environments.patches import apply_patch
+from swe_residual.agents.trajectory import steps_from_jsonl
 
 
 class NoopAgent:

@@ -37,12 +37,12 @@ from typing import Any
 
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, TIME_LIMIT, AgentResult, AgentSession
 from swe_residual.agents.credentials import credentials_error
-from swe_residual.agents.environment import AgentInstall, InstallFailed
+from swe_residual.environments.agent_environment import AgentInstall, InstallFailed
 from swe_residual.environments.cache import default_cache_dir
-from swe_residual.errors import ConfigError, InfraError
-from swe_residual.harbor.atif import atif_to_trajectory
-from swe_residual.harbor.layout import read_object
-from swe_residual.trial.redaction import redact_options
+from swe_residual.dataset.errors import ConfigError, InfraError
+from swe_residual.agents.atif import atif_to_trajectory
+from swe_residual.dataset.harbor_layout import read_object
+from swe_residual.agents.redaction import redact_options
 
 PREFIX = "harbor:"
 HELPER = Path(__file__).with_name("harbor_helper.py")

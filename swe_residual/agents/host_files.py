@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 
 AGENT_DIR_VARIABLE = "SWE_RESIDUAL_AGENT_DIR"
 AGENT_SUBDIR = "agent"  # below the environment's scratch directory

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from swe_residual.errors import SuiteError
+from swe_residual.dataset.errors import SuiteError
 
 HASH_CHARS = 16
 MAX_PACKAGE_FILES = 500  # a package's sources hashed with a `module:` agent (more: the first ones)

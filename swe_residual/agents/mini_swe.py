@@ -46,8 +46,8 @@ from swe_residual.agents.mini_swe_model import (
 )
 from swe_residual.agents.credentials import credentials_error, missing_model_keys
 from swe_residual.environments.base import ExecResult
-from swe_residual.errors import ConfigError, DatasetError, InfraError
-from swe_residual.trial.trajectory import Step
+from swe_residual.dataset.errors import ConfigError, DatasetError, InfraError
+from swe_residual.agents.trajectory import Step
 
 NAME = "mini-swe-agent"
 PINNED_VERSION = "2.4.6"  # keep equal to the pin in pyproject.toml

@@ -19,7 +19,7 @@ from swe_residual.agents.builtin import CommandAgent, NoopAgent, OracleAgent
 from swe_residual.agents.host_files import host_program
 from swe_residual.agents.mini_swe import NAME as MINI_SWE_AGENT, OPTION_KEYS as MINI_SWE_OPTION_KEYS
 from swe_residual.environments.base import ExecResult
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 
 # `--agent-option` keys: `env` and `upload` (cmd: agents: host variables passed in by name, and
 # whether a host program's file or its whole directory is copied in), the mini-swe-agent

@@ -20,22 +20,22 @@ from pathlib import Path
 
 from swe_residual import __version__
 from swe_residual.dataset.load import load_dataset
-from swe_residual.errors import DatasetError, SuiteError
+from swe_residual.dataset.errors import DatasetError, SuiteError
 from swe_residual.metrics.intervals import Uncertainty
-from swe_residual.run.gates import evaluate_gates, parse_gate
-from swe_residual.run.settings import BY_FLAG, resolve_setting
-from swe_residual.run.shard_check import agent_order, check_shards, missing_lines, read_inputs
+from swe_residual.cli.run.gates import evaluate_gates, parse_gate
+from swe_residual.cli.run.settings import BY_FLAG, resolve_setting
+from swe_residual.cli.run.shard_check import agent_order, check_shards, missing_lines, read_inputs
 from swe_residual.trial.records import LoadedRecords, append_record, read_records
-from swe_residual.run.status import partial_text, with_never_worked
-from swe_residual.run.verdict import run_verdict
-from swe_residual.summary.agent_order import in_agent_order
-from swe_residual.summary.aggregate import summarize
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.model import read_summary
-from swe_residual.summary.terminal import render_terminal
-from swe_residual.summary.terminations import termination_report
+from swe_residual.report.status import partial_text, with_never_worked
+from swe_residual.cli.run.verdict import run_verdict
+from swe_residual.metrics.summary.agent_order import in_agent_order
+from swe_residual.metrics.summary.aggregate import summarize
+from swe_residual.report.markdown import render_markdown
+from swe_residual.metrics.summary.model import read_summary
+from swe_residual.report.terminal import render_terminal
+from swe_residual.report.terminations import termination_report
 from swe_residual.report.html import write_report
-from swe_residual.summary.files import write_summary_files
+from swe_residual.report.files import write_summary_files
 
 
 def _default_out(paths: list[Path]) -> Path:
@@ -147,7 +147,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _harbor_results(args: argparse.Namespace) -> Path:
     """Harbor's trials of exported starts as run records in `<out>/results.jsonl` (replaced)."""
-    from swe_residual.harbor.results import read_harbor_results
+    from swe_residual.residualize.harbor.results import read_harbor_results
 
     jobs = Path(args.harbor_jobs)
     if not jobs.is_dir():
@@ -170,7 +170,7 @@ def _harbor_results(args: argparse.Namespace) -> Path:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from swe_residual.dataset.check import (
+    from swe_residual.residualize.check import (
         PROBLEM,
         check_patches,
         grading_warnings,
@@ -277,15 +277,15 @@ def build_parser() -> argparse.ArgumentParser:
     from swe_residual.cli.setup import add_parser as add_setup_parser
 
     add_setup_parser(sub)  # `setup harbor`
-    from swe_residual.importing.cli import add_parser as add_import_parser
+    from swe_residual.residualize.importing.cli import add_parser as add_import_parser
 
     add_import_parser(sub)  # `import harbor-jobs|predictions|commit`
     from swe_residual.residualize.cli import add_parsers as add_residualize_parsers
 
     add_residualize_parsers(sub)  # `residualize generate|filter|review|build|checkpoints`, `stats`
-    from swe_residual.harbor.export import add_parser as add_export_parser
+    from swe_residual.residualize.harbor.export import add_parser as add_export_parser
     add_export_parser(sub)  # `export harbor`
-    from swe_residual.published.cli import add_parser as add_dataset_parser
+    from swe_residual.residualize.published.cli import add_parser as add_dataset_parser
 
     add_dataset_parser(sub)  # `dataset build`
     return parser

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from swe_residual.agents.harbor_bridge import harbor_python
-from swe_residual.errors import SuiteError
+from swe_residual.dataset.errors import SuiteError
 
 HARBOR_SPEC = "harbor==0.25.*"
 HARBOR_RELEASE = "0.25."

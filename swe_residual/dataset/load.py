@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swe_residual.errors import DatasetError
-from swe_residual.states.state import ResidualState, load_state
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.dataset.states.state import ResidualState, load_state
 from swe_residual.dataset.task import Task, load_task
 from swe_residual.dataset.tracks import TrackOverrides, read_overrides
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.task_schema import (
     DOCKER_NETWORKS,
     TASK_SCHEMA,
@@ -31,7 +31,7 @@ from swe_residual.dataset.task_schema import (
 )
 from swe_residual.dataset.toml_fields import FieldReader, read_toml
 from swe_residual.dataset.tracks import TRACKS, TrackOverrides, resolve_track
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 
 ENVIRONMENT_MODES = ("shared", "separate")
 MAIN_SERVICE = "main"

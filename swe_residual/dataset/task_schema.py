@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.toml_fields import FieldReader
 
 # Harbor's network modes, and the Docker network each one runs on here. `allowlist` (egress

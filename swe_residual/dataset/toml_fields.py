@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 
 
 class FieldReader:

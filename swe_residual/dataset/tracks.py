@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.toml_fields import FieldReader, read_toml
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 
 REPO, MACHINE = Track.REPO, Track.MACHINE
 TRACKS = tuple(Track)

@@ -1,4 +1,6 @@
-"""Environments: where a start is instantiated, the agent acts, and the verifier runs."""
+"""Environments: where a start is instantiated (a local workspace, a Docker container), the
+agent acts and the hidden verifier runs (verifier/: what it receives, where it runs, its
+outputs read as a verdict); patches applied and captured."""
 
 from swe_residual.environments.base import Backend, Environment, ExecResult, VerifierOutput
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
 
 if TYPE_CHECKING:
-    from swe_residual.agents.environment import AgentInstall
+    from swe_residual.environments.agent_environment import AgentInstall
 
 # Fixed identity and date for the base commit, so every backend makes the same commit hash
 # from the same repository source (and `base_commit_hash` in task.toml can be checked).
@@ -59,7 +59,7 @@ class VerifierOutput:
     # file name (relative to the verifier log dir) -> content
     files: dict[str, bytes] = field(default_factory=dict)
     duration_sec: float = 0.0
-    # Which environment verified (see swe_residual/verifier/environment.py).
+    # Which environment verified (see swe_residual/environments/verifier/environment.py).
     environment: str = "shared"
     # The task's [[verifier.collect]] steps as they ran in the agent's environment.
     collect: tuple[CollectResult, ...] = ()
@@ -68,9 +68,9 @@ class VerifierOutput:
     # Why verification itself failed before the tests could give a verdict (infra), or None.
     error: str | None = None
     # Hidden test files that changed between their copy into a shared environment and the end
-    # of test.sh (swe_residual/verifier/inputs.py): tampering, a failure whatever they reported.
+    # of test.sh (swe_residual/environments/verifier/inputs.py): tampering, a failure whatever they reported.
     tampered: tuple[str, ...] = ()
-    # What the suite's own pytest reporter wrote (swe_residual/verifier/channel.py): None when the
+    # What the suite's own pytest reporter wrote (swe_residual/environments/verifier/channel.py): None when the
     # backend does not install it, b"" when no pytest of the verifier loaded it.
     channel: bytes | None = None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 
 # The Docker SDK's engine when DOCKER_HOST is not set.
 DEFAULT_ENGINE_URL = "unix:///var/run/docker.sock"

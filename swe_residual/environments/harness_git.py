@@ -31,7 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 
 CAPTURE_TIMEOUT_SEC = 300.0
 # The configuration every capture runs with: the tree's bytes as they are, its modes and links.

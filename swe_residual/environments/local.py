@@ -28,20 +28,20 @@ from pathlib import Path
 import git
 from filelock import FileLock
 
-from swe_residual.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
+from swe_residual.environments.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 from swe_residual.environments.base import BASE_COMMIT_ENV, MAX_LOG_FILE_BYTES, ExecResult, StartSpec, VerifierOutput
 from swe_residual.environments.cache import default_cache_dir, tree_digest
 from swe_residual.environments.capped_output import communicate_capped
 from swe_residual.environments.disk_usage import WATCHED, DiskMeter, tree_bytes
-from swe_residual.errors import DatasetError, InfraError
+from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.environments.clean_start import cached_clean_start
 from swe_residual.environments.harness_git import harness_git, tree_patch
-from swe_residual.states.patches import apply_patch, commit_inherited
-from swe_residual.states.state import ResidualState
+from swe_residual.environments.patches import apply_patch, commit_inherited
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import DEFAULT_WORKDIR, Task
-from swe_residual.verifier.environment import SHARED, plan_verifier_environment
-from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env
-from swe_residual.trial.values import Track
+from swe_residual.environments.verifier.environment import SHARED, plan_verifier_environment
+from swe_residual.environments.verifier.inputs import changed_tests, test_digests, verifier_env
+from swe_residual.dataset.values import Track
 
 # Every process an environment starts carries this variable (as in the docker backend), so
 # what the agent left running (a daemon, a `setsid` loop that kills or forges the verifier)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from swe_residual.agents.environment import AgentEnvironment, require_docker
+from swe_residual.environments.agent_environment import AgentEnvironment, require_docker
 from swe_residual.environments.base import Backend
-from swe_residual.errors import ConfigError
-from swe_residual.trial.values import Track
+from swe_residual.dataset.errors import ConfigError
+from swe_residual.dataset.values import Track
 
 MACHINE_TRACK_NEEDS_DOCKER = "machine-track items need the docker backend (the local backend runs repo-track tasks only)"
 
@@ -57,7 +57,7 @@ def make_backend(name: str, run_id: str, *, progress: Callable[[str], None] | No
         return LocalBackend()
     if name == "docker":
         from swe_residual.environments.docker import DockerBackend
-        from swe_residual.verifier.state_check import check_state_verdict
+        from swe_residual.environments.verifier.state_check import check_state_verdict
 
         given = {"progress": progress} if progress is not None else {}
         if len(hosts) > 1:

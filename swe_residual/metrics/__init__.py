@@ -1,17 +1,17 @@
-"""Metrics of SWE-Residual: pure functions over run records (no pytest, no I/O).
+"""Metrics over run records, pure functions (no pytest, no I/O): Res, Clean, Gap, CondFail,
+acceptance bias, intervals and power; and the typed summary they make (summary/).
 
 * :mod:`.headline` - Res, Clean, Gap, CondFail, predecessor groups (paper eqs. 3-5, Table 8);
 * :mod:`.acceptance` - acceptance bias (paper Appendix D, Table 4);
 * :mod:`.lines` - exact order-preserving line matching (bit-parallel LCS);
-* :mod:`.inspection` - which files a run's actions showed, whether it inspected inherited work
-  (built on :mod:`.shell`, command lines as simple commands, and :mod:`.actions`, what one
-  command shows).
+* :mod:`swe_residual.trial.steps.inspection` (re-exported here) - which files a run's actions
+  showed, whether it inspected inherited work, computed as the item runs.
 """
 
 from swe_residual.metrics.acceptance import acceptance_bias, kept_fraction, normally_submitted
 from swe_residual.metrics.headline import dedupe_records, headline, is_excluded, success
 from swe_residual.metrics.lines import lcs_length
-from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.trial.steps.inspection import inspected, opened_files
 
 __all__ = [
     "acceptance_bias",

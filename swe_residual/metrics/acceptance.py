@@ -16,10 +16,10 @@ import statistics
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from swe_residual.states.diffparse import changed_files, parse_diff
+from swe_residual.dataset.states.diffparse import changed_files, parse_diff
 from swe_residual.metrics.headline import Record, is_excluded
 from swe_residual.metrics.lines import lcs_length
-from swe_residual.trial.values import Outcome, Start, Termination
+from swe_residual.dataset.values import Outcome, Start, Termination
 
 __all__ = [
     "ACCEPTANCE_KEYS",

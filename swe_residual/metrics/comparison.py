@@ -1,7 +1,7 @@
 """Comparing agents: rankings under Clean and Residual starts, reversals, unsolved states.
 
 Pure functions over the run records and the pairs they give (the typed comparison block of the
-summary is assembled from them by :mod:`swe_residual.summary.comparison`). The paper's point is
+summary is assembled from them by :mod:`swe_residual.metrics.summary.comparison`). The paper's point is
 that the order of agents can flip once they start from inherited work (GLM 68.9 clean / 15.4
 residual vs. Qwen 51.1 / 30.6): a reversal is a pair whose order under Clean is the opposite of
 its order under Residual on the tasks both agents ran (their common tasks: a margin measured on
@@ -22,7 +22,7 @@ from typing import Any
 
 from swe_residual.metrics.headline import Record, TaskRuns, dedupe_records, is_excluded, task_table
 from swe_residual.metrics.intervals import Uncertainty, paired_difference
-from swe_residual.trial.values import Outcome, Start
+from swe_residual.dataset.values import Outcome, Start
 
 __all__ = [
     "EPSILON",

@@ -25,7 +25,7 @@ from typing import Any
 
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import dedupe_records, record_key
-from swe_residual.trial.values import Outcome, Start
+from swe_residual.dataset.values import Outcome, Start
 
 __all__ = [
     "Record",

@@ -35,7 +35,7 @@ from pydantic import computed_field, model_validator
 from swe_residual.metrics.headline import TaskRuns
 from swe_residual.metrics.over_tasks import ALL_EQUAL, Estimate, difference_interval, mean_interval, ratio_interval
 from swe_residual.metrics.power import NO_SPREAD, POWER, TOO_FEW, detectable, spread
-from swe_residual.summary.part import Bound, Omit, Part
+from swe_residual.metrics.summary.part import Bound, Omit, Part
 
 __all__ = [
     "ALL_EQUAL_RULE", "DIFFERENCE_RULE", "GAP_RULE", "RATE_RULE", "DEFAULT_CONFIDENCE", "DEFAULT_RESAMPLES", "DEFAULT_SEED", "FEW_SOLVED", "FIGURES", "METHOD", "T_METHOD",

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from swe_residual.summary.model import ScopeMetrics, Summary
+from swe_residual.metrics.summary.model import ScopeMetrics, Summary
 
 __all__ = ["chart_clean_vs_residual", "chart_conditional", "missing_dependency"]
 

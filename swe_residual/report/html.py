@@ -2,11 +2,11 @@
 
 One HTML file that needs no network to view: inline CSS, no scripts, no fonts fetched, the
 charts drawn by :mod:`swe_residual.report.charts` (matplotlib, optional) and inlined, the
-summary's tables by :mod:`swe_residual.report.tables`, each named by what it shows, and a table
+summary's tables by :mod:`swe_residual.report.html_tables`, each named by what it shows, and a table
 of contents at the top linking each section.
 
 Every figure and every table cell holding a metric is read from the summary dict (what
-``summary.json`` holds, computed once by :func:`swe_residual.summary.aggregate.summarize` with
+``summary.json`` holds, computed once by :func:`swe_residual.metrics.summary.aggregate.summarize` with
 ``compare=True``); nothing here computes a metric, so the page and ``summary.json`` cannot
 disagree. The run records are read only for the items: the task x start x agent matrix
 (:mod:`swe_residual.report.matrix`) and the per-item table link each item to its own page
@@ -22,25 +22,25 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from swe_residual.summary.sections import HANDOFF_SECTIONS
-from swe_residual.summary.comparison import headline_line
-from swe_residual.run.status import SKIPPED_SECTION, STATUS
-from swe_residual.summary import meanings
-from swe_residual.summary.words import uncertainty_line
-from swe_residual.summary.sections import FIDELITY_SECTION
-from swe_residual.summary.model import Summary
-from swe_residual.summary.sections import ORACLE_SECTION
-from swe_residual.summary.tables import (
+from swe_residual.report.sections import HANDOFF_SECTIONS
+from swe_residual.metrics.summary.comparison import headline_line
+from swe_residual.report.status import SKIPPED_SECTION, STATUS
+from swe_residual.report import meanings
+from swe_residual.report.words import uncertainty_line
+from swe_residual.report.sections import FIDELITY_SECTION
+from swe_residual.metrics.summary.model import Summary
+from swe_residual.report.sections import ORACLE_SECTION
+from swe_residual.report.tables import (
     ACCEPTANCE_NOTE, LEFT_OUT_SECTION, NOISE_SECTION, POWER_SECTION, PREDECESSOR_NOTE,
 )  # fmt: skip
 from swe_residual.trial.record_model import RunRecord
-from swe_residual.trial.values import Outcome
+from swe_residual.dataset.values import Outcome
 from swe_residual.report.item_page import render_item_page
 from swe_residual.report.matrix import matrix_rows, matrix_section
 from swe_residual.report.paths import Item, agent_order, diff_href, href, item_href, latest_items, start_label
 from swe_residual.report.style import CSS
 from swe_residual.report.charts import chart_clean_vs_residual, chart_conditional, missing_dependency
-from swe_residual.report.tables import (
+from swe_residual.report.html_tables import (
     acceptance_table,
     comparison_section,
     counts_table,
@@ -53,7 +53,7 @@ from swe_residual.report.tables import (
     table,
     wrap,
 )
-from swe_residual.report.tables import e as _e, pct as _pct
+from swe_residual.report.html_tables import e as _e, pct as _pct
 
 __all__ = ["REPORT_NAME", "diff_href", "render_html", "write_report"]
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from swe_residual.environments.disk_usage import NOT_ENFORCED, format_size
 from swe_residual.trial.record_model import DiskLimit, RunRecord
 from swe_residual.trial.records import item_id
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 from swe_residual.report.matrix import CELLS, failing_tests
 from swe_residual.report.paths import Item, diff_href, href, link, start_label
 from swe_residual.report.style import CSS
-from swe_residual.report.tables import e, heading, pct, wrap
+from swe_residual.report.html_tables import e, heading, pct, wrap
 
 __all__ = ["render_item_page"]
 

@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swe_residual.handoff.views import VIEWS, view_suffix
+from swe_residual.trial.handoff.views import VIEWS, view_suffix
 from swe_residual.report.paths import Item, href, item_href, start_label
-from swe_residual.report.tables import e, wrap
-from swe_residual.summary.model import Skipped
-from swe_residual.trial.values import Outcome, Start
+from swe_residual.report.html_tables import e, wrap
+from swe_residual.metrics.summary.model import Skipped
+from swe_residual.dataset.values import Outcome, Start
 
 __all__ = ["CELLS", "MatrixRow", "failing_tests", "matrix_rows", "matrix_section"]
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from swe_residual.handoff.views import view_suffix
-from swe_residual.summary.model import Summary
+from swe_residual.trial.handoff.views import view_suffix
+from swe_residual.metrics.summary.model import Summary
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import agent_slug, record_key
-from swe_residual.report.tables import e
+from swe_residual.report.html_tables import e
 
 __all__ = ["Item", "agent_order", "diff_href", "href", "item_href", "latest_items", "link", "start_label"]
 

@@ -1,4 +1,6 @@
-"""Residualization: turning predecessor runs into validated Residual States (paper §3.2, App. B).
+"""Residualization (paper §3.2, App. B): Stage I-IV turning predecessor runs into validated
+Residual States; the runs it imports (importing/, harbor/), the datasets published from them
+(published/) and the checks of a dataset (check.py).
 
 One module per stage, each reading and writing the work directory (`workdir.py`):
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.review_cli import add_review_arguments
 
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from swe_residual.states.pane_fidelity import describe, first_divergence
+from swe_residual.dataset.states.pane_fidelity import describe, first_divergence
 
 VOLATILE_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/log", "/var/cache", "/root/.cache")
 # Python bytecode, and log files (`*.log`, Stage II's incidental artifacts too): a tool that names

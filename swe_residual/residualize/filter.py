@@ -36,11 +36,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from swe_residual.states.diffparse import changed_files
+from swe_residual.dataset.states.diffparse import changed_files
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RunRef, Workdir, stage_one
 from swe_residual.trial.record_model import RunRecord
-from swe_residual.states.state import load_commands
-from swe_residual.trial.values import Outcome, Termination, Track
+from swe_residual.dataset.states.state import load_commands
+from swe_residual.dataset.values import Outcome, Termination, Track
 
 DEFAULT_ARTIFACT_PATTERNS = ("*.log", "__pycache__/", ".cache/", "*.pyc", "node_modules/", "build/", "dist/")
 NO_FINAL_STATE = "no_final_state"

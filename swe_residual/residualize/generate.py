@@ -23,13 +23,13 @@ from typing import Any
 
 from swe_residual.environments.registry import make_backend, resolve_backend_name, unsupported_tracks
 from swe_residual.dataset.load import load_dataset
-from swe_residual.errors import ConfigError, DatasetError
+from swe_residual.dataset.errors import ConfigError, DatasetError
 from swe_residual.residualize.predecessors import Predecessor
 from swe_residual.residualize.recording import RecordingBackend
 from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORD, RunRef, Workdir, write_bytes, write_json
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 
 DEFAULT_TIMEOUT_SEC = 8 * 3600.0  # the paper's predecessor budget: eight hours per run
 

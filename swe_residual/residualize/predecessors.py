@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from swe_residual.agents import Agent, resolve_agent
 from swe_residual.agents.base import AGENT_ERROR, SUBMITTED, AgentResult, AgentSession
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 
 SCRIPT_PREFIX = "script:"
 _STEP = re.compile(r"^# step \d+\b")

@@ -54,13 +54,13 @@ from typing import Any
 from swe_residual.environments.registry import make_backend, resolve_backend_name
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
-from swe_residual.errors import ConfigError, DatasetError, InfraError
+from swe_residual.dataset.errors import ConfigError, DatasetError, InfraError
 from swe_residual.dataset.image_recipes import IMAGES_FILE
-from swe_residual.summary.oracle import oracle_solvable
+from swe_residual.metrics.summary.oracle import oracle_solvable
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import RULES
 from swe_residual.residualize.fidelity import FidelityCheck, check_replay
-from swe_residual.handoff.sources import predecessor_files
+from swe_residual.trial.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
 from swe_residual.residualize.review_machine import machine_changes_path, replay_changes
 from swe_residual.residualize.review_record import review_table
@@ -68,10 +68,10 @@ from swe_residual.residualize.workdir import (
     COMMANDS, COMMITTED, PATCH, RECORDED_PANE, RunRef, Workdir, stage_one, write_bytes,
 )
 from swe_residual.trial.record_model import RunRecord
-from swe_residual.states.state import MACHINE_FILE, ResidualState, load_state
+from swe_residual.dataset.states.state import MACHINE_FILE, ResidualState, load_state
 from swe_residual.dataset.task import Task
-from swe_residual.verifier.outputs import PASSED, Verdict, evaluate
-from swe_residual.trial.values import Track
+from swe_residual.environments.verifier.outputs import PASSED, Verdict, evaluate
+from swe_residual.dataset.values import Track
 
 PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, NOT_SOLVABLE, INCLUDED = (
     "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing",

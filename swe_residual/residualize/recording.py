@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.environments.base import ExecResult, StartSpec
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
 
 LONG_COMMAND_SEC = 300.0

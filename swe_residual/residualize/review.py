@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.load import load_dataset
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.review_summary import summarize
 from swe_residual.residualize.workdir import RunRef, Workdir, stage_one
-from swe_residual.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
-from swe_residual.trial.values import Track
+from swe_residual.dataset.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
+from swe_residual.dataset.values import Track
 
 CRITERIA = ("task_directed", "consistent")
 REVIEWERS = ("reviewer_1", "reviewer_2")

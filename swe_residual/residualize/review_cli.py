@@ -27,7 +27,7 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_review(args: argparse.Namespace) -> int:
-    from swe_residual.errors import ConfigError
+    from swe_residual.dataset.errors import ConfigError
     from swe_residual.residualize.review import ReviewIncomplete, collect, write_packets
     from swe_residual.residualize.review_page import write_pages
 

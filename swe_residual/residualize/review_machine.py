@@ -13,11 +13,11 @@ from typing import Any
 
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
-from swe_residual.errors import DatasetError, InfraError
+from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.workdir import RunRef, Workdir, write_json
-from swe_residual.states.state import load_state
-from swe_residual.trial.values import Track
+from swe_residual.dataset.states.state import load_state
+from swe_residual.dataset.values import Track
 
 REVIEW_RUN = "residualize-review"
 

@@ -30,15 +30,15 @@ from swe_residual.environments.docker.machine_changes import MachineChanges
 from swe_residual.report.item_page import preformatted, trajectory_steps
 from swe_residual.report.paths import href, link
 from swe_residual.report.style import CSS
-from swe_residual.report.tables import e, heading, table
+from swe_residual.report.html_tables import e, heading, table
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.review import CRITERIA, REVIEWERS, interaction_line, packet_path, read_decisions
 from swe_residual.residualize.review_machine import machine_changes_path, read_changes
 from swe_residual.residualize.review_summary import summary_path
 from swe_residual.residualize.workdir import RunRef, Workdir, stage_one
 from swe_residual.trial.record_model import RunRecord
-from swe_residual.states.diffparse import parse_diff
-from swe_residual.trial.values import Track
+from swe_residual.dataset.states.diffparse import parse_diff
+from swe_residual.dataset.values import Track
 
 INDEX = "index.html"
 MAX_PATCH_CHARS = 200_000

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.review import (

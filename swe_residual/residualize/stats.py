@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.load import Dataset, load_dataset
-from swe_residual.states.diffparse import parse_diff
-from swe_residual.states.state import ResidualState
-from swe_residual.trial.values import Track
+from swe_residual.dataset.states.diffparse import parse_diff
+from swe_residual.dataset.states.state import ResidualState
+from swe_residual.dataset.values import Track
 
 
 def _median(values: list[float]) -> float | None:

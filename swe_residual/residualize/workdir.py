@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize import tomlwrite
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import read_record

@@ -12,10 +12,10 @@ from typing import Any
 from swe_residual.agents import Agent, AgentSession, BudgetExhausted
 from swe_residual.agents.base import AgentResult
 from swe_residual.environments.disk_usage import DiskReport, DiskWatcher, not_enforced
-from swe_residual.errors import DatasetError, InfraError
+from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.dataset.task import Task
-from swe_residual.trial.trajectory import Trajectory
-from swe_residual.trial.values import Termination
+from swe_residual.agents.trajectory import Trajectory
+from swe_residual.dataset.values import Termination
 
 
 # How long an agent may run past its wall time before it is abandoned: enough for a command

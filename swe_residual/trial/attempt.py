@@ -10,24 +10,24 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from swe_residual.agents import Agent, AgentSession
-from swe_residual.verifier.canary import canary
+from swe_residual.environments.verifier.canary import canary
 from swe_residual.environments.base import Backend, StartSpec
 from swe_residual.environments.disk_usage import DiskReport, DiskWatcher
-from swe_residual.errors import EnvironmentLostByAgent, InfraError
-from swe_residual.handoff.file import give_handoff
+from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError
+from swe_residual.trial.handoff.file import give_handoff
 from swe_residual.environments.harness_git import CaptureFailed
-from swe_residual.states.patches import capture_patch, committed_patch
+from swe_residual.environments.patches import capture_patch, committed_patch
 from swe_residual.trial.record_model import Attempt, Canary, Durations
 from swe_residual.trial.records import item_id
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
-from swe_residual.trial.trajectory import Trajectory
+from swe_residual.agents.trajectory import Trajectory
 from swe_residual.trial.agent_run import agent_run_watched, watch_disk
 from swe_residual.trial.grading import Verification, checked_claim, reverify_saved, score, verify
 from swe_residual.trial.item_files import item_agent_logs_dir, item_artifacts_dir
 from swe_residual.trial.options import RunOptions
-from swe_residual.trial.values import Outcome, Termination, Track
-from swe_residual.verifier.outputs import Verdict
+from swe_residual.dataset.values import Outcome, Termination, Track
+from swe_residual.environments.verifier.outputs import Verdict
 
 
 @dataclass

@@ -9,18 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swe_residual.verifier.collect import host_path
+from swe_residual.environments.verifier.collect import host_path
 from swe_residual.environments.base import Backend, StartSpec, VerifierOutput
-from swe_residual.errors import DatasetError
-from swe_residual.states.patches import apply_patch
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.environments.patches import apply_patch
 from swe_residual.dataset.task import Task
-from swe_residual.trial.values import Outcome, Termination, Track
-from swe_residual.verifier.channel import read_channel
-from swe_residual.verifier.claims import check_claim
-from swe_residual.verifier.environment import plan_verifier_environment
-from swe_residual.verifier.expected import expected_tests
-from swe_residual.verifier.inputs import test_digests
-from swe_residual.verifier.outputs import Verdict, evaluate
+from swe_residual.dataset.values import Outcome, Termination, Track
+from swe_residual.environments.verifier.channel import read_channel
+from swe_residual.environments.verifier.claims import check_claim
+from swe_residual.environments.verifier.environment import plan_verifier_environment
+from swe_residual.environments.verifier.expected import expected_tests
+from swe_residual.environments.verifier.inputs import test_digests
+from swe_residual.environments.verifier.outputs import Verdict, evaluate
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def reverify_saved(backend: Backend, environment: Any, task: Task, final_patch: 
 
 def checked_claim(backend: Backend, task: Task, run_id: str, verification: Verification) -> Verdict:
     """A passing verdict held to the expected tests, the suite's own reporter and the hidden
-    test files as pytest imported them (swe_residual/verifier/claims.py); a contradicted one is
+    test files as pytest imported them (swe_residual/environments/verifier/claims.py); a contradicted one is
     a failure. The expected tests may need the verifier's run on the clean state: an engine
     failure there is an InfraError (the attempt is retried)."""
     output = verification.output

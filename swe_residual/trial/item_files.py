@@ -7,13 +7,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from swe_residual.handoff.views import BLIND, view_suffix
+from swe_residual.trial.handoff.views import BLIND, view_suffix
 from swe_residual.trial.records import agent_slug, rollout_file_suffix
 from swe_residual.trial.grading import Verification
-from swe_residual.trial.redaction import REDACTED, redact
-from swe_residual.states.state import ResidualState
+from swe_residual.agents.redaction import REDACTED, redact
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
-from swe_residual.trial.trajectory import Trajectory
+from swe_residual.agents.trajectory import Trajectory
 
 
 def item_file_name(state: ResidualState | None, handoff: str = BLIND, rollout: int | None = None) -> str:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swe_residual.agents.environment import AgentEnvironment
+from swe_residual.environments.agent_environment import AgentEnvironment
 from swe_residual.agents import Budget
-from swe_residual.handoff.views import BLIND
-from swe_residual.trial.redaction import REDACTED, SECRET_OPTION_KEY
+from swe_residual.trial.handoff.views import BLIND
+from swe_residual.agents.redaction import REDACTED, SECRET_OPTION_KEY
 from swe_residual.dataset.task import Task
 
 
@@ -31,7 +31,7 @@ class RunOptions:
     # pytest-timeout's): one arriving while the agent runs ends the attempt as a time limit.
     watchdog_exceptions: tuple[type[BaseException], ...] = ()
     agent_environment: AgentEnvironment | None = None  # `--agent-setup` and `--agent-mount`
-    handoff: str = BLIND  # what a Residual State's agent is told of its predecessor (swe_residual/handoff/views.py)
+    handoff: str = BLIND  # what a Residual State's agent is told of its predecessor (swe_residual/trial/handoff/views.py)
     agent_spec: str | None = None  # the `--agent` value, when the agent is named by a label
     rollout: int | None = None  # which run of the start with `--rollouts` above 1; None: the only one
     # Stage I (residualize generate): also record the predecessor's commits (repo track), by the

@@ -3,8 +3,8 @@
 docs/records.md is the contract, and docs/schema/run-record.schema.json its JSON schema, made
 from this model (scripts/write-schemas). Every source of records builds a `RunRecord`: the
 runner (swe_residual/trial/runner.py), the placeholder of an item lost outright
-(`RunRecord.infra_error`), Harbor's trials (swe_residual/harbor/results.py) and imported
-Stage I runs (swe_residual/importing/runs.py). The record and its parts are pydantic models,
+(`RunRecord.infra_error`), Harbor's trials (swe_residual/residualize/harbor/results.py) and imported
+Stage I runs (swe_residual/residualize/importing/runs.py). The record and its parts are pydantic models,
 and every rule of their JSON is here, in `RecordPart` and `RunRecord`: the JSON edges
 (swe_residual/trial/records.py: `record_json`, `record_line`, `read_record`,
 `read_record_line`) only call them. The JSON is what the file has always held: the same keys
@@ -35,7 +35,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from swe_residual.trial.values import Outcome, Start, Termination, Track
+from swe_residual.dataset.values import Outcome, Start, Termination, Track
 
 __all__ = [
     "AgentConfig", "Attempt", "Canary", "DiskLimit", "DURATION_FIELDS", "Durations", "HARNESS_FIELDS", "RECORD_SCHEMA",
@@ -284,7 +284,7 @@ class RunRecord(RecordPart):
     collect: tuple[dict[str, Any], ...] = ()
     verifier_log: str | None = None
     harbor_trial: str | None = None  # a record read from Harbor: its trial; written only when set
-    # Why a passing reward file was overruled by the per-test reports (swe_residual/verifier/claims.py):
+    # Why a passing reward file was overruled by the per-test reports (swe_residual/environments/verifier/claims.py):
     # `reward` is then 0 and `rewards` keeps the file's figures; written only when set.
     contradicted: str | None = None
     disk_limit: DiskLimit | None = None  # the task's storage_mb and how it was enforced; written only when set

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 from pydantic import ValidationError
 
 from swe_residual.trial.record_model import FROM_JSON, RECORD_SCHEMA, RunRecord
-from swe_residual.trial.values import Outcome, Start, Track
+from swe_residual.dataset.values import Outcome, Start, Track
 
 __all__ = [
     "ItemKey", "LoadedRecords", "OUTCOMES", "RECORD_SCHEMA", "REQUIRED_FIELDS", "agent_slug", "append_record",

@@ -12,7 +12,7 @@ first verdict use it: the agent's failure, with no verdict (environments/docker/
 Attribution: when the verifier gives no valid verdict on the agent's final state, the saved
 final state is verified again in a fresh instance (a commit of the container on docker; the
 captured patch on a fresh start otherwise), and if that gives none either, the verifier runs
-on the task's clean state (the canary, once per task per run: swe_residual/verifier/canary.py). A
+on the task's clean state (the canary, once per task per run: swe_residual/environments/verifier/canary.py). A
 verifier that works there and not on the agent's final state is the agent's failure
 (termination `verifier_failed_on_final_state`, counted in the success rates); one that fails
 there too is infrastructure. Before the patch is captured, on the repo track, everything the
@@ -40,19 +40,19 @@ from typing import Any, Callable
 
 from swe_residual.agents import Agent, passed_env_names
 from swe_residual.agents.identity import agent_files
-from swe_residual.states.diffparse import changed_files
-from swe_residual.verifier.collect import collect_notes
+from swe_residual.dataset.states.diffparse import changed_files
+from swe_residual.environments.verifier.collect import collect_notes
 from swe_residual.environments.base import Backend
 from swe_residual.environments.disk_usage import DiskReport
-from swe_residual.errors import InfraError
-from swe_residual.handoff.views import BLIND
-from swe_residual.metrics.inherited import opened_and_inspected
+from swe_residual.dataset.errors import InfraError
+from swe_residual.trial.handoff.views import BLIND
+from swe_residual.trial.steps.inherited import opened_and_inspected
 from swe_residual.trial.record_model import AgentConfig, Attempt, DiskLimit, Durations, RecordBudget, RunRecord, Tokens
 from swe_residual.trial.records import agent_slug, read_record, record_json
-from swe_residual.trial.redaction import redact, secret_values
-from swe_residual.states.state import ResidualState
+from swe_residual.agents.redaction import redact, secret_values
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import DEFAULT_WORKDIR, Task
-from swe_residual.trial.values import Outcome, Start, Termination, Track
+from swe_residual.dataset.values import Outcome, Start, Termination, Track
 from swe_residual.trial.agent_run import AGENT_GRACE_SEC, outside_budget, run_agent
 from swe_residual.trial.attempt import AttemptResult, run_attempt
 from swe_residual.trial.grading import contradiction, score, verification_record

@@ -21,16 +21,16 @@ from scripted_agents import FIX_CLAMP
 from suitecheckout import make_checkout
 from taskfactory import TEST_SH, make_task
 
-from swe_residual.agents.environment import AgentEnvironment, AgentMount, AgentSetup
+from swe_residual.environments.agent_environment import AgentEnvironment, AgentMount, AgentSetup
 from swe_residual.agents import AgentSession, Budget, CommandAgent, resolve_agent
 from swe_residual.agents.host_files import host_program
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.dataset.task import Task, load_task
-from swe_residual.trial.trajectory import Trajectory
+from swe_residual.agents.trajectory import Trajectory
 
 pytestmark = [*requires_docker, pytest.mark.slow]
 

@@ -19,9 +19,9 @@ from taskfactory import make_task
 
 from swe_residual.agents import AgentSession, Budget, resolve_agent
 from swe_residual.agents.host_files import host_program
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.dataset.task import load_task
-from swe_residual.trial.trajectory import Trajectory
+from swe_residual.agents.trajectory import Trajectory
 
 # Prints where it runs (hostname, working directory, its own path), then fixes the task.
 FIX_AGENT = f"""#!/bin/bash

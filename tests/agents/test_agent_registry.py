@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from swe_residual.agents import AGENT_FORMS, AGENTS, SOLUTION_AGENTS, NoopAgent, OracleAgent, agent_kind, resolve_agent
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 
 
 def test_each_form_is_one_row_and_names_resolve_to_their_own_row() -> None:

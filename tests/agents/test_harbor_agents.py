@@ -23,10 +23,10 @@ from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_n
 from model_server import ModelServer, Reply
 
 from swe_residual.agents import resolve_agent
-from swe_residual.agents.environment import AgentEnvironment
+from swe_residual.environments.agent_environment import AgentEnvironment
 from swe_residual.agents.harbor_bridge import harbor_python
 from swe_residual.dataset.load import TaskEntry, load_dataset
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 

@@ -11,8 +11,8 @@ import pytest
 
 from swe_residual.agents.base import AgentSession, Budget
 from swe_residual.agents.harbor_bridge import AGENT_LOGS, HarborAgent
-from swe_residual.trial.trajectory import Trajectory
-from swe_residual.trial.redaction import REDACTED
+from swe_residual.agents.trajectory import Trajectory
+from swe_residual.agents.redaction import REDACTED
 
 pytestmark = pytest.mark.unit
 
@@ -61,7 +61,7 @@ def test_secret_looking_options_are_redacted_in_the_record_at_any_depth() -> Non
 
 
 def test_an_install_error_names_the_agent_the_step_and_why_in_one_line() -> None:
-    from swe_residual.agents.environment import InstallFailed
+    from swe_residual.environments.agent_environment import InstallFailed
     from swe_residual.environments.docker.agent_setup import InstallUnreachable, install_error
 
     step = HarborAgent("mini-swe-agent", "openai/m", None, INSTALLED).install_step

@@ -24,7 +24,7 @@ from swe_residual.agents import resolve_agent
 from swe_residual.agents.mini_swe import PINNED_VERSION, load_script
 from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.environments.local import LocalBackend
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import RunOptions, run_item

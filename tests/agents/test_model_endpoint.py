@@ -30,7 +30,7 @@ from test_mini_swe_agent import SUBMIT, copy_sample_task, solving_script  # noqa
 from swe_residual.agents import resolve_agent  # noqa: E402
 from swe_residual.dataset.load import TaskEntry, load_dataset  # noqa: E402
 from swe_residual.environments.local import LocalBackend  # noqa: E402
-from swe_residual.errors import ConfigError  # noqa: E402
+from swe_residual.dataset.errors import ConfigError  # noqa: E402
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item  # noqa: E402
 

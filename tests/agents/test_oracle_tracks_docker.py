@@ -18,7 +18,7 @@ from swe_residual.agents.builtin import OracleAgent
 from swe_residual.dataset.task import load_task
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.environments.docker.base_image import ensure_base_image
-from swe_residual.states.state import load_state
+from swe_residual.dataset.states.state import load_state
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 

@@ -8,7 +8,7 @@ import pytest
 
 from swe_residual.agents.harbor_bridge import HARBOR_PYTHON_ENV, check_agent
 from swe_residual.cli.main import main as cli_main
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 
 
 @pytest.mark.unit

@@ -29,8 +29,8 @@ from swe_residual.environments.docker.verification import VERIFIER_REPO
 from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 from swe_residual.report.html import render_html
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
 
 pytestmark = [*requires_docker, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from conftest import REPO_ROOT, TESTS_DIR
 from taskfactory import make_task
 
 from swe_residual.dataset.load import load_dataset
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.task import ArtifactSpec, VerifierEnvironment, load_task
 
 # Two real DeepSWE v1.1 records (data files only, Apache-2.0; see tests/data/deepswe/README.md).

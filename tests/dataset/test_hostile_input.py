@@ -17,9 +17,9 @@ from swe_residual.environments.registry import (
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend
-from swe_residual.errors import DatasetError
-from swe_residual.run.items import build_items
-from swe_residual.states.state import MAX_PATCH_BYTES
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.cli.run.items import build_items
+from swe_residual.dataset.states.state import MAX_PATCH_BYTES
 
 ESCAPING = {
     "parent directory": (

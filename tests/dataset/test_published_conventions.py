@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from swe_residual.dataset.load import load_dataset
-from swe_residual.dataset.check import dockerfile_workdir, grading_warnings
+from swe_residual.residualize.check import dockerfile_workdir, grading_warnings
 from swe_residual.environments.base import VerifierOutput
 from swe_residual.dataset.task import load_task
 from swe_residual.dataset.tracks import resolve_track
-from swe_residual.verifier.outputs import evaluate, read_test_reports
+from swe_residual.environments.verifier.outputs import evaluate, read_test_reports
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.image_recipes import ImageRecipe, find_recipe, load_recipes
 from swe_residual.dataset.task import ArtifactSpec, CollectStep, VerifierEnvironment, load_task
 

@@ -25,7 +25,7 @@ from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import reconstruct, review
 from swe_residual.residualize.generate import generate
 from swe_residual.residualize.predecessors import parse_predecessor
-from swe_residual.states.state import load_state
+from swe_residual.dataset.states.state import load_state
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 

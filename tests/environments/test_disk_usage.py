@@ -13,8 +13,8 @@ from swe_residual.environments.disk_usage import MIB, DiskMeter, DiskWatcher, fo
 from swe_residual.trial.record_model import DiskLimit
 from swe_residual.trial.records import read_record, record_json
 from swe_residual.trial.runner import run_agent
-from swe_residual.trial.trajectory import Trajectory
-from swe_residual.trial.values import Termination
+from swe_residual.agents.trajectory import Trajectory
+from swe_residual.dataset.values import Termination
 
 pytestmark = [pytest.mark.unit]
 

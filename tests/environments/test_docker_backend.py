@@ -33,10 +33,10 @@ from swe_residual.environments.docker import (
     remove_cached_images,
     sweep,
 )
-from swe_residual.errors import DatasetError, InfraError
+from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.environments.docker.base_image import BASE_IMAGE, debian_mirror, ensure_base_image, parse_deb822, parse_one_line
-from swe_residual.states.patches import capture_patch
-from swe_residual.states.state import ResidualState, load_state
+from swe_residual.environments.patches import capture_patch
+from swe_residual.dataset.states.state import ResidualState, load_state
 from swe_residual.dataset.task import Task, load_task
 
 pytestmark = requires_docker

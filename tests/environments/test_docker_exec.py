@@ -33,7 +33,7 @@ from swe_residual.environments.docker import (
 )
 from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
 from swe_residual.environments.docker.harness_tools import leftover_processes
-from swe_residual.errors import EnvironmentLostByAgent, InfraError
+from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -33,11 +33,11 @@ from swe_residual.environments.registry import make_backend
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
 from swe_residual.environments.docker.fleet import DockerFleet, engine_cache_dir, preferred_index
-from swe_residual.errors import ConfigError, InfraError
+from swe_residual.dataset.errors import ConfigError, InfraError
 from swe_residual.environments.docker.base_image import ensure_base_image
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.states.state import load_state
+from swe_residual.dataset.states.state import load_state
 from swe_residual.dataset.task import Task, load_task
 
 

@@ -29,7 +29,7 @@ from summaries import records_of, summary_dict
 
 from swe_residual.agents import AgentResult, AgentSession, resolve_agent
 from swe_residual.metrics.headline import is_excluded, success
-from swe_residual.summary.terminations import termination_report
+from swe_residual.report.terminations import termination_report
 from swe_residual.trial.records import read_record
 
 pytestmark = requires_docker

@@ -17,9 +17,9 @@ from taskfactory import assert_replayed_as_recorded, make_machine_task
 
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.environments.docker.base_image import ensure_base_image
-from swe_residual.states.state import load_state
+from swe_residual.dataset.states.state import load_state
 from swe_residual.dataset.task import load_task
 
 pytestmark = requires_docker

@@ -15,7 +15,7 @@ from taskfactory import make_task
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 
 SPEC = StartSpec(run_id="test", item_id="item", attempt=1)
 

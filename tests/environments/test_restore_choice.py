@@ -29,7 +29,7 @@ from swe_residual.environments.docker.machine_changes import (
     parse_listing,
 )
 from swe_residual.environments.docker.restore import live_after_replay
-from swe_residual.states.state import load_state
+from swe_residual.dataset.states.state import load_state
 
 SERVER = "tmux new-session -x 160 -y 40 -d -s swe-residual bash --login"
 

@@ -16,10 +16,10 @@ from handoff_task import make_handoff_task
 from swe_residual.agents import resolve_agent
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
-from swe_residual.handoff.file import give_handoff
+from swe_residual.trial.handoff.file import give_handoff
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.states.state import load_state
+from swe_residual.dataset.states.state import load_state
 from swe_residual.dataset.task import Task, load_task
 
 pytestmark = [*requires_docker, pytest.mark.slow]

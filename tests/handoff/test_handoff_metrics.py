@@ -27,10 +27,10 @@ from swe_residual.trial.records import read_record
 
 from summaries import parsed, records_of, summary_dict
 
-from swe_residual.handoff.metrics import by_view, primary_records, quantity, takeover_cost, view_block, views_of
+from swe_residual.metrics.handoff import by_view, primary_records, quantity, takeover_cost, view_block, views_of
 from swe_residual.report.html import render_html
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 

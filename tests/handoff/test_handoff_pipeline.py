@@ -13,7 +13,7 @@ from conftest import REPO_ROOT
 from recordfactory import make_run_record
 
 from swe_residual.cli.main import main as cli_main
-from swe_residual.handoff.sources import predecessor_files
+from swe_residual.trial.handoff.sources import predecessor_files
 from swe_residual.trial.record_model import RunRecord
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"

@@ -17,10 +17,10 @@ from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.local import LocalBackend
-from swe_residual.handoff.file import give_handoff, handoff_sentence
+from swe_residual.trial.handoff.file import give_handoff, handoff_sentence
 from swe_residual.trial.records import read_records, record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.summary.infra import DURATION_KEYS
+from swe_residual.metrics.summary.infra import DURATION_KEYS
 
 AGENT = "module:scripted_agents:FollowsHandoff"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from swe_residual.harbor.atif import atif_to_trajectory
+from swe_residual.agents.atif import atif_to_trajectory
 
 
 def turn(calls: list[tuple[str, dict]], results: list[dict]) -> dict:

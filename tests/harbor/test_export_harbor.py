@@ -26,12 +26,12 @@ from harbortool import harbor_bin  # noqa: F401 - the fixture
 
 from swe_residual.cli.main import main
 from swe_residual.dataset.load import load_dataset
-from swe_residual.states.diffparse import parse_diff
-from swe_residual.errors import DatasetError
-from swe_residual.harbor.export import export_dataset
-from swe_residual.harbor.export_states import PATCH_IN_IMAGE, PATCH_NAME
-from swe_residual.harbor.export_toml import edit_task_toml
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.states.diffparse import parse_diff
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.residualize.harbor.export import export_dataset
+from swe_residual.residualize.harbor.export_states import PATCH_IN_IMAGE, PATCH_NAME
+from swe_residual.residualize.harbor.export_toml import edit_task_toml
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"

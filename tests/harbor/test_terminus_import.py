@@ -19,11 +19,11 @@ from harborjobs import terminus_atif, write_episodes, write_trial
 from taskfactory import assert_replayed_as_recorded, make_machine_task, make_task
 
 from swe_residual.cli.main import main as cli_main
-from swe_residual.harbor.export import export_dataset
-from swe_residual.harbor.results import read_harbor_results
-from swe_residual.harbor.checksum import task_checksum
-from swe_residual.harbor.jobs import import_harbor_jobs
-from swe_residual.harbor.terminus import read_keystrokes
+from swe_residual.residualize.harbor.export import export_dataset
+from swe_residual.residualize.harbor.results import read_harbor_results
+from swe_residual.residualize.harbor.checksum import task_checksum
+from swe_residual.residualize.harbor.jobs import import_harbor_jobs
+from swe_residual.residualize.harbor.terminus import read_keystrokes
 
 TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
 # Three model turns of a Terminus-2 run: an unclosed quote that swallows the next line, a
@@ -202,7 +202,7 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
     from swe_residual.environments.base import StartSpec
     from swe_residual.environments.docker import DockerBackend
     from swe_residual.environments.docker.base_image import ensure_base_image
-    from swe_residual.states.state import load_state
+    from swe_residual.dataset.states.state import load_state
     from swe_residual.dataset.task import load_task
 
     ensure_base_image(progress=lambda line: print(line, file=sys.stderr))

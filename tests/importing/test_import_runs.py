@@ -26,11 +26,11 @@ from harborjobs import _atif, _stamp, write_trial
 from taskfactory import BASE_SOURCE, RESIDUAL_SOURCE, git_diff_of, make_task
 
 from swe_residual.cli.main import main as cli_main
-from swe_residual.harbor import jobs as harbor_jobs
-from swe_residual.harbor.atif import atif_to_trajectory
-from swe_residual.harbor.layout import ArtifactEntry, find_artifact, read_jobs
-from swe_residual.importing.predictions import read_predictions
-from swe_residual.errors import ConfigError
+from swe_residual.residualize.harbor import jobs as harbor_jobs
+from swe_residual.agents.atif import atif_to_trajectory
+from swe_residual.dataset.harbor_layout import ArtifactEntry, find_artifact, read_jobs
+from swe_residual.residualize.importing.predictions import read_predictions
+from swe_residual.dataset.errors import ConfigError
 
 BASE_FILES = {"calc.py": BASE_SOURCE, "README.md": "# calc\n"}
 # Two different partial fixes (each leaves a hidden test failing) and a third for predictions.

@@ -23,10 +23,10 @@ import pytest
 from taskfactory import make_machine_task
 
 from swe_residual.cli.main import main as cli_main
-from swe_residual.errors import ConfigError
-from swe_residual.importing.tb_keys import read_commands_txt, read_trial_keys
-from swe_residual.importing.terminal_bench import import_terminal_bench
-from swe_residual.states.state import check_replayable
+from swe_residual.dataset.errors import ConfigError
+from swe_residual.residualize.importing.tb_keys import read_commands_txt, read_trial_keys
+from swe_residual.residualize.importing.terminal_bench import import_terminal_bench
+from swe_residual.dataset.states.state import check_replayable
 
 pytestmark = pytest.mark.unit
 

@@ -13,10 +13,10 @@ import pytest
 from summaries import parsed, summary_dict, summary_of
 
 from swe_residual.metrics.comparison import FAMILY, holm_adjusted, label_reversals, rank, reversals, unsolved_states
-from swe_residual.summary.comparison import comparison_scopes, compare_agents, headline_line, rankings
-from swe_residual.summary.model import Comparison, Summary
-from swe_residual.summary.tables import rank_rows
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.metrics.summary.comparison import comparison_scopes, compare_agents, headline_line, rankings
+from swe_residual.metrics.summary.model import Comparison, Summary
+from swe_residual.report.tables import rank_rows
+from swe_residual.report.terminal import render_terminal
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import read_record
 

@@ -16,11 +16,11 @@ from summaries import parsed, summary_dict
 
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.headline import dedupe_records
-from swe_residual.metrics.inspection import inspected, opened_files
+from swe_residual.trial.steps.inspection import inspected, opened_files
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.trial.records import record_key
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 

@@ -15,8 +15,8 @@ from recordfactory import make_record
 from summaries import parsed, records_of, summary_dict, summary_of
 
 from swe_residual.report.html import render_html
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 

@@ -22,9 +22,9 @@ from taskfactory import make_machine_task
 
 from swe_residual.cli.main import main as cli_main
 from swe_residual.dataset.load import load_dataset
-from swe_residual.errors import ConfigError
-from swe_residual.importing.git_source import folder_checksum
-from swe_residual.published.materialise import build
+from swe_residual.dataset.errors import ConfigError
+from swe_residual.residualize.importing.git_source import folder_checksum
+from swe_residual.residualize.published.materialise import build
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.stats import dataset_stats, render_stats
 

@@ -33,8 +33,8 @@ from summaries import parsed, record_of, records_of, summary_dict, summary_of
 from swe_residual.cli.main import main as cli_main
 from swe_residual.report.html import render_html, write_report
 from swe_residual.report.paths import item_href
-from swe_residual.run.status import with_run_status
-from swe_residual.summary.agent_order import in_agent_order
+from swe_residual.report.status import with_run_status
+from swe_residual.metrics.summary.agent_order import in_agent_order
 
 INSTALL = "apt-get update && apt-get install -y chromium"
 SCREENSHOT_COPY = REPO_ROOT / "reports" / "screenshots" / "report.png"

@@ -27,7 +27,7 @@ from test_report_screenshot import layout_problems, measured_copy
 from summaries import summary_dict
 
 from swe_residual.report.html import write_report
-from swe_residual.summary.tables import CLEAN, COND_FAIL, GAP, RESIDUAL
+from swe_residual.report.tables import CLEAN, COND_FAIL, GAP, RESIDUAL
 
 pytestmark = pytest.mark.slow
 

@@ -13,12 +13,12 @@ from taskfactory import make_task
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.base import StartSpec, VerifierOutput
 from swe_residual.environments.local import LocalBackend
-from swe_residual.errors import ConfigError, InfraError
+from swe_residual.dataset.errors import ConfigError, InfraError
 from swe_residual.residualize import filter as stage_ii
 from swe_residual.residualize import reconstruct, review
 from swe_residual.residualize.generate import generate
 from swe_residual.residualize.predecessors import parse_predecessor, split_script
-from swe_residual.states.patches import INHERITED_COMMIT_MESSAGE
+from swe_residual.environments.patches import INHERITED_COMMIT_MESSAGE
 
 FIX_LOW = "python3 - <<'EOF'\nimport pathlib\np = pathlib.Path('calc.py')\np.write_text(p.read_text().replace('    return value\\n', '    return max(low, value)  # {tag}\\n'))\nEOF\n"
 SCRIPTS = {
@@ -172,7 +172,7 @@ def test_script_steps_split_at_markers() -> None:
 
 @pytest.mark.slow
 def test_output_must_not_be_the_source(pipeline: dict[str, Any]) -> None:
-    from swe_residual.errors import ConfigError
+    from swe_residual.dataset.errors import ConfigError
 
     config = json.loads((pipeline["work"] / "generate.json").read_text())
     with pytest.raises(ConfigError, match="must not be the source"):

@@ -21,7 +21,7 @@ from swe_residual.cli.main import main
 from swe_residual.dataset.task import load_task
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.environments.docker.base_image import ensure_base_image
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize import review, review_page, review_record
 from swe_residual.residualize.review_machine import machine_changes_path, replay_candidates
 from swe_residual.residualize.workdir import RunRef, Workdir, write_json

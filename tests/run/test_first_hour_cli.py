@@ -16,7 +16,7 @@ from taskfactory import make_task
 from swe_residual import __version__
 from swe_residual.agents import AGENT_FORMS
 from swe_residual.cli.main import build_parser, main as cli_main
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.load import load_dataset
 from swe_residual.residualize.stats import render_stats
 

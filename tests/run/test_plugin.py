@@ -11,7 +11,7 @@ from suitecheckout import make_checkout
 from taskfactory import make_task
 
 from swe_residual.cli.main import main as cli_main
-from swe_residual.summary.infra import DURATION_KEYS
+from swe_residual.metrics.summary.infra import DURATION_KEYS
 
 
 @pytest.fixture

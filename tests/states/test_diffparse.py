@@ -1,10 +1,10 @@
-"""Tests of swe_residual.states.diffparse on diffs produced by real `git diff --binary` runs."""
+"""Tests of swe_residual.dataset.states.diffparse on diffs produced by real `git diff --binary` runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from swe_residual.states.diffparse import FileDiff, changed_files, parse_diff, unquote_path
+from swe_residual.dataset.states.diffparse import FileDiff, changed_files, parse_diff, unquote_path
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from swe_residual.states.pane_fidelity import Divergence, describe, first_divergence
+from swe_residual.dataset.states.pane_fidelity import Divergence, describe, first_divergence
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import pytest
 from taskfactory import make_task
 
 from swe_residual.dataset.load import load_dataset
-from swe_residual.states.shell_words import OpenQuote, TypedShell, engine_tool
+from swe_residual.dataset.states.shell_words import OpenQuote, TypedShell, engine_tool
 
 RUNS = {
     "plain": ("docker ps", "docker"),

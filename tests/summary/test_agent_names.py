@@ -1,4 +1,4 @@
-"""Agents' names in the terminal tables stay apart (swe_residual/summary/names.py)."""
+"""Agents' names in the terminal tables stay apart (swe_residual/metrics/summary/names.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 from summaries import records_of
 
-from swe_residual.summary.names import distinct_names
-from swe_residual.summary.terminations import termination_table
+from swe_residual.metrics.summary.names import distinct_names
+from swe_residual.report.terminations import termination_table
 from recordfactory import make_record
 
 pytestmark = pytest.mark.unit

@@ -10,10 +10,10 @@ from handoff_records import default_records
 from summaries import records_of, summary_of
 
 from swe_residual.report.html import render_html
-from swe_residual.summary import meanings
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
-from swe_residual.summary.tables import ACCEPTANCE_COLUMNS, COND_FAIL, GAP
+from swe_residual.report import meanings
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
+from swe_residual.report.tables import ACCEPTANCE_COLUMNS, COND_FAIL, GAP
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +48,7 @@ def test_each_meaning_is_written_in_one_source_file(figure: str) -> None:
     assert phrase in meaning  # the phrase is the meaning's own
     holding = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                if phrase in path.read_text(encoding="utf-8")}
-    assert holding == {"summary/meanings.py"}
+    assert holding == {"report/meanings.py"}
 
 
 def test_every_output_says_the_headline_figures_in_the_same_words(tmp_path: Path) -> None:

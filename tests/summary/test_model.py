@@ -14,13 +14,13 @@ from recordfactory import make_record
 from summaries import summary_dict, summary_of
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
-from swe_residual.run.status import with_run_status
-from swe_residual.summary.agent_order import in_agent_order
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.model import (
+from swe_residual.report.status import with_run_status
+from swe_residual.metrics.summary.agent_order import in_agent_order
+from swe_residual.report.markdown import render_markdown
+from swe_residual.metrics.summary.model import (
     AcceptanceBias, ExcludedItem, Reversal, ScopeMetrics, Summary, read_summary, summary_json, summary_text,
 )  # fmt: skip
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.report.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 
@@ -42,7 +42,7 @@ def _mixed() -> list[dict]:
 
 
 def test_a_contradicted_reward_is_listed_with_its_reason_everywhere() -> None:
-    from swe_residual.report.tables import infra_section
+    from swe_residual.report.html_tables import infra_section
 
     summary = summary_of(_mixed(), compare=False)
     (item,) = summary.infra.contradicted

@@ -11,17 +11,17 @@ from handoff_records import view_records
 from recordfactory import make_record
 from summaries import records_of, summary_of
 
-from swe_residual.summary.sections import HANDOFF_SECTIONS
+from swe_residual.report.sections import HANDOFF_SECTIONS
 from swe_residual.report.html import render_html
-from swe_residual.report.tables import html_section, html_table
-from swe_residual.run.status import SKIPPED_SECTION, STATUS, interrupted_lines, with_never_worked, with_run_status
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
-from swe_residual.summary.sections import FIDELITY_SECTION
-from swe_residual.summary.model import Summary
-from swe_residual.summary.sections import ORACLE_SECTION
-from swe_residual.summary.render import markdown_section, markdown_table, terminal_section, terminal_table
-from swe_residual.summary.tables import Column, Format, Layout, Table
+from swe_residual.report.html_tables import html_section, html_table
+from swe_residual.report.status import SKIPPED_SECTION, STATUS, interrupted_lines, with_never_worked, with_run_status
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
+from swe_residual.report.sections import FIDELITY_SECTION
+from swe_residual.metrics.summary.model import Summary
+from swe_residual.report.sections import ORACLE_SECTION
+from swe_residual.report.render import markdown_section, markdown_table, terminal_section, terminal_table
+from swe_residual.report.tables import Column, Format, Layout, Table
 
 pytestmark = pytest.mark.unit
 

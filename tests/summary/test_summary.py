@@ -13,8 +13,8 @@ from recordfactory import make_record
 from summaries import parsed, summary_dict, summary_of
 
 from swe_residual.metrics.intervals import DIFFERENCE_RULE, GAP_RULE, RATE_RULE
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 

@@ -13,8 +13,8 @@ from recordfactory import make_record
 from summaries import parsed, records_of, summary_dict
 
 from swe_residual.report.html import write_report
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.terminal import render_terminal
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.terminal import render_terminal
 
 pytestmark = pytest.mark.unit
 

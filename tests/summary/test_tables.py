@@ -12,10 +12,10 @@ from handoff_records import default_records, view_records
 from summaries import summary_of
 
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
-from swe_residual.report.tables import html_grouped, html_table
-from swe_residual.summary.markdown import render_markdown
-from swe_residual.summary.render import markdown_table, terminal_table
-from swe_residual.summary.tables import (
+from swe_residual.report.html_tables import html_grouped, html_table
+from swe_residual.report.markdown import render_markdown
+from swe_residual.report.render import markdown_table, terminal_table
+from swe_residual.report.tables import (
     ACCEPTANCE, ACCEPTANCE_COLUMNS, AGENT, HANDOFF_ACCEPTANCE, HEADLINE, TERMINATIONS, TRACK, Column, Format, Scopes,
     TerminationRow, pct,
 )  # fmt: skip
@@ -29,7 +29,7 @@ def test_the_acceptance_bias_titles_are_written_in_one_source_file() -> None:
     specific = [title for title in TITLES if title != "Steps"]
     holding = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                for title in specific if f'"{title}"' in path.read_text(encoding="utf-8")}
-    assert holding == {"summary/tables/figures.py"}
+    assert holding == {"report/tables/figures.py"}
 
 
 def test_the_acceptance_columns_follow_acceptance_keys() -> None:
@@ -98,8 +98,8 @@ def test_an_optional_column_is_drawn_only_when_counted() -> None:
 
 
 def test_excluded_items_sharing_an_error_are_one_row_per_agent_and_error() -> None:
-    from swe_residual.summary.model import ExcludedItem
-    from swe_residual.summary.tables import EXCLUDED, excluded_groups
+    from swe_residual.metrics.summary.model import ExcludedItem
+    from swe_residual.report.tables import EXCLUDED, excluded_groups
 
     no_network = "agent-setup: a: its install step needs the network"
     items = [ExcludedItem(agent=agent, task=task, state=state, error=error) for agent, task, state, error in (

@@ -14,10 +14,10 @@ from taskfactory import make_task
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
-from swe_residual.errors import ConfigError
+from swe_residual.dataset.errors import ConfigError
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.run.settings import resolve_agent_options
+from swe_residual.cli.run.settings import resolve_agent_options
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 

@@ -20,7 +20,7 @@ from swe_residual.trial.records import (
     validate_record,
 )
 from swe_residual.trial.runner import redact_record
-from swe_residual.trial.values import Outcome, Start, Termination, Track
+from swe_residual.dataset.values import Outcome, Start, Termination, Track
 
 def runner_json() -> dict:
     """A Residual State record under the `trace` view, as the runner writes one."""

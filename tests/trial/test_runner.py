@@ -13,8 +13,8 @@ from taskfactory import make_task
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
-from swe_residual.errors import EnvironmentLostByAgent
-from swe_residual.trial.values import Outcome, Start
+from swe_residual.dataset.errors import EnvironmentLostByAgent
+from swe_residual.dataset.values import Outcome, Start
 from swe_residual.trial.records import REQUIRED_FIELDS, record_json
 from swe_residual.trial.runner import RunOptions, run_item
 

@@ -26,7 +26,7 @@ from swe_residual.environments.base import VerifierOutput
 from swe_residual.environments.local import LocalBackend
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.verifier.outputs import evaluate
+from swe_residual.environments.verifier.outputs import evaluate
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 

@@ -18,7 +18,7 @@ from taskfactory import make_task
 from swe_residual.agents import resolve_agent
 from swe_residual.dataset.load import load_dataset
 from swe_residual.environments.local import LocalBackend
-from swe_residual.trial.redaction import REDACTED, redact, secret_values
+from swe_residual.agents.redaction import REDACTED, redact, secret_values
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
 

@@ -1,4 +1,4 @@
-"""Goldens of the terminal's termination counts and first agent errors (swe_residual/summary/terminations.py)."""
+"""Goldens of the terminal's termination counts and first agent errors (swe_residual/report/terminations.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from recordfactory import make_record
 
 from summaries import record_of, records_of
 
-from swe_residual.summary.terminations import ERROR_LINE_WIDTH, column_of, one_line, termination_report
+from swe_residual.report.terminations import ERROR_LINE_WIDTH, column_of, one_line, termination_report
 
 pytestmark = pytest.mark.unit
 

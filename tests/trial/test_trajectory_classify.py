@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from swe_residual.metrics.inspection import inspected, opened_files
-from swe_residual.metrics.shell import split_commands
+from swe_residual.trial.steps.inspection import inspected, opened_files
+from swe_residual.trial.steps.shell import split_commands
 
 pytestmark = pytest.mark.unit
 
@@ -217,8 +217,8 @@ def test_on_the_machine_track_opened_and_inspected_count_what_the_predecessor_ch
     from conftest import REPO_ROOT
 
     from swe_residual.dataset.load import load_dataset
-    from swe_residual.metrics.inherited import opened_and_inspected
-    from swe_residual.states.state import MACHINE_FILE, load_state
+    from swe_residual.trial.steps.inherited import opened_and_inspected
+    from swe_residual.dataset.states.state import MACHINE_FILE, load_state
 
     sample = REPO_ROOT / "datasets" / "sample" / "backup-retention-config"
     shutil.copytree(sample, tmp_path / sample.name)

@@ -35,8 +35,8 @@ from summaries import parsed, summary_dict
 from swe_residual.agents import resolve_agent
 from swe_residual.environments.docker import DockerBackend
 from swe_residual.metrics.headline import is_excluded, success
-from swe_residual.summary.terminal import render_terminal
-from swe_residual.summary.terminations import termination_table
+from swe_residual.report.terminal import render_terminal
+from swe_residual.report.terminations import termination_table
 
 pytestmark = requires_docker
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from swe_residual.verifier.channel import CHANNEL_VARIABLE, Reporter, aliases, junit_id, read_channel
-from swe_residual.verifier.claims import check_claim
-from swe_residual.verifier.expected import CLEAN_RUN, METADATA, REQUIRED, ExpectedTests
-from swe_residual.verifier.outputs import Verdict
+from swe_residual.environments.verifier.channel import CHANNEL_VARIABLE, Reporter, aliases, junit_id, read_channel
+from swe_residual.environments.verifier.claims import check_claim
+from swe_residual.environments.verifier.expected import CLEAN_RUN, METADATA, REQUIRED, ExpectedTests
+from swe_residual.environments.verifier.outputs import Verdict
 
 
 def events(*rows: dict) -> bytes:

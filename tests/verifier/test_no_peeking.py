@@ -23,7 +23,7 @@ from swe_residual.dataset.load import TaskEntry, load_dataset
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
 from swe_residual.trial.records import record_json
 from swe_residual.trial.runner import RunOptions, run_item
-from swe_residual.verifier.state_check import check_state_verdict
+from swe_residual.environments.verifier.state_check import check_state_verdict
 
 pytestmark = requires_docker
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from swe_residual.environments.base import VerifierOutput
-from swe_residual.verifier.outputs import evaluate, parse_ctrf, parse_junit, read_reward
+from swe_residual.environments.verifier.outputs import evaluate, parse_ctrf, parse_junit, read_reward
 
 pytestmark = pytest.mark.unit
 
@@ -69,7 +69,7 @@ def test_reading_keeps_the_reward_files_figure_and_lists_missing_acceptance_test
     assert verdict.valid and verdict.success and verdict.tests == {"t.a": "passed", "t.b": "passed"}
     assert verdict.notes == ()
     # An acceptance test missing from the report is listed as failed; whether the reward of 1
-    # stands is decided after reading (swe_residual/verifier/claims.py, tests/verifier/test_claims.py).
+    # stands is decided after reading (swe_residual/environments/verifier/claims.py, tests/verifier/test_claims.py).
     verdict = evaluate(output({"reward.txt": b"1", "junit.xml": passing}), acceptance=["t.a", "t.b", "t.c"])
     assert verdict.valid and verdict.reward == 1.0 and verdict.tests["t.c"] == "failed"
 

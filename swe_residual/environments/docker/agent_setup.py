@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from swe_residual.agents.environment import AgentInstall, AgentSetup, InstallFailed
+from swe_residual.environments.agent_environment import AgentInstall, AgentSetup, InstallFailed
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker.containers import SCRATCH_DIR
 from swe_residual.environments.docker.images import SETUP_REPO, PreparedImage, slug
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 from swe_residual.dataset.task import Task
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from pathlib import Path
 import docker
 from filelock import FileLock
 
-from swe_residual.agents.environment import AgentEnvironment, AgentInstall, mount_conflict
+from swe_residual.environments.agent_environment import AgentEnvironment, AgentInstall, mount_conflict
 from swe_residual.environments.base import Environment, StartSpec, VerifierOutput
 from swe_residual.environments.docker import agent_setup, disk, hygiene, images, states, verification
 from swe_residual.environments.docker.containers import DEFAULT_PIDS_LIMIT, create_container
@@ -37,10 +37,10 @@ from swe_residual.environments.docker.hygiene import LABEL
 from swe_residual.environments.docker.images import PreparedImage, Progress
 from swe_residual.environments.docker.named_images import named_image_id
 from swe_residual.environments.cache import default_cache_dir, tree_digest
-from swe_residual.errors import ConfigError, DatasetError, InfraError
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.errors import ConfigError, DatasetError, InfraError
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 
 # (backend, environment of the freshly applied state, task, state) -> None; raises to reject.
 StateValidator = Callable[["DockerBackend", DockerEnvironment, Task, ResidualState], None]

@@ -28,7 +28,7 @@ from typing import Any
 from filelock import FileLock
 
 from swe_residual.environments.cache import default_cache_dir
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 
 BASE_IMAGE = "swe-residual-base:bookworm"
 BASE_RELEASE = "bookworm"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import docker
 
-from swe_residual.agents.environment import AgentMount
+from swe_residual.environments.agent_environment import AgentMount
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, remove_containers
 from swe_residual.environments.docker.idle import ENTRYPOINT
 

@@ -18,7 +18,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 
 # HTTP timeout of ordinary engine calls (commits of big containers take a while on
 # fuse-overlayfs); long-running streams (exec output, builds) set their own deadlines.

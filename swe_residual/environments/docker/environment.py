@@ -27,7 +27,7 @@ from swe_residual.environments.docker.archives import (
 from swe_residual.environments.docker.containers import SCRATCH_DIR
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, inspect_container
 from swe_residual.environments.docker.exec import RawExec, lost_or_failed, run_exec, to_result
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 
 if TYPE_CHECKING:
     from swe_residual.environments.disk_usage import DiskMeter

@@ -32,7 +32,7 @@ from swe_residual.environments.capped_output import (  # noqa: F401  (the caps a
 )
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, container_running, infra_error
 from swe_residual.environments.docker.lost import lost_container_error
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 
 # How long after an exec's own deadline the host still waits for the engine to end the stream
 # (the in-container `timeout` fires first; this only covers a hung engine).

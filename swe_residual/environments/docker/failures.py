@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from swe_residual.environments.docker.images import slug
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 
 
 def run_owner() -> int:

@@ -38,8 +38,8 @@ from swe_residual.environments.docker.engine import PROBE_TIMEOUT_SEC, available
 from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.images import slug
 from swe_residual.environments.cache import default_cache_dir
-from swe_residual.errors import ConfigError, InfraError
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.errors import ConfigError, InfraError
+from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
 
 ENGINE_SCHEMES = ("unix", "tcp", "ssh")

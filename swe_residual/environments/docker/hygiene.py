@@ -27,7 +27,7 @@ from swe_residual.environments.docker.engine import (
     remove_containers,
     remove_images,
 )
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 
 LABEL = "swe-residual"
 TEMP_REPO = "swe-residual-tmp"

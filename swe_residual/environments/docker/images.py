@@ -28,10 +28,10 @@ from filelock import FileLock
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image, remove_images
 from swe_residual.environments.docker.hygiene import LABEL
 from swe_residual.environments.cache import tree_digest
-from swe_residual.errors import DatasetError, InfraError
+from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
 from swe_residual.dataset.task import Task
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 
 TASK_REPO = "swe-residual-task"
 STATE_REPO = "swe-residual-state"

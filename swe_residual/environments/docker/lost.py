@@ -27,7 +27,7 @@ from typing import Any
 import docker
 
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_container
-from swe_residual.errors import EnvironmentLostByAgent, InfraError
+from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError
 
 # How far past the container's recorded end its events are read: a `die` event is written a
 # moment after `FinishedAt`.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from docker.utils import parse_repository_tag
 
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.image_recipes import IMAGES_FILE, find_recipe
 from swe_residual.dataset.task import Task
 

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from swe_residual.agents.environment import AgentEnvironment
+from swe_residual.environments.agent_environment import AgentEnvironment
 from swe_residual.environments.docker.environment import ContainerOwner, DockerEnvironment
 from swe_residual.environments.docker.images import PreparedImage, Progress
 from swe_residual.dataset.task import Task
-from swe_residual.states.state import ResidualState
+from swe_residual.dataset.states.state import ResidualState
 
 
 class Orchestrator(ContainerOwner, Protocol):

@@ -50,13 +50,13 @@ from swe_residual.environments.docker.hygiene import LABEL, TEMP_REPO, owner_lab
 from swe_residual.environments.docker.images import STATE_REPO, PreparedImage, slug
 from swe_residual.environments.docker.machine_changes import list_machine, list_processes
 from swe_residual.environments.docker.restore import RESTORE_RULE, live_after_replay
-from swe_residual.errors import DatasetError
-from swe_residual.states.patch_safety import check_patch_text
-from swe_residual.states.patches import commit_inherited
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.dataset.states.patch_safety import check_patch_text
+from swe_residual.environments.patches import commit_inherited
 from swe_residual.environments.docker.terminal import TerminalSession
-from swe_residual.states.state import KEYSTROKES, ResidualState, is_keystrokes
+from swe_residual.dataset.states.state import KEYSTROKES, ResidualState, is_keystrokes
 from swe_residual.dataset.task import Task
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.orchestrator import Orchestrator

@@ -38,9 +38,9 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from swe_residual.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError
 from swe_residual.environments.base import ExecResult
-from swe_residual.states.state import DEFAULT_COMMAND_WAIT_SEC, DEFAULT_KEYSTROKE_WAIT_SEC
+from swe_residual.dataset.states.state import DEFAULT_COMMAND_WAIT_SEC, DEFAULT_KEYSTROKE_WAIT_SEC
 
 SESSION = "swe-residual"
 PANE_WIDTH, PANE_HEIGHT = 160, 40  # Terminus-2's defaults

@@ -3,14 +3,14 @@
 After the agent stops, the task's `[[verifier.collect]]` steps run in the agent's container,
 then the top-level `artifacts` are copied out to the host (kept beside the run record). Then:
 - `shared` mode: the hidden tests are uploaded into the agent's own container and run there;
-- `separate` mode: a FRESH container verifies (swe_residual/verifier/environment.py says which
+- `separate` mode: a FRESH container verifies (swe_residual/environments/verifier/environment.py says which
   image) and receives the artifacts at their own paths, and nothing else of the agent's
   container: no commit of the agent's file system is made.
 Stale reward files are removed before test.sh runs; what it leaves in /logs/verifier is read.
 On the repo track every process left in the agent's container is stopped first; collect steps
 get the clean image's git first on the suite's PATH (harness_tools.py). In shared mode test.sh
 gets no user site (and, on the repo track, a fresh HOME), and the hidden tests are hashed,
-through the engine, right after the copy and after the run (swe_residual/verifier/inputs.py).
+through the engine, right after the copy and after the run (swe_residual/environments/verifier/inputs.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import docker.errors
 
-from swe_residual.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
+from swe_residual.environments.verifier.collect import ARTIFACTS_DIR, collected_sources, host_path, prepare_artifacts_dir, run_collect_steps
 from swe_residual.environments.base import MAX_LOG_FILE_BYTES, CollectResult, Environment, StartSpec, VerifierOutput
 from swe_residual.environments.docker.archives import digest_files, file_archive, rooted_archive
 from swe_residual.environments.docker.containers import SCRATCH_DIR
@@ -35,18 +35,18 @@ from swe_residual.environments.docker.harness_tools import DEFAULT_PATH, image_g
 from swe_residual.environments.docker.exec import lost_or_failed, to_result
 from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
-from swe_residual.errors import InfraError
+from swe_residual.dataset.errors import InfraError
 from swe_residual.dataset.task import Task
-from swe_residual.verifier.channel import CHANNEL_VARIABLE, Reporter
-from swe_residual.verifier.inputs import changed_tests, test_digests, verifier_env
-from swe_residual.verifier.environment import (
+from swe_residual.environments.verifier.channel import CHANNEL_VARIABLE, Reporter
+from swe_residual.environments.verifier.inputs import changed_tests, test_digests, verifier_env
+from swe_residual.environments.verifier.environment import (
     SHARED,
     TASK_ENVIRONMENT,
     TESTS_DOCKERFILE,
     VerifierEnvironmentPlan,
     plan_verifier_environment,
 )
-from swe_residual.trial.values import Track
+from swe_residual.dataset.values import Track
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.orchestrator import Orchestrator
@@ -224,7 +224,7 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
                fresh_container: bool) -> VerifierOutput:
     """Run test.sh: in the agent's container (the tests uploaded only now), or in a fresh one
     that already holds them (and the reporter's staged files). The suite's own pytest reporter
-    is installed by the same command, right before test.sh (swe_residual/verifier/channel.py)."""
+    is installed by the same command, right before test.sh (swe_residual/environments/verifier/channel.py)."""
     # Whatever the agent put at /tests or in the log directory (a reward file of its own
     # making) is deleted first; a fresh container gets an empty log directory.
     clear = f"rm -rf {VERIFIER_LOGS_DIR} && mkdir -p {VERIFIER_LOGS_DIR}"
@@ -248,7 +248,7 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
         command = f"{install}; {clear} && exec bash {TESTS_DIR}/test.sh 2>&1"
     else:
         # Repo track: a fresh, empty HOME, nothing the agent left in its own reaches the tests.
-        # Machine track: the home is part of the machine graded (swe_residual/verifier/inputs.py).
+        # Machine track: the home is part of the machine graded (swe_residual/environments/verifier/inputs.py).
         home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == Track.REPO else None
         env = verifier_env(task, home, paths)
         command = f"{install}; " + (f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home

@@ -1,0 +1,86 @@
+"""The items of a run: one per (agent, task, Clean Start) and per (agent, task, Residual State,
+handoff view); with only the `blind` view (the default) that is one per Residual State. With
+`--rollouts=K` above 1 each of them is K items, rollouts 0..K-1 (`#rN` at the end of the id).
+
+The list is a pure function of the dataset and the agent names, sorted, so every xdist
+worker collects exactly the same items. A malformed task or state becomes one error item
+that names the file and field; it never removes the other items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from swe_residual.dataset.load import Dataset
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.trial.handoff.views import BLIND
+from swe_residual.cli.run.settings import RunSettings
+from swe_residual.trial.options import RunOptions
+from swe_residual.trial.records import item_id
+from swe_residual.dataset.values import Start
+
+
+@dataclass(frozen=True)
+class ItemSpec:
+    agent: str
+    task_id: str
+    state_id: str | None
+    track: str
+    error: DatasetError | None = None
+    skip_reason: str | None = None
+    handoff: str = "blind"  # the view a Residual State item hands the agent (swe_residual/trial/handoff/views.py)
+    rollout: int | None = None  # which run of the start with `--rollouts` above 1; None: the only one
+
+    @property
+    def start(self) -> Start:
+        return Start.CLEAN if self.state_id is None else Start.RESIDUAL
+
+    @property
+    def id(self) -> str:
+        if self.error is not None:
+            return f"invalid/{self.task_id}" + (f"/{self.state_id}" if self.state_id else "")
+        return item_id(self.agent, self.task_id, self.state_id, self.handoff, self.rollout)
+
+    @property
+    def rollout_index(self) -> int:
+        """The record's `rollout`: 0 in a one-rollout run."""
+        return self.rollout or 0
+
+
+def rollout_indices(rollouts: int) -> tuple[int | None, ...]:
+    """The rollouts of each start: (None,) for one (ids as they always were), else 0..K-1."""
+    return (None,) if rollouts <= 1 else tuple(range(rollouts))
+
+
+def build_items(dataset: Dataset, agents: list[str], skip_reason_for_track: dict[str, str] | None = None,
+                views: tuple[str, ...] = ("blind",), rollouts: int = 1) -> list[ItemSpec]:
+    skips = skip_reason_for_track or {}
+    items: list[ItemSpec] = []
+    for task_name, error in dataset.task_errors:
+        items.append(ItemSpec(agent="-", task_id=task_name, state_id=None, track="-", error=error))
+    for entry in dataset.entries:
+        for state_name, error in entry.state_errors:
+            items.append(ItemSpec(agent="-", task_id=entry.task.id, state_id=state_name, track=entry.task.track, error=error))
+    for agent in agents:
+        for entry in dataset.entries:
+            task = entry.task
+            skip = skips.get(task.track)
+            runs = rollout_indices(rollouts)
+            items.extend(ItemSpec(agent, task.id, None, task.track, skip_reason=skip, rollout=r) for r in runs)
+            for state in entry.states:
+                items.extend(ItemSpec(agent, task.id, state.id, task.track, skip_reason=skip, handoff=view, rollout=r)
+                             for view in views for r in runs)
+    return items
+
+
+def item_options(settings: RunSettings, *, run_id: str, run_dir: Path, agent_spec: str, handoff: str = BLIND,
+                 watchdog_exceptions: tuple[type[BaseException], ...] = (), rollout: int | None = None) -> RunOptions:
+    """The options of one item of a pytest run: the run's settings, its item's agent and view."""
+    return RunOptions(
+        run_id=run_id, run_dir=run_dir, infra_retries=settings.infra_retries,
+        timeout_multiplier=settings.timeout_multiplier, max_steps=settings.max_steps,
+        cost_limit=settings.cost_limit, model=settings.model, agent_options=settings.agent_options,
+        watchdog_exceptions=watchdog_exceptions, agent_environment=settings.agent_environment,
+        handoff=handoff, agent_spec=agent_spec, rollout=rollout,
+    )

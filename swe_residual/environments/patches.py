@@ -1,0 +1,114 @@
+"""Applying and capturing patches inside an environment.
+
+Residual states are applied strictly (`git apply`, no fuzz: the state must be what the
+predecessor left). Reference solutions may fall back, as the SWE-bench harness does, to
+`git apply --reject`-free alternatives: `patch --fuzz`. The final state is captured as one
+binary-safe diff against the base commit, untracked and ignored files included, through a
+throwaway index so the agent's own index is left as it was. A predecessor's commits are read and
+rebuilt apart (`committed_patch`, `commit_inherited`).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from swe_residual.environments.base import Environment
+from swe_residual.dataset.errors import DatasetError, InfraError
+from swe_residual.dataset.states.patch_safety import check_patch_text
+
+def apply_patch(env: Environment, patch: str, *, source: str, strict: bool = True) -> str:
+    """Apply `patch` to the working tree without committing; return the method that worked."""
+    check_patch_text(patch, source=source)
+    if not patch.strip():
+        return "empty"
+    patch_file = f"{env.scratch_dir}/apply.patch"
+    env.write_file(patch_file, patch.encode("utf-8", errors="surrogateescape"))
+    quoted = shlex.quote(patch_file)
+    attempts = [("git apply", f"git apply --whitespace=nowarn {quoted}")]
+    if not strict:
+        attempts += [
+            ("git apply --recount", f"git apply --whitespace=nowarn --recount {quoted}"),
+            ("patch --fuzz=5", f"patch --batch --forward --fuzz=5 -p1 -i {quoted}"),
+        ]
+    errors = []
+    for method, command in attempts:
+        result = env.exec(command, timeout_sec=120)
+        if result.exit_code == 0:
+            env.exec(f"rm -f {quoted}", timeout_sec=30)
+            return method
+        errors.append(f"{method}: {result.output.strip()[-500:]}")
+    raise DatasetError(source, "patch does not apply to the base commit: " + " | ".join(errors))
+
+
+def capture_patch(env: Environment) -> str:
+    """`git diff --binary` of the whole working tree (untracked and ignored files too) vs the base,
+    by the environment's own git. The runner uses it only for an environment that has no
+    `capture_patch` of its own: the docker and local ones diff with the harness's git instead
+    (swe_residual/environments/harness_git.py), which nothing the agent did can replace, and
+    which leaves out what the image itself put in the tree (environments/clean_start.py); this
+    fallback has no record of the clean start and captures such files too."""
+    if env.base_commit is None:
+        raise InfraError("no base commit recorded for this environment")
+    index = shlex.quote(f"{env.scratch_dir}/capture.index")
+    command = (
+        f"rm -f {index} && GIT_INDEX_FILE={index} git add -A -f . "
+        f"&& GIT_INDEX_FILE={index} git diff --cached --binary --no-color {env.base_commit}; "
+        f"status=$?; rm -f {index}; exit $status"
+    )
+    result = env.exec(command, timeout_sec=300)
+    if result.exit_code != 0:
+        raise InfraError(f"could not capture the final state: {result.stderr.strip()[-500:]}")
+    return result.stdout
+
+
+# A predecessor's commits are part of what it left: a task graded on committed work only
+# (DeepSWE's collect step diffs the base commit against HEAD) sees uncommitted changes as
+# nothing. A state keeps them as `committed.patch` beside `changes.patch`: the working tree is
+# `changes.patch` applied to the base, and HEAD one commit holding `committed.patch` on top of it.
+INHERITED_COMMIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "predecessor", "GIT_AUTHOR_EMAIL": "predecessor@swe-residual.invalid",
+    "GIT_COMMITTER_NAME": "predecessor", "GIT_COMMITTER_EMAIL": "predecessor@swe-residual.invalid",
+    # Fixed dates: every start of the state has the same commit id.
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+INHERITED_COMMIT_MESSAGE = "Inherited work (what the predecessor committed)"
+
+
+def committed_patch(env: Environment) -> str | None:
+    """The environment's commits flattened (`git diff --binary BASE HEAD`), or None when HEAD is
+    still the base commit. Run by the environment's own git: only for predecessor runs (Stage I),
+    whose work is recorded, never graded."""
+    if env.base_commit is None:
+        raise InfraError("no base commit recorded for this environment")
+    head = env.exec("git rev-parse --verify -q HEAD", timeout_sec=60)
+    if head.exit_code != 0 or head.stdout.strip() == env.base_commit:
+        return None
+    result = env.exec(f"git diff --binary --no-color --no-ext-diff --no-renames {shlex.quote(env.base_commit)} HEAD",
+                      timeout_sec=300)
+    if result.exit_code != 0 or result.dropped_bytes:
+        why = result.stderr.strip()[-500:] or f"{result.dropped_bytes} bytes of the diff were cut"
+        raise InfraError(f"could not read the predecessor's commits: {why}")
+    return result.stdout if result.stdout.strip() else None
+
+
+def commit_inherited(env: Environment, patch: str, *, source: str) -> None:
+    """HEAD moved to one commit holding `patch` on top of the base, the working tree left as it
+    is (a temporary index: `read-tree HEAD`, `apply --cached`, `commit-tree`, then `reset`)."""
+    check_patch_text(patch, source=source)
+    if not patch.strip():
+        return
+    patch_file = f"{env.scratch_dir}/committed.patch"
+    env.write_file(patch_file, patch.encode("utf-8", errors="surrogateescape"))
+    index = '"$(git rev-parse --git-dir)/swe-residual-inherited.index"'
+    command = (
+        f"index={index} && rm -f \"$index\" "
+        f"&& GIT_INDEX_FILE=\"$index\" git read-tree HEAD "
+        f"&& GIT_INDEX_FILE=\"$index\" git apply --cached --whitespace=nowarn {shlex.quote(patch_file)} "
+        f"&& tree=$(GIT_INDEX_FILE=\"$index\" git write-tree) "
+        f"&& commit=$(git commit-tree \"$tree\" -p HEAD -m {shlex.quote(INHERITED_COMMIT_MESSAGE)}) "
+        f"&& git update-ref HEAD \"$commit\" && git reset -q; "
+        f"status=$?; rm -f \"$index\" {shlex.quote(patch_file)}; exit $status"
+    )
+    result = env.exec(command, timeout_sec=120, env=dict(INHERITED_COMMIT_IDENTITY))
+    if result.exit_code != 0:
+        raise DatasetError(source, f"the predecessor's commits do not apply to the base commit: {result.output.strip()[-500:]}")

@@ -1,0 +1,309 @@
+"""`swe-residual import harbor-jobs JOBS_DIR --dataset DATASET --out WORK`: Harbor trials as Stage I runs.
+
+Each trial of a task in DATASET becomes one predecessor run (`importing.runs` writes them in
+Stage I's layout): the predecessor is the trial's agent and model, its termination and
+whether it submitted come from the trial's exception type (`termination_of`), its verdict from
+the verifier's rewards, its trajectory from `agent/trajectory.json` (ATIF), and its final
+state from the collected patch artifact (DeepSWE: `/logs/artifacts/model.patch`) on the repo
+track, and on the machine track from the keystrokes a Terminus-2 trial sent (harbor/terminus.py:
+`commands.jsonl` in the keystroke form, replayed through tmux). A trial without either is
+imported with no final state and excluded by Stage II (`no_final_state`). A trial is matched
+to its task by Harbor's task path and checksum (`trial_task`); a mismatch is reported, never
+imported. Trials of tasks not in DATASET are counted and skipped; trials that cannot be read
+are reported with their directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from swe_residual.dataset.load import load_dataset
+from swe_residual.dataset.errors import ConfigError
+from swe_residual.agents.atif import read_atif
+from swe_residual.dataset.harbor_layout import HarborTrial, format_time, read_jobs
+from swe_residual.residualize.harbor.match import Checksums, export_source, local_task_dir, pick
+from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
+                                        write_stage_one)
+from swe_residual.residualize.harbor.terminus import read_keystrokes
+from swe_residual.dataset.task import Task
+from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
+from swe_residual.dataset.values import Outcome, Termination, Track
+from swe_residual.environments.verifier.outputs import read_test_reports
+
+NAME_FROM = ("agent+model", "agent", "model")
+DEFAULT_PATCH = "/logs/artifacts/model.patch"  # DeepSWE's collected patch
+SPEC_PREFIX = "harbor:"
+MAX_REPORT_BYTES = 50 * 1024 * 1024
+
+# Harbor's exception types (`ExceptionInfo.exception_type`, grouped as in its error policy)
+# -> how the agent's run ended, in the suite's terminations. No exception: the agent ended
+# its run itself, which is Harbor's only way of declaring the task done.
+TIME_LIMIT = frozenset({"AgentTimeoutError"})
+COST_LIMIT = frozenset({"BudgetExceededError"})
+AGENT_ERROR = frozenset({
+    "NonZeroAgentExitCodeError",
+    # the scaffold's context or output ran out: the agent stopped without declaring completion
+    "ContextWindowExceededError", "ContextLengthExceededError", "OutputTokenExceededError",
+    "OutputLengthExceededError",
+    # the model refused the task
+    "AgentSafetyRefusalError", "ContentPolicyViolationError",
+})
+# The agent finished; then the verifier failed. The run submitted, but has no valid verdict.
+VERIFIER_FAILED = frozenset({"VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError",
+                             "VerifierOutputParseError"})
+
+
+def termination_of(exception_type: str | None) -> Termination:
+    """submitted / time_limit / cost_limit / agent_error / infra_error.
+
+    Everything not named above is the machinery's failure (sandbox, model provider, Harbor
+    itself, cancellation) or of unknown cause: `infra_error`, never charged to the agent.
+    """
+    if exception_type is None or exception_type in VERIFIER_FAILED:
+        return Termination.SUBMITTED
+    if exception_type in TIME_LIMIT:
+        return Termination.TIME_LIMIT
+    if exception_type in COST_LIMIT:
+        return Termination.COST_LIMIT
+    if exception_type in AGENT_ERROR:
+        return Termination.AGENT_ERROR
+    return Termination.INFRA_ERROR
+
+
+def outcome_of(termination: str, reward: float | None) -> Outcome:
+    """As the suite scores a run: no valid verdict is infra; success needs a submission."""
+    if termination == Termination.INFRA_ERROR or reward is None or reward < 0:
+        return Outcome.INFRA_ERROR
+    return Outcome.SUCCESS if termination == Termination.SUBMITTED and reward >= 1.0 else Outcome.FAILURE
+
+
+def identity_of(trial: HarborTrial, name_from: str) -> str:
+    agent = trial.agent_name or "unknown-agent"
+    if name_from == "agent":
+        return agent
+    if name_from == "model":
+        return trial.model_name or agent
+    return f"{agent}+{trial.model_name}" if trial.model_name else agent
+
+
+def _identity_parts(identity: str) -> list[str]:
+    return identity.split("+", 1)
+
+
+def _patch_sources(task: Task) -> list[tuple[str, str | None]]:
+    """The task's declared `.patch` artifacts (source, destination), else DeepSWE's."""
+    declared = [(spec.source, spec.destination) for spec in task.config.artifacts if spec.source.endswith(".patch")]
+    return declared or [(DEFAULT_PATCH, None)]
+
+
+def trial_tests(trial: HarborTrial) -> dict[str, str] | None:
+    files: dict[str, bytes] = {}
+    if trial.verifier_dir.is_dir():
+        for path in sorted(trial.verifier_dir.iterdir()):
+            if path.is_file() and not path.is_symlink() and path.suffix in (".xml", ".json") \
+                    and path.stat().st_size <= MAX_REPORT_BYTES:
+                files[path.name] = path.read_bytes()
+    tests, _ = read_test_reports(files)
+    return dict(sorted(tests.items())) or None
+
+
+def _seconds(started: datetime | None, finished: datetime | None) -> float | None:
+    return (finished - started).total_seconds() if started and finished else None
+
+
+def trial_durations(trial: HarborTrial) -> Durations:
+    setup = [trial.phase_seconds(p) for p in ("environment_setup", "agent_setup")]
+    values = {
+        "setup_sec": sum(s for s in setup if s is not None) if any(s is not None for s in setup) else None,
+        "agent_sec": trial.phase_seconds("agent_execution"),
+        "verify_sec": trial.phase_seconds("verifier"),
+        "total_sec": _seconds(trial.started_at, trial.finished_at),
+    }
+    return Durations(**values)  # a phase Harbor did not time is None, and not written
+
+
+def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: str,
+         problems: list[tuple[Path, str, str]]) -> ImportedRun:
+    termination = termination_of(trial.exception_type)
+    reward = trial.reward
+    outcome = outcome_of(termination, reward)
+    error = None
+    if trial.exception_type:
+        error = f"{trial.exception_type}: {(trial.exception_message or '').strip()}"[:2000]
+    elif outcome == Outcome.INFRA_ERROR:
+        error = "no verifier reward in result.json"
+    trajectory = None
+    if trial.trajectory_path is not None:
+        trajectory, why = read_atif(trial.trajectory_path, trial.agent_name or identity)
+        if why:
+            problems.append((trial.path, trial.relative,
+                             f"agent/trajectory.json: {why} (imported without a trajectory)"))
+    durations = trial_durations(trial)
+    valid = outcome != Outcome.INFRA_ERROR
+    record = run_record(task, trial.agent_name or identity, f"harbor:{trial.relative}").model_copy(update=dict(
+        outcome=outcome,
+        reward=reward if valid else None,
+        rewards=trial.rewards if valid else None,
+        submitted=termination == Termination.SUBMITTED,
+        termination=termination,
+        tests=trial_tests(trial),
+        attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error, reverified=False, durations=durations),),
+        durations=durations,
+        agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
+                                         "model": trial.model_name}),
+        cost=trial.cost_usd,
+        tokens=(Tokens(prompt=trial.n_input_tokens, completion=trial.n_output_tokens)
+                if trial.n_input_tokens is not None and trial.n_output_tokens is not None else None),
+        message=trajectory.final_message[-2000:] if trajectory and trajectory.final_message else None,
+        error=error,
+        absent=HARNESS_FIELDS,  # the agent's configuration is Harbor's
+    ))
+    moment = trial.finished_at or trial.started_at
+    provenance: dict[str, Any] = {"kind": "harbor-jobs", "source": source, "trial": trial.relative,
+                                  "command": command}
+    if moment is not None:
+        provenance["date"] = format_time(moment)
+    patch, commands, unrecoverable = None, None, None
+    if task.track != Track.REPO:
+        # A Terminus-2 trial recorded every keystroke it sent: replayable through tmux.
+        keys = read_keystrokes(trial.path)
+        if keys is None:
+            unrecoverable = (f"{task.track} track: {trial.relative} recorded no keystrokes (Terminus-2's "
+                             "bash_command calls in agent/trajectory.json, or agent/episode-N/response.txt), "
+                             "so nothing replays the agent's interactions with the machine")
+        else:
+            commands = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in keys.interactions).encode()
+            provenance["commands"] = keys.source
+    else:
+        for wanted, destination in _patch_sources(task):
+            found = trial.artifact(wanted, destination)
+            if found is not None:
+                patch = found.read_bytes()
+                provenance["patch"] = found.relative_to(trial.path).as_posix()
+                break
+        if patch is None:
+            names = ", ".join(wanted for wanted, _ in _patch_sources(task))
+            unrecoverable = f"no collected patch artifact ({names}) in {trial.relative}/artifacts"
+    facts = {"trial_name": trial.trial_name, "task_name": trial.task_name, "agent": trial.agent_name,
+             "agent_version": trial.agent_version, "model": trial.model_name,
+             "exception_type": trial.exception_type, "rewards": trial.rewards,
+             "started_at": format_time(trial.started_at) if trial.started_at else None,
+             "finished_at": format_time(trial.finished_at) if trial.finished_at else None}
+    return ImportedRun(task, identity, record, patch, unrecoverable, provenance, trajectory, facts, commands)
+
+
+def trial_task(trial: HarborTrial, index: TaskIndex, by_dir: dict[Path, Task],
+               checksums: Checksums) -> tuple[Task | None, str | None]:
+    """(the dataset task the trial ran, None) or (None, why it is not matched); (None, None)
+    when it ran a task the dataset does not have.
+
+    By Harbor's task path and checksum (harbor_match.py): the recorded directory when it is
+    here (a dataset task, or a Clean Start that `export harbor` wrote), else the dataset's task
+    of the trial's name, whose content must be what the trial ran. A trial of an exported
+    Residual State is not a Clean Start run of its task, and is reported as such.
+    """
+    local = local_task_dir(trial)
+    if local is not None:
+        source = export_source(local)
+        if source is not None and source[1] is not None:
+            return None, (f"it ran the exported Residual State {source[0]}/{source[1]} ({local}), not a Clean Start: "
+                          "read it with `swe-residual report --harbor-jobs`")
+        task = index.find(source[0]) if source is not None else by_dir.get(local.resolve())
+        if task is not None:
+            _, why = pick(trial, [(local, source is None)], checksums)
+            return (task, None) if not why else (None, why)
+    task = index.find(trial.task_name, trial.task_path)
+    if task is None:
+        return None, None
+    _, why = pick(trial, [(task.path, True)], checksums)
+    return (task, None) if not why else (None, why)
+
+
+def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,
+                       name_from: str = "agent+model", progress: Callable[[str], None] = print,
+                       warn: Callable[[str], None] = lambda line: print(f"warning: {line}", file=sys.stderr),
+                       ) -> ImportSummary:
+    if name_from not in NAME_FROM:
+        raise ConfigError(f"--predecessor-name-from {name_from!r}: one of {', '.join(NAME_FROM)}")
+    root = Path(jobs_dir)
+    if not root.is_dir():
+        raise ConfigError(f"{root}: no such directory (a Harbor job directory, or a directory of them)")
+    dataset = load_dataset(dataset_path)
+    for name, error in dataset.task_errors:
+        warn(f"dataset task {name} cannot be loaded, its trials are skipped: {error}")
+    # The command as typed, less --out: where the output went is not part of the provenance
+    # (two imports of the same input into two work directories write the same bytes).
+    command = (f"swe-residual import harbor-jobs {shlex.quote(str(jobs_dir))} --dataset "
+               f"{shlex.quote(str(dataset_path))} --predecessor-name-from {name_from}")
+    jobs = read_jobs(root)
+    if not jobs.trials and not jobs.problems:
+        raise ConfigError(f"{root}: no Harbor trial directories (with a result.json) found")
+    # (path, path relative to JOBS_DIR, reason): printed with the path, recorded relative.
+    problems = [(problem.path, problem.relative, problem.reason) for problem in jobs.problems]
+    for problem in jobs.problems:
+        warn(f"trial not imported: {problem.path}: {problem.reason}")
+    index = TaskIndex(dataset)
+    by_dir = {entry.task.path.resolve(): entry.task for entry in dataset.entries}
+    checksums = Checksums()
+    unknown: Counter[str] = Counter()
+    matched: list[tuple[HarborTrial, Task, str]] = []
+    for trial in jobs.trials:
+        task, problem = trial_task(trial, index, by_dir, checksums)
+        if problem is not None:
+            problems.append((trial.path, trial.relative, f"not imported: {problem}"))
+            warn(f"trial not imported: {trial.path}: {problem}")
+        elif task is None:
+            unknown[trial.task_name] += 1
+        else:
+            matched.append((trial, task, identity_of(trial, name_from)))
+    reported = len(problems)
+    if unknown:
+        warn(f"{sum(unknown.values())} trial(s) of {len(unknown)} task(s) not in {dataset_path} skipped: "
+             + ", ".join(sorted(unknown)))
+    if not matched:
+        raise ConfigError(f"{root}: none of the {len(jobs.trials)} readable trial(s) is of a task in {dataset_path}")
+    names = name_predecessors((identity for _, _, identity in matched), _identity_parts)
+    # Attempts in the order the trials started (then by directory), per task and predecessor.
+    matched.sort(key=lambda item: (item[1].id, names[item[2]],
+                                   item[0].started_at.timestamp() if item[0].started_at else float("inf"),
+                                   item[0].relative))
+    runs = [_run(trial, task, identity, str(jobs_dir), command, problems) for trial, task, identity in matched]
+    for path, _, reason in problems[reported:]:
+        warn(f"{path}: {reason}")
+    dates = sorted(run.provenance["date"] for run in runs if "date" in run.provenance)
+    import_info = {
+        "kind": "harbor-jobs", "source": str(jobs_dir), "command": command, "name_from": name_from,
+        "trials": len(jobs.trials) + len(jobs.problems), "runs": len(runs),
+        "dates": {"first": dates[0], "last": dates[-1]} if dates else None,
+        "unknown_tasks": dict(sorted(unknown.items())),
+        "problems": [f"{relative}: {reason}" for _, relative, reason in problems],
+    }
+    refs = write_stage_one(out, dataset_path, runs, names, spec_prefix=SPEC_PREFIX, import_info=import_info,
+                           progress=progress)
+    return ImportSummary(refs, {name: identity for identity, name in names.items()}, dict(unknown),
+                         sum(not run.recoverable for run in runs),
+                         [f"{path}: {reason}" for path, _, reason in problems])
+
+
+def _command(args: argparse.Namespace) -> int:
+    import_harbor_jobs(args.jobs_dir, args.dataset, args.out, name_from=args.predecessor_name_from)
+    return 0
+
+
+def register(sources: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sources.add_parser(
+        "harbor-jobs", help="Harbor job directories -> Stage I runs of `residualize` (filter, review, build next)")
+    parser.add_argument("jobs_dir", metavar="JOBS_DIR", help="a Harbor job directory, or a directory of them")
+    parser.add_argument("--dataset", required=True, help="the dataset whose tasks the trials ran")
+    parser.add_argument("--out", required=True, metavar="WORK", help="the residualization work directory")
+    parser.add_argument("--predecessor-name-from", choices=NAME_FROM, default="agent+model",
+                        help="what names a predecessor (default agent+model)")
+    parser.set_defaults(func=_command)

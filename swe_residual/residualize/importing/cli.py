@@ -1,0 +1,20 @@
+"""`swe-residual import harbor-jobs|terminal-bench|predictions|commit`: one subcommand per source.
+
+Each source module owns its arguments and its command (`register(subparsers)`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from swe_residual.residualize.harbor import jobs as harbor_jobs
+    from swe_residual.residualize.importing import commit, predictions, terminal_bench
+
+    parser = sub.add_parser("import", help="bring real runs and fixes in: Harbor jobs, Terminal-Bench runs, prediction files, fix commits")
+    sources = parser.add_subparsers(dest="source", required=True)
+    harbor_jobs.register(sources)
+    terminal_bench.register(sources)
+    predictions.register(sources)
+    commit.register(sources)

@@ -1,0 +1,61 @@
+"""`swe-residual dataset build DIR --source NAME=PATH ... [--validate]`: argument parsing and printing."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from swe_residual.dataset.errors import ConfigError
+
+
+def _sources(values: list[str]) -> dict[str, Path]:
+    sources: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--source {value!r}: expected NAME=PATH")
+        sources[name] = Path(path)
+    return sources
+
+
+def _build(args: argparse.Namespace) -> int:
+    from swe_residual.residualize.published.materialise import build
+
+    report = build(Path(args.dataset), _sources(args.source), validate=args.validate, backend_name=args.backend)
+    for problem in report.problems:
+        print(f"problem: {problem}")
+    if args.validate:
+        kept = len(report.validation) - len(report.problems)
+        print(f"Stage IV again: {kept} of {len(report.validation)} state(s) validate as recorded")
+    return 1 if report.problems else 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from swe_residual.residualize.published.record import record
+
+    print(record(Path(args.work), Path(args.built), Path(args.sources), Path(args.out)))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("dataset", help="published datasets: rebuild one from its sources (manifest.toml)")
+    commands = parser.add_subparsers(dest="dataset_command", required=True)
+    build = commands.add_parser("build", help="write a published dataset's tasks and states from the fetched "
+                                              "repositories its manifest.toml names (checksums verified)")
+    build.add_argument("dataset", help="the dataset directory holding manifest.toml (e.g. datasets/tb2-residual)")
+    build.add_argument("--source", action="append", default=[], metavar="NAME=PATH",
+                       help="a local clone of the manifest's source NAME (bare or not) holding its commit; "
+                            "one per source")
+    build.add_argument("--validate", action="store_true",
+                       help="then run Stage IV again on every state (verifier fails, oracle solves, two replays "
+                            "agree, replayed pane matches) and compare with the manifest; exit 1 on a difference")
+    build.add_argument("--backend", default="docker", help="backend for --validate (default docker)")
+    build.set_defaults(func=_build)
+    rec = commands.add_parser("record", help="write manifest.toml for a dataset the pipeline built from fetched "
+                                             "sources (docs/datasets.md)")
+    rec.add_argument("work", help="the residualize work directory (import, filter, review, build done)")
+    rec.add_argument("--built", required=True, help="the dataset `residualize build --out` wrote")
+    rec.add_argument("--sources", required=True, metavar="SOURCES.toml",
+                     help="the repositories: [sources.NAME] repository, clone, commit, licence, tasks|runs")
+    rec.add_argument("--out", required=True, help="the published dataset's directory (manifest.toml goes there)")
+    rec.set_defaults(func=_record)

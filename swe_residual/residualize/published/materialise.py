@@ -1,0 +1,134 @@
+"""`swe-residual dataset build DIR --source NAME=PATH ...`: a published dataset from its sources.
+
+Reads `DIR/manifest.toml` (manifest.py) and, from local clones of the repositories it names
+(`--source NAME=PATH`, any clone that holds the commit: bare, partial or checked out elsewhere):
+
+- each task folder, as published, into `DIR/<task>/` (its content checksum must be the
+  manifest's: a task changed upstream is refused, not silently used);
+- each source's licence file, as `DIR/LICENSE.<source>`;
+- each state's `DIR/<task>/residual/<state>/`: `commands.jsonl` made from the trial's
+  `commands.txt` by the same reader `swe-residual import terminal-bench` uses (tb_keys.py), whose
+  SHA-256 must be the manifest's; `state.toml` as the manifest records it (provenance, review,
+  per-test statuses and Stage IV results); `recorded-pane.txt`, the trial's `panes/post-agent.txt`
+  (what Stage IV compares the replayed pane with).
+
+Everything written is ignored by git (the directory's own `.gitignore`); only the manifest is
+the repository's. With `--validate`, Stage IV runs again on every state (reconstruct.py: it
+fails the verifier as published, the oracle solves it, two replays agree, the replayed pane
+matches) and each result is printed beside the one the manifest records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from swe_residual.dataset.errors import ConfigError
+from swe_residual.residualize.importing import git_source
+from swe_residual.residualize.importing.tb_keys import read_trial_keys
+from swe_residual.residualize.published.manifest import Manifest, StateRef, read_manifest
+from swe_residual.residualize import tomlwrite
+from swe_residual.residualize.workdir import COMMANDS, RECORDED_PANE
+
+# What a trial folder holds that the keys' reader uses (the rest: agent logs, casts of tests).
+TRIAL_FILES = ("results.json", "commands.txt", "sessions/agent.cast", "panes/post-agent.txt")
+
+
+@dataclass
+class BuildReport:
+    tasks: list[str] = field(default_factory=list)
+    states: list[str] = field(default_factory=list)
+    validation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def _sources(manifest: Manifest, given: dict[str, Path]) -> dict[str, Path]:
+    missing = sorted(set(manifest.sources) - set(given))
+    if missing:
+        raise ConfigError(f"{manifest.path}: no --source for {', '.join(missing)} "
+                          f"(give each as NAME=PATH, a local clone holding the commit)")
+    for name, source in manifest.sources.items():
+        if not git_source.has_commit(given[name], source.commit):
+            raise ConfigError(f"--source {name}={given[name]}: commit {source.commit} of {source.repository} "
+                              "is not in it (fetch it first)")
+    return given
+
+
+def _write_task(manifest: Manifest, task_id: str, repo: Path, target: Path) -> None:
+    ref = manifest.tasks[task_id]
+    commit = manifest.sources[ref.source].commit
+    files, contents = git_source.read_folder(repo, commit, ref.path)
+    checksum = git_source.folder_checksum(contents)
+    if checksum != ref.sha256:
+        raise ConfigError(f"task {task_id}: {ref.path} at {commit[:12]} has checksum {checksum}, "
+                          f"the manifest records {ref.sha256}")
+    shutil.rmtree(target, ignore_errors=True)
+    git_source.write_folder(files, contents, target)
+
+
+def _write_licence(manifest: Manifest, name: str, repo: Path, directory: Path) -> None:
+    source = manifest.sources[name]
+    if not source.licence_path:
+        return
+    data = git_source.read_file(repo, source.commit, source.licence_path)
+    if source.licence_sha256 and hashlib.sha256(data).hexdigest() != source.licence_sha256:
+        raise ConfigError(f"source {name}: {source.licence_path} differs from the manifest's checksum")
+    (directory / f"LICENSE.{name}").write_bytes(data)
+
+
+def trial_commands(repo: Path, commit: str, trial: str) -> tuple[bytes, bytes | None]:
+    """The trial's keys as commands.jsonl, and its recorded post-agent pane (None if absent)."""
+    with tempfile.TemporaryDirectory(prefix="swe-residual-trial-") as scratch:
+        folder = Path(scratch)
+        listed = {f.path: f for f in git_source.tree_files(repo, commit, trial)}
+        for name in TRIAL_FILES:
+            if name in listed:
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_bytes(git_source.read_blob(repo, listed[name].blob))
+        keys = read_trial_keys(folder)
+        if isinstance(keys, str):
+            raise ConfigError(f"{trial}: {keys}")
+        pane = folder / "panes" / "post-agent.txt"
+        return keys.commands_jsonl(), pane.read_bytes() if pane.is_file() else None
+
+
+def _write_state(manifest: Manifest, state: StateRef, repo: Path, directory: Path) -> None:
+    commit = manifest.sources[state.source].commit
+    commands, pane = trial_commands(repo, commit, state.trial)
+    digest = hashlib.sha256(commands).hexdigest()
+    if digest != state.commands_sha256:
+        raise ConfigError(f"state {state.task_id}/{state.state_id}: the keys of {state.trial} give commands.jsonl "
+                          f"{digest}, the manifest records {state.commands_sha256}")
+    target = directory / state.task_id / "residual" / state.state_id
+    target.mkdir(parents=True, exist_ok=True)
+    (target / COMMANDS).write_bytes(commands)
+    (target / "state.toml").write_text(tomlwrite.dumps(state.state), encoding="utf-8")
+    if pane is not None:
+        (target / RECORDED_PANE).write_bytes(pane)
+
+
+def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, backend_name: str = "docker",
+          progress: Callable[[str], None] = print) -> BuildReport:
+    manifest = read_manifest(directory)
+    repos = _sources(manifest, sources)
+    report = BuildReport()
+    for name in manifest.sources:
+        _write_licence(manifest, name, repos[name], directory)
+    for task_id, ref in manifest.tasks.items():
+        _write_task(manifest, task_id, repos[ref.source], directory / task_id)
+        report.tasks.append(task_id)
+    for state in manifest.states:
+        _write_state(manifest, state, repos[state.source], directory)
+        report.states.append(f"{state.task_id}/{state.state_id}")
+    progress(f"{manifest.name}: {len(report.tasks)} task(s), {len(report.states)} state(s) written to {directory}")
+    if validate:
+        from swe_residual.residualize.published.revalidate import revalidate
+
+        report.validation = revalidate(directory, manifest, backend_name=backend_name, progress=progress)
+        report.problems = [f"{key}: {result['problem']}" for key, result in report.validation.items()
+                           if result.get("problem")]
+    return report

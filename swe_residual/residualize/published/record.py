@@ -1,0 +1,164 @@
+"""`swe-residual dataset record WORK --built OUT --sources SOURCES.toml --out DIR`: write manifest.toml.
+
+After the pipeline ran on fetched sources (`import terminal-bench`, `residualize filter|review|
+build`), this records what it made as a manifest (manifest.py) that names every input instead of
+copying it: per task, its folder in the tasks' repository and that folder's checksum; per
+included state, the trial folder in the runs' repository, the checksum of the commands.jsonl its
+keys give, and the state.toml Stage IV wrote (its local paths replaced by repository references);
+the Stage II funnel and Table 5 from the work directory; every candidate Stage IV saw, with its
+row and first divergence.
+
+SOURCES.toml names the repositories and where their clones are on this machine (the clones'
+paths are not written to the manifest), and may add a note per candidate (`[notes]`,
+`"<task>/<candidate>" = "why ..."`: what the pipeline could not say, e.g. why an image cannot
+be rebuilt here):
+
+    [sources.<name>]
+    repository = "https://github.com/OWNER/NAME"
+    clone = "/path/to/a/clone"          # any clone holding the commit
+    commit = "<40 hex digits>"
+    licence = "Apache-2.0"               # or "not stated"
+    licence_path = "folder/LICENSE"      # optional
+    tasks = "terminal-bench-2"           # the source of the tasks: their parent folder, or
+    runs = "runs/<collection>"           # the source of the runs: the RUNS_DIR given to import
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from swe_residual.dataset.errors import ConfigError
+from swe_residual.residualize.importing import git_source
+from swe_residual.residualize.published.manifest import MANIFEST, SCHEMA
+from swe_residual.residualize import tomlwrite
+from swe_residual.residualize.reconstruct import TABLE5_ROWS
+from swe_residual.residualize.workdir import COMMANDS, stage_one
+from swe_residual.trial.records import read_record
+
+_DECISION = re.compile(r"^(reviewer_[12]): (name|task_directed|consistent) = ?(.*)$")
+
+
+def _review(packet: Path) -> dict[str, dict[str, str]]:
+    decisions: dict[str, dict[str, str]] = {}
+    for line in packet.read_text(encoding="utf-8").splitlines():
+        found = _DECISION.match(line.strip())
+        if found:
+            decisions.setdefault(found.group(1), {})[found.group(2)] = found.group(3).strip()
+    return decisions
+
+
+def _sources(path: Path) -> dict[str, dict[str, Any]]:
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    sources = dict(data.get("sources") or {})
+    for name, entry in sources.items():
+        for key in ("repository", "clone", "commit"):
+            if key not in entry:
+                raise ConfigError(f"{path} [sources.{name}]: missing {key!r}")
+    return sources
+
+
+def _one(sources: dict[str, dict[str, Any]], key: str) -> tuple[str, dict[str, Any]]:
+    found = [(name, entry) for name, entry in sources.items() if key in entry]
+    if len(found) != 1:
+        raise ConfigError(f"the sources must name exactly one with {key!r}, found {len(found)}")
+    return found[0]
+
+
+def _portable(value: Any, local: str, reference: str) -> Any:
+    """Local paths of the clones replaced by repository references, recursively."""
+    if isinstance(value, str):
+        return value.replace(local, reference) if local else value
+    if isinstance(value, dict):
+        return {k: _portable(v, local, reference) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_portable(v, local, reference) for v in value]
+    return value
+
+
+def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
+    sources = _sources(sources_file)
+    tasks_name, tasks_source = _one(sources, "tasks")
+    runs_name, runs_source = _one(sources, "runs")
+    generate = json.loads((work / "generate.json").read_text(encoding="utf-8"))
+    filtered = json.loads((work / "filter.json").read_text(encoding="utf-8"))
+    table5 = json.loads((work / "table5.json").read_text(encoding="utf-8"))
+    manifest: dict[str, Any] = {"schema": SCHEMA, "name": out.name,
+                                "description": "Residual States from real agents' public Terminal-Bench runs, "
+                                               "on the Terminal-Bench 2 tasks as published",
+                                "sources": {}, "tasks": {}, "states": {}}
+    for name, entry in sources.items():
+        written = {k: entry[k] for k in ("repository", "commit") if k in entry}
+        written["licence"] = entry.get("licence", "not stated")
+        if entry.get("licence_path"):
+            data = git_source.read_file(Path(entry["clone"]), entry["commit"], entry["licence_path"])
+            written["licence_path"] = entry["licence_path"]
+            written["licence_sha256"] = hashlib.sha256(data).hexdigest()
+        for key in ("tasks", "runs"):
+            if key in entry:
+                written[key] = entry[key]
+        manifest["sources"][name] = written
+    local_runs = str((generate.get("import") or {}).get("source") or "")
+    if not local_runs:
+        raise ConfigError(f"{work}/generate.json: no import source (was WORK made by `swe-residual import`?)")
+    runs_reference = f"{runs_source['repository']}@{runs_source['commit'][:12]}:{runs_source['runs']}"
+    included = [c for c in table5["candidates"] if c.get("state")]
+    for task_id in sorted({c["task"] for c in included}):
+        folder = f"{tasks_source['tasks'].rstrip('/')}/{task_id}"
+        _, contents = git_source.read_folder(Path(tasks_source["clone"]), tasks_source["commit"], folder)
+        manifest["tasks"][task_id] = {"source": tasks_name, "path": folder,
+                                      "sha256": git_source.folder_checksum(contents), "version": "published",
+                                      "licence": tasks_source.get("licence", "not stated")}
+    for candidate in included:
+        task_id, state_id = candidate["task"], candidate["state"]
+        state_dir = built / task_id / "residual" / state_id
+        state = tomllib.loads((state_dir / "state.toml").read_text(encoding="utf-8"))
+        state = _portable(state, local_runs, runs_reference)
+        if "import" in state.get("provenance", {}):
+            state["provenance"]["import"]["command"] = re.sub(r" --dataset \S+", "", state["provenance"]["import"]["command"])
+        run_dir = work / candidate["run"]
+        run = read_record(json.loads((run_dir / "record.json").read_text(encoding="utf-8")))
+        facts = stage_one(run).get("source") or {}
+        imported = stage_one(run).get("import") or {}
+        packet = work / "review" / task_id / f"{candidate['candidate']}.md"
+        entry = {
+            "source": runs_name,
+            "trial": f"{runs_source['runs'].rstrip('/')}/{imported.get('trial')}",
+            "submission": Path(runs_source["runs"]).name,
+            "agent": facts.get("agent"), "model": facts.get("model"),
+            "task_version": facts.get("dataset") or runs_source.get("task_version", "not recorded"),
+            "commands_sha256": hashlib.sha256((state_dir / COMMANDS).read_bytes()).hexdigest(),
+            "stage_i": {"outcome": run.outcome, "termination": run.termination,
+                        "submitted": run.submitted, "reward": run.reward,
+                        "declared_complete": facts.get("declared_complete"),
+                        "failure_mode": facts.get("failure_mode"), "tests": run.tests or {}},
+            "stage_iii": _review(packet) if packet.is_file() else {},
+            "state": state,
+        }
+        manifest["states"][f"{task_id}/{state_id}"] = entry
+    manifest["funnel"] = {
+        "runs": generate.get("import", {}).get("trials"),
+        "runs_of_tasks_not_in_tb2": sum((generate.get("import", {}).get("unknown_tasks") or {}).values()),
+        "runs_of_tb2_tasks": filtered.get("n_runs"),
+        "stage_ii": dict(filtered.get("counts") or {}),
+        "stage_ii_candidates": len(filtered.get("candidates") or []),
+        "stage_iii_retained": table5["table5"]["total"]["passed_review"],
+        "stage_iv": {label: table5["table5"]["total"][row] for row, label in TABLE5_ROWS},
+    }
+    tasks_reference = f"{tasks_source['repository']}@{tasks_source['commit'][:12]}:{tasks_source['tasks']}"
+    notes = tomllib.loads(sources_file.read_text(encoding="utf-8")).get("notes") or {}
+    manifest["candidates"] = {
+        f"{c['task']}/{c['candidate']}": _portable({k: v for k, v in {
+            "category": c["category"], "detail": c.get("detail") or "", "state": c.get("state") or "",
+            "oracle_solvable": c.get("oracle_solvable"), "replay": c.get("replay"),
+            "note": notes.get(f"{c['task']}/{c['candidate']}")}.items() if v is not None},
+            str(generate.get("dataset") or "\0"), tasks_reference)
+        for c in table5["candidates"]}
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / MANIFEST
+    target.write_text(tomlwrite.dumps(manifest), encoding="utf-8")
+    return target

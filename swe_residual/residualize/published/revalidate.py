@@ -1,0 +1,57 @@
+"""`dataset build --validate`: Stage IV again on every materialised state, beside what was recorded.
+
+Each state is validated exactly as `residualize build` validated it (reconstruct.py's
+`validate_candidate`: instantiated as rollouts start it, the replay reproducing the recording,
+a valid failing verdict, the oracle solving it from the state), and the result is compared with
+the manifest's: a state that is no longer included, or whose per-test statuses changed, is a
+problem the build reports (exit status 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from swe_residual.dataset.load import load_dataset
+from swe_residual.environments.registry import make_backend
+from swe_residual.residualize.published.manifest import Manifest
+from swe_residual.residualize.reconstruct import INCLUDED, validate_candidate
+from swe_residual.residualize.workdir import RECORDED_PANE, RunRef
+
+
+def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "docker",
+               progress: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+    dataset = load_dataset(directory)
+    recorded = {f"{s.task_id}/{s.state_id}": s for s in manifest.states}
+    backend = make_backend(backend_name, run_id="dataset-validate")
+    if hasattr(backend, "validate_state"):
+        backend.validate_state = None  # validated here, step by step
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        for entry in dataset.entries:
+            for state in entry.states:
+                key = f"{entry.task.id}/{state.id}"
+                if key not in recorded:
+                    continue
+                predecessor = str(recorded[key].state.get("predecessor", state.id))
+                pane_path = state.path / RECORDED_PANE
+                pane = pane_path.read_text(encoding="utf-8", errors="replace") if pane_path.is_file() else None
+                outcome = validate_candidate(backend, entry.task, state, RunRef(entry.task.id, predecessor, 1), pane)
+                result: dict[str, Any] = {"category": outcome.category, "detail": outcome.detail,
+                                          "oracle_solvable": outcome.oracle_solvable}
+                if outcome.fidelity_check is not None:
+                    result["replay"] = outcome.fidelity_check.as_dict()
+                want = (recorded[key].state.get("validation") or {}).get("tests") or {}
+                got = dict(sorted(outcome.verdict.tests.items())) if outcome.verdict is not None else {}
+                result["tests"] = got
+                if outcome.category != INCLUDED:
+                    result["problem"] = f"{outcome.category}: {outcome.detail}"
+                elif got != want:
+                    result["problem"] = f"per-test statuses {got} differ from the recorded {want}"
+                results[key] = result
+                progress(f"validate {key}: {outcome.category}"
+                         + (f" ({outcome.detail[:200]})" if outcome.detail else "")
+                         + ("" if "problem" in result else ", as recorded"))
+    finally:
+        backend.close()
+    return results

@@ -1,0 +1,1 @@
+"""What an agent's steps did, read as the item runs: the files a step opened or inspected (inspection.py), over command lines parsed as simple commands (shell.py) and what one command shows (actions.py); the inherited files they are matched against (inherited.py)."""
