@@ -135,6 +135,8 @@ def table(root: Path = ROOT) -> str:
     rows = ["| layer | package | modules | what it holds | imports from |", "|---|---|---|---|---|"]
     for number, layer in enumerate(LAYERS):
         package = f"{PACKAGE}.{layer}"
+        if package not in known:  # a layer with no package yet
+            continue
         count = sum(1 for name in known if name == package or name.startswith(package + "."))
         below = ", ".join(f"`{name}`" for name in LAYERS if name in uses[layer]) or "-"
         rows.append(f"| {number} | `{layer}/` | {count} | {_summary_line(known[package])} | {below} |")
