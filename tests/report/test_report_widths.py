@@ -24,7 +24,7 @@ from recordfactory import make_record
 from test_report_html import REPO_ROOT, console_messages, png_size, run_chromium
 from test_report_screenshot import layout_problems, measured_copy
 
-from summaries import summary_dict
+from summaries import records_of, summary_of
 
 from swe_residual.report.html import write_report
 from swe_residual.report.tables import CLEAN, COND_FAIL, GAP, RESIDUAL
@@ -79,7 +79,7 @@ def framed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, int
     screenshot's two rows of frames, the broken copies' frames below them, in the same launch."""
     tmp = tmp_path_factory.mktemp("widths")
     records = _records()
-    page = write_report(tmp / "report", summary_dict(records, compare=True), records)
+    page = write_report(tmp / "report", summary_of(records, compare=True), records_of(records))
     copies = {"page": measured_copy(page).name} | {name: measured_copy(page, css).name
                                                     for name, (css, _, _) in BROKEN.items()}
     frames = [("page", anchor, width) for anchor in ANCHORS for width in WIDTHS]
