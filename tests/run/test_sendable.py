@@ -13,7 +13,7 @@ import execnet
 import pytest
 
 from plugins.context import RECORD_PROPERTY
-from plugins.residual import record_of
+from plugins.reporter import record_of
 from plugins.sendable import UNSENT_PROPERTY, keep_unsendable, unsendable
 from swe_residual.trial.records import fallback_path, read_records, record_line
 from recordfactory import make_record, make_run_record
