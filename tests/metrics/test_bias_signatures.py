@@ -100,7 +100,7 @@ def test_the_runs_are_what_the_signatures_assume(results: Path) -> None:
             if r.agent == KEEPER:
                 assert r.final_patch == r.inherited_patch
             else:
-                assert r["final_patch"] == ""
+                assert r.final_patch == ""
 
 
 def test_keeper_signature(results: Path) -> None:
