@@ -8,8 +8,10 @@ writes. Each trial is matched to its dataset task by the `task_id` it recorded; 
 is the keystrokes it typed (tb_keys.py), in the keystroke form of `commands.jsonl`, timed by
 its `.cast` when it has one. A trial with no keys of its own, or of an agent that ran inside
 one command, is imported without a final state (Stage II: `no_final_state`); trials of tasks not
-in the dataset and trials that cannot be read are listed and counted. None of it stops the
-import, as long as one trial is of a dataset task.
+in the dataset and trials that cannot be read are listed and counted. A trial of a task the
+dataset holds but cannot load is counted apart (`unloadable_tasks`), never as a task the dataset
+does not have: the funnel's "runs of the dataset's tasks" must not shrink silently when a task
+folder is broken. None of it stops the import, as long as one trial is of a dataset task.
 """
 
 from __future__ import annotations
@@ -159,7 +161,8 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     if not root.is_dir():
         raise ConfigError(f"{root}: no such directory (a Terminal-Bench run directory, or a directory of them)")
     dataset = load_dataset(dataset_path)
-    for name, error in dataset.task_errors:
+    broken = {name: str(error) for name, error in dataset.task_errors}
+    for name, error in broken.items():
         warn(f"dataset task {name} cannot be loaded, its trials are skipped: {error}")
     command = (f"swe-residual import terminal-bench {shlex.quote(str(runs_dir))} --dataset "
                f"{shlex.quote(str(dataset_path))} --predecessor-name-from {name_from}"
@@ -170,10 +173,16 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     problems: list[tuple[Path, str]] = list(unreadable)
     index = TaskIndex(dataset)
     unknown: Counter[str] = Counter()
+    unloadable: Counter[str] = Counter()
     matched: list[tuple[TBTrial, Task, str]] = []
     for trial in trials:
         trial = replace(trial, agent_name=trial.agent_name or agent, model_name=trial.model_name or model)
         task = index.find(trial.task_id)
+        if task is None and trial.task_id in broken:
+            unloadable[trial.task_id] += 1
+            problems.append((trial.path, f"task {trial.task_id} is in {dataset_path} but cannot be loaded: "
+                                         f"{broken[trial.task_id]}"))
+            continue
         if task is None:
             unknown[trial.task_id] += 1
             problems.append((trial.path, f"task {trial.task_id} is not in {dataset_path}"))
@@ -209,6 +218,7 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
         "trials": len(trials) + len(unreadable), "runs": len(runs),
         "dates": {"first": dates[0], "last": dates[-1]} if dates else None,
         "unknown_tasks": dict(sorted(unknown.items())),
+        "unloadable_tasks": dict(sorted(unloadable.items())),
         "no_final_state": sum(not run.recoverable for run in runs),
         "problems": [f"{relative(path)}: {reason}" for path, reason in problems],
     }

@@ -26,6 +26,7 @@ from swe_residual.cli.main import main as cli_main
 from swe_residual.errors import ConfigError
 from swe_residual.importing.tb_keys import read_commands_txt, read_trial_keys
 from swe_residual.importing.terminal_bench import import_terminal_bench
+from swe_residual.residualize.stats import render_funnel
 from swe_residual.states.state import check_replayable
 
 pytestmark = pytest.mark.unit
@@ -263,6 +264,30 @@ def test_no_trial_of_the_dataset_stops_with_a_reason(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no Terminal-Bench trial directories"):
         import_terminal_bench(inputs["dataset"], inputs["dataset"], tmp_path / "w2", progress=lambda _: None,
                               warn=lambda _: None)
+
+
+def test_a_trial_of_a_task_the_dataset_cannot_load_is_not_counted_as_a_task_it_lacks(tmp_path: Path) -> None:
+    """A broken task folder must not shrink "runs of the dataset's tasks" into "tasks not in it"."""
+    dataset = tmp_path / "dataset"
+    for task_id in ("hello-world", "broken-task"):
+        make_machine_task(dataset, task_id, None, tmux=False)
+    (dataset / "broken-task" / "task.toml").write_text("[task\n")  # not TOML
+    runs = tmp_path / "runs" / "collected"
+    for task_id in ("hello-world", "broken-task", "missing-task"):
+        write_trial(runs, task_id, f"{task_id}.1-of-1.initial", folder=f"0a1b2c3d-{task_id}", minute=0,
+                    resolved=False, commands=_commands("ls\n"), episodes=[_answer("ls\n", True)],
+                    model_log="gpt-4o-mini")
+    warnings: list[str] = []
+    import_terminal_bench(runs, dataset, tmp_path / "work", progress=lambda _: None, warn=warnings.append)
+    block = json.loads((tmp_path / "work" / "generate.json").read_text())["import"]
+    assert block["trials"] == 3 and block["runs"] == 1
+    assert block["unknown_tasks"] == {"missing-task": 1}
+    assert block["unloadable_tasks"] == {"broken-task": 1}
+    assert any(p.startswith("0a1b2c3d-broken-task/broken-task.1-of-1.initial: task broken-task is in ")
+               and "cannot be loaded" in p for p in block["problems"])
+    assert any("dataset task broken-task cannot be loaded" in line for line in warnings)
+    funnel = {"runs": 3, "runs_of_tasks_not_in_tb2": 1, "runs_of_tb2_tasks": 1, "runs_of_unloadable_tasks": 1}
+    assert "  runs of the dataset's tasks that could not be loaded (not imported): 1" in render_funnel(funnel)
 
 
 def test_commands_txt_harness_lines_and_agent_strings(tmp_path: Path) -> None:
