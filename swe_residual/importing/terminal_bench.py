@@ -6,7 +6,8 @@ Terminal-Bench's trial directories (tb_trials.py: `results.json` with `is_resolv
 become predecessor runs, written by `importing.runs` in the layout `residualize generate`
 writes. Each trial is matched to its dataset task by the `task_id` it recorded; its final state
 is the keystrokes it typed (tb_keys.py), in the keystroke form of `commands.jsonl`, timed by
-its `.cast` when it has one. A trial with no keys of its own, or of an agent that ran inside
+its `.cast` when it has one; Terminus's logged turns are its trajectory (tb_trajectory.py), shown
+to Stage III's reviewers. A trial with no keys of its own, or of an agent that ran inside
 one command, is imported without a final state (Stage II: `no_final_state`); trials of tasks not
 in the dataset and trials that cannot be read are listed and counted. A trial of a task the
 dataset holds but cannot load is counted apart (`unloadable_tasks`), never as a task the dataset
@@ -33,6 +34,7 @@ from swe_residual.harbor.layout import format_time
 from swe_residual.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
 from swe_residual.importing.tb_keys import read_trial_keys
+from swe_residual.importing.tb_trajectory import terminus_trajectory
 from swe_residual.importing.tb_trials import TBTrial, read_runs
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
 from swe_residual.trial.values import Outcome, Termination, Track
@@ -133,6 +135,7 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
         "declared_complete": trial.declared_complete, "episodes": trial.episodes,
         "started_at": format_time(trial.started_at) if trial.started_at else None,
         "ended_at": format_time(trial.ended_at) if trial.ended_at else None,
+        "instruction": trial.instruction,
     }
     if task.track == Track.REPO:
         unrecoverable = (f"{task.track} track: {trial.relative} recorded keystrokes, not a patch of the repository "
@@ -147,7 +150,8 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
             provenance["pane"] = "panes/post-agent.txt"
             pane = (trial.path / "panes" / "post-agent.txt").read_bytes()
         facts.update({"keystroke_lines": keys.lines, "typed_after_tests": keys.after_tests, "timing": keys.timing})
-    return ImportedRun(task, identity, record, None, unrecoverable, provenance, None, facts, commands, pane)
+    trajectory = terminus_trajectory(trial.path, trial.agent_name or identity)
+    return ImportedRun(task, identity, record, None, unrecoverable, provenance, trajectory, facts, commands, pane)
 
 
 def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,

@@ -156,6 +156,21 @@ def _keys(work: Path, task: str, predecessor: str, attempt: int) -> list[dict[st
 TERMINUS = "terminus__anthropic_claude_3_7_sonnet"
 
 
+def test_terminus_turns_are_the_trajectory_reviewers_read(imported: dict[str, Any]) -> None:
+    """Each turn: its keys, what the model said, and the terminal the next prompt showed it."""
+    run_dir = imported["work"] / "runs" / "hello-world" / TERMINUS / "1"
+    record = json.loads((run_dir / "record.json").read_text())
+    steps = json.loads((run_dir / record["trajectory"]).read_text())["steps"]
+    assert record["steps"] == len(steps) == 2
+    assert steps[0]["command"] == "echo 'Hello, world!' > hello.txt"
+    assert steps[0]["output"] == "state: ...\nplan: ...\n--- the terminal afterwards ---\n..."
+    # The last turn: the recorded post-agent pane is what it left.
+    assert steps[1]["output"].endswith("declared the task complete\n--- the terminal afterwards ---\n"
+                                       "root@abc:/app# ls\nroot@abc:/app#")
+    # A trial with no Terminus logs has no trajectory.
+    assert _record(imported["work"], "fix-permissions", TERMINUS, 1)["trajectory"] is None
+
+
 def test_a_resolved_trial(imported: dict[str, Any]) -> None:
     record = _record(imported["work"], "fix-permissions", TERMINUS, 1)
     assert [record[k] for k in ("termination", "submitted", "outcome", "reward")] == ["submitted", True, "success", 1.0]
@@ -251,6 +266,26 @@ def test_stage_ii_reads_imported_trials(imported: dict[str, Any]) -> None:
     assert rules[("hello-world", "terminus__openai_gpt_4o_mini-a1")] == "infra_failure"
     assert [(c["task"], c["candidate"]) for c in filtered["candidates"]] == [
         ("hello-world", f"{TERMINUS}-a1"), ("hello-world", f"{TERMINUS}-a2")]
+
+
+def test_review_shows_the_request_the_run_was_given_and_its_turns(tmp_path: Path) -> None:
+    """A run made on another version of the task: its reviewers see both requests, and its turns."""
+    inputs = make_runs(tmp_path)
+    same = inputs["runs"] / "2025-07-15__00-00-00" / "hello-world" / "hello-world.2-of-2" / "results.json"
+    results = json.loads(same.read_text())
+    same.write_text(json.dumps({**results, "instruction": "Keep the ticker running.\n"}))
+    work = tmp_path / "work"
+    import_terminal_bench(inputs["runs"], inputs["dataset"], work, progress=lambda _: None, warn=lambda _: None)
+    assert cli_main(["residualize", "filter", str(work)]) == 0
+    assert cli_main(["review", str(work)]) == 0
+    packet = (work / "review" / "hello-world" / f"{TERMINUS}-a1.md").read_text()
+    given = packet.split("## The request the run was given (it differs from the task's)\n", 1)[1]
+    assert "-Do the task.\n+Keep the ticker running." in given
+    assert "declared the task complete" in packet.split("## Trajectory", 1)[1]
+    page = (work / "review" / "hello-world" / f"{TERMINUS}-a1.html").read_text()
+    assert "The request the run was given" in page and "+Keep the ticker running." in page
+    # The same request as the task's: no such section.
+    assert "The request the run was given" not in (work / "review" / "hello-world" / f"{TERMINUS}-a2.md").read_text()
 
 
 def test_no_trial_of_the_dataset_stops_with_a_reason(tmp_path: Path) -> None:
