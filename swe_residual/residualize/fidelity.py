@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from swe_residual.dataset.errors import InfraError
 from swe_residual.dataset.states.pane_fidelity import describe, first_divergence
 
 VOLATILE_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/log", "/var/cache", "/root/.cache")
@@ -43,6 +44,7 @@ _DESCRIBE = (
     'elif [ -e "$p" ]; then printf "other %s - %s\\n" "$(stat -c %a "$p")" "$p"; fi; done'
 )
 _PROCESSES = "ps -eo args= 2>/dev/null"
+DESCRIBE_TIMEOUT_SEC = 600
 REPLAYS_DIFFER = "two replays differ"
 PANE_TAIL = "tmux capture-pane -p -S - -t swe-residual 2>/dev/null"
 
@@ -88,7 +90,14 @@ def fingerprint(environment: Any) -> Fingerprint:
         listing = "\n".join(present) + "\n"
         environment.write_file("/tmp/.swe-residual-fingerprint", listing.encode("utf-8"))
         result = environment.exec(f"{_DESCRIBE} < /tmp/.swe-residual-fingerprint; rm -f /tmp/.swe-residual-fingerprint",
-                                  timeout_sec=600)
+                                  timeout_sec=DESCRIBE_TIMEOUT_SEC)
+        if result.exit_code != 0:
+            # Killed at its deadline (thousands of files an `apt install` left): the paths not yet
+            # described would read as changed by the other replay only, a divergence the state
+            # never had. The fingerprint is not known, which is the suite's failure, not the state's.
+            described = sum(1 for line in result.stdout.splitlines() if len(line.split(" ", 3)) == 4)
+            raise InfraError(f"describing the {len(present)} changed path(s) did not finish (exit {result.exit_code}, "
+                             f"{described} described in {DESCRIBE_TIMEOUT_SEC} s)")
         for line in result.stdout.splitlines():
             parts = line.split(" ", 3)
             if len(parts) == 4:

@@ -35,6 +35,7 @@ from typing import Any
 from swe_residual.dataset.load import load_dataset
 from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
+from swe_residual.residualize.review_request import HEADING as REQUEST_HEADING, request_difference
 from swe_residual.residualize.review_summary import summarize
 from swe_residual.residualize.workdir import RunRef, Workdir, stage_one
 from swe_residual.dataset.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
@@ -105,6 +106,9 @@ def render_packet(work: Workdir, ref: RunRef, request: str, summarizer: str | No
         decisions_block(),
         "\n## Request\n\n", request.rstrip() + "\n",
     ]
+    difference = request_difference(record, request)
+    if difference:
+        parts += [f"\n## {REQUEST_HEADING}\n\n", _fence(difference, "diff")]
     if summarizer:
         parts += ["\n## Summary of the trajectory\n\n", summarize(work, ref, request, summarizer) + "\n"]
     payload = work.payload(ref).decode("utf-8", errors="replace")

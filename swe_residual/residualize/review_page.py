@@ -34,6 +34,7 @@ from swe_residual.report.html_tables import e, heading, table
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.review import CRITERIA, REVIEWERS, interaction_line, packet_path, read_decisions
 from swe_residual.residualize.review_machine import machine_changes_path, read_changes
+from swe_residual.residualize.review_request import HEADING as REQUEST_HEADING, request_difference
 from swe_residual.residualize.review_summary import summary_path
 from swe_residual.residualize.workdir import RunRef, Workdir, stage_one
 from swe_residual.trial.record_model import RunRecord
@@ -158,6 +159,8 @@ def render_page(work: Workdir, ref: RunRef, request: str) -> str:
         _facts(ref, record),
         heading(2, "decisions", "Decisions"), _decisions(work, ref, values),
         heading(2, "request", "Request"), preformatted(request, MAX_PATCH_CHARS),
+        *([heading(2, "request-given", REQUEST_HEADING), preformatted(difference, MAX_PATCH_CHARS)]
+          if (difference := request_difference(record, request)) else []),
         heading(2, "changes", "Changes from the clean state"),
         _machine_section(work, ref, payload) if record.track == Track.MACHINE else _patch_section(payload),
         heading(2, "tests", "Hidden tests at the end of the run"),

@@ -182,6 +182,9 @@ def render_funnel(funnel: dict[str, Any]) -> list[str]:
         lines.append(f"  runs in the source: {funnel['runs']} (of tasks not in the dataset: "
                      f"{funnel.get('runs_of_tasks_not_in_tb2', 0)})")
     lines.append(f"  runs of the dataset's tasks: {funnel.get('runs_of_tb2_tasks', '-')}")
+    if funnel.get("runs_of_unloadable_tasks"):
+        lines.append(f"  runs of the dataset's tasks that could not be loaded (not imported): "
+                     f"{funnel['runs_of_unloadable_tasks']}")
     for rule, count in (funnel.get("stage_ii") or {}).items():
         lines.append(f"  Stage II excluded, {rule}: {count}")
     lines.append(f"  Stage II candidates: {funnel.get('stage_ii_candidates', '-')}; "

@@ -139,3 +139,30 @@ def test_the_venv_stays_first_on_path_under_a_login_shell() -> None:
         results[name] = built.returncode
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
     assert results == {"env only": 1, "script": 0}
+
+
+@docker_test
+@pytest.mark.slow
+def test_a_python_base_keeps_its_c_headers(tmp_path: Path) -> None:
+    """Built for real: a task FROM a python:* image whose test builds a C extension (setuptools
+    `build_ext` including Python.h, run by the `uvx` stand-in's Python) finds Python's headers,
+    as on the published base and in the Pythons uv manages."""
+    tag = f"example/swe-residual-test-headers:{uuid.uuid4().hex[:8]}"
+    task = tmp_path / "headers"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text("FROM python:3.13-slim-bookworm\nWORKDIR /app\n")
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("uvx -p 3.13 -w setuptools==80.9.0 pytest /tests/test_outputs.py\n")
+    (task / "task.toml").write_text(f'[environment]\ndocker_image = "{tag}"\n')
+    check = ("import os, sysconfig; header = os.path.join(sysconfig.get_paths()['include'], 'Python.h'); "
+             "print(header, os.path.isfile(header))")
+    try:
+        built = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "rebuild-task-image"), str(task)],
+                               capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr[-3000:]
+        for python in ("python", "/opt/uvx-tools/bin/python"):
+            found = subprocess.run(["docker", "run", "--rm", "--label", "swe-residual.test=1", tag, python, "-c", check],
+                                   capture_output=True, text=True)
+            assert found.stdout.strip().endswith("Python.h True"), (python, found.stdout, found.stderr)
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)

@@ -26,6 +26,7 @@ from swe_residual.cli.main import main as cli_main
 from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.importing.tb_keys import read_commands_txt, read_trial_keys
 from swe_residual.residualize.importing.terminal_bench import import_terminal_bench
+from swe_residual.residualize.stats import render_funnel
 from swe_residual.dataset.states.state import check_replayable
 
 pytestmark = pytest.mark.unit
@@ -155,6 +156,21 @@ def _keys(work: Path, task: str, predecessor: str, attempt: int) -> list[dict[st
 TERMINUS = "terminus__anthropic_claude_3_7_sonnet"
 
 
+def test_terminus_turns_are_the_trajectory_reviewers_read(imported: dict[str, Any]) -> None:
+    """Each turn: its keys, what the model said, and the terminal the next prompt showed it."""
+    run_dir = imported["work"] / "runs" / "hello-world" / TERMINUS / "1"
+    record = json.loads((run_dir / "record.json").read_text())
+    steps = json.loads((run_dir / record["trajectory"]).read_text())["steps"]
+    assert record["steps"] == len(steps) == 2
+    assert steps[0]["command"] == "echo 'Hello, world!' > hello.txt"
+    assert steps[0]["output"] == "state: ...\nplan: ...\n--- the terminal afterwards ---\n..."
+    # The last turn: the recorded post-agent pane is what it left.
+    assert steps[1]["output"].endswith("declared the task complete\n--- the terminal afterwards ---\n"
+                                       "root@abc:/app# ls\nroot@abc:/app#")
+    # A trial with no Terminus logs has no trajectory.
+    assert _record(imported["work"], "fix-permissions", TERMINUS, 1)["trajectory"] is None
+
+
 def test_a_resolved_trial(imported: dict[str, Any]) -> None:
     record = _record(imported["work"], "fix-permissions", TERMINUS, 1)
     assert [record[k] for k in ("termination", "submitted", "outcome", "reward")] == ["submitted", True, "success", 1.0]
@@ -252,6 +268,26 @@ def test_stage_ii_reads_imported_trials(imported: dict[str, Any]) -> None:
         ("hello-world", f"{TERMINUS}-a1"), ("hello-world", f"{TERMINUS}-a2")]
 
 
+def test_review_shows_the_request_the_run_was_given_and_its_turns(tmp_path: Path) -> None:
+    """A run made on another version of the task: its reviewers see both requests, and its turns."""
+    inputs = make_runs(tmp_path)
+    same = inputs["runs"] / "2025-07-15__00-00-00" / "hello-world" / "hello-world.2-of-2" / "results.json"
+    results = json.loads(same.read_text())
+    same.write_text(json.dumps({**results, "instruction": "Keep the ticker running.\n"}))
+    work = tmp_path / "work"
+    import_terminal_bench(inputs["runs"], inputs["dataset"], work, progress=lambda _: None, warn=lambda _: None)
+    assert cli_main(["residualize", "filter", str(work)]) == 0
+    assert cli_main(["review", str(work)]) == 0
+    packet = (work / "review" / "hello-world" / f"{TERMINUS}-a1.md").read_text()
+    given = packet.split("## The request the run was given (it differs from the task's)\n", 1)[1]
+    assert "-Do the task.\n+Keep the ticker running." in given
+    assert "declared the task complete" in packet.split("## Trajectory", 1)[1]
+    page = (work / "review" / "hello-world" / f"{TERMINUS}-a1.html").read_text()
+    assert "The request the run was given" in page and "+Keep the ticker running." in page
+    # The same request as the task's: no such section.
+    assert "The request the run was given" not in (work / "review" / "hello-world" / f"{TERMINUS}-a2.md").read_text()
+
+
 def test_no_trial_of_the_dataset_stops_with_a_reason(tmp_path: Path) -> None:
     inputs = make_runs(tmp_path)
     only_missing = tmp_path / "only"
@@ -263,6 +299,30 @@ def test_no_trial_of_the_dataset_stops_with_a_reason(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no Terminal-Bench trial directories"):
         import_terminal_bench(inputs["dataset"], inputs["dataset"], tmp_path / "w2", progress=lambda _: None,
                               warn=lambda _: None)
+
+
+def test_a_trial_of_a_task_the_dataset_cannot_load_is_not_counted_as_a_task_it_lacks(tmp_path: Path) -> None:
+    """A broken task folder must not shrink "runs of the dataset's tasks" into "tasks not in it"."""
+    dataset = tmp_path / "dataset"
+    for task_id in ("hello-world", "broken-task"):
+        make_machine_task(dataset, task_id, None, tmux=False)
+    (dataset / "broken-task" / "task.toml").write_text("[task\n")  # not TOML
+    runs = tmp_path / "runs" / "collected"
+    for task_id in ("hello-world", "broken-task", "missing-task"):
+        write_trial(runs, task_id, f"{task_id}.1-of-1.initial", folder=f"0a1b2c3d-{task_id}", minute=0,
+                    resolved=False, commands=_commands("ls\n"), episodes=[_answer("ls\n", True)],
+                    model_log="gpt-4o-mini")
+    warnings: list[str] = []
+    import_terminal_bench(runs, dataset, tmp_path / "work", progress=lambda _: None, warn=warnings.append)
+    block = json.loads((tmp_path / "work" / "generate.json").read_text())["import"]
+    assert block["trials"] == 3 and block["runs"] == 1
+    assert block["unknown_tasks"] == {"missing-task": 1}
+    assert block["unloadable_tasks"] == {"broken-task": 1}
+    assert any(p.startswith("0a1b2c3d-broken-task/broken-task.1-of-1.initial: task broken-task is in ")
+               and "cannot be loaded" in p for p in block["problems"])
+    assert any("dataset task broken-task cannot be loaded" in line for line in warnings)
+    funnel = {"runs": 3, "runs_of_tasks_not_in_tb2": 1, "runs_of_tb2_tasks": 1, "runs_of_unloadable_tasks": 1}
+    assert "  runs of the dataset's tasks that could not be loaded (not imported): 1" in render_funnel(funnel)
 
 
 def test_commands_txt_harness_lines_and_agent_strings(tmp_path: Path) -> None:

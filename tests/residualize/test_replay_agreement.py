@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from swe_residual.residualize.fidelity import Fingerprint, compare, volatile
+from types import SimpleNamespace
+from typing import Any
+
+from swe_residual.dataset.errors import InfraError
+from swe_residual.residualize.fidelity import Fingerprint, compare, fingerprint, volatile
 
 pytestmark = pytest.mark.unit
 
@@ -50,3 +54,28 @@ def test_volatile_places_are_set_aside() -> None:
     # A log named by the time it was written (pipx) is another path in every replay.
     assert volatile("/root/.local/pipx/logs/cmd_2026-12-02_01.31.54.log")
     assert not volatile("/app/ssl/server.key") and not volatile("/tmpfile") and not volatile("/etc/nginx")
+
+
+class _SlowDescribe:
+    """A fake container whose describe step was killed at its deadline after one path. Faked:
+    the real cause (some 12,000 files an `apt install r-base` left, described one process at a
+    time on a loaded host) takes over ten minutes to reproduce."""
+
+    container_id = "c"
+
+    def __init__(self) -> None:
+        diff = [{"Path": "/usr/share/R/doc/COPYING", "Kind": 1}, {"Path": "/usr/share/R/doc/NEWS", "Kind": 1}]
+        self.client = SimpleNamespace(api=SimpleNamespace(diff=lambda _: diff))
+
+    def write_file(self, path: str, data: bytes) -> None:
+        pass
+
+    def exec(self, command: str, timeout_sec: float) -> Any:
+        if "ps -eo" in command:
+            return SimpleNamespace(stdout="bash --login\n", exit_code=0)
+        return SimpleNamespace(stdout="link 777 0123456789abcdef /usr/share/R/doc/COPYING\n", exit_code=137)
+
+
+def test_a_fingerprint_cut_off_at_its_deadline_is_an_error_not_a_divergence() -> None:
+    with pytest.raises(InfraError, match="describing the 2 changed path.* did not finish .exit 137, 1 described"):
+        fingerprint(_SlowDescribe())

@@ -54,6 +54,7 @@ class TBTrial:
     agent_ended_at: datetime | None
     input_tokens: int | None
     output_tokens: int | None
+    instruction: str | None = None  # the request the trial was given, as results.json records it
 
 
 def _text(data: dict[str, Any] | None, key: str) -> str | None:
@@ -78,8 +79,8 @@ def _run_metadata(trial: Path, root: Path, cache: dict[Path, dict[str, Any] | No
     return None
 
 
-def _episodes(trial: Path) -> list[dict[str, Any]]:
-    """Terminus's answers (`agent-logs/episode-N/response.json`) in episode order."""
+def episode_dirs(trial: Path) -> list[Path]:
+    """Terminus's `agent-logs/episode-N/` directories, in episode order."""
     logs = trial / "agent-logs"
     if not logs.is_dir():
         return []
@@ -88,8 +89,13 @@ def _episodes(trial: Path) -> list[dict[str, Any]]:
         name = child.name
         if name.startswith("episode-") and name[8:].isdigit() and int(name[8:]) < MAX_EPISODES:
             numbered.append((int(name[8:]), child))
+    return [episode for _, episode in sorted(numbered)]
+
+
+def _episodes(trial: Path) -> list[dict[str, Any]]:
+    """Terminus's answers (`agent-logs/episode-N/response.json`) in episode order."""
     answers = []
-    for _, episode in sorted(numbered):
+    for episode in episode_dirs(trial):
         data, _ = read_object(episode / "response.json")
         if data is not None:
             answers.append(data)
@@ -133,6 +139,7 @@ def read_trial(path: Path, root: Path, results: dict[str, Any],
         agent_started_at=parse_time(results.get("agent_started_at")),
         agent_ended_at=parse_time(results.get("agent_ended_at")),
         input_tokens=_count(results, "total_input_tokens"), output_tokens=_count(results, "total_output_tokens"),
+        instruction=_text(results, "instruction"),
     )
 
 

@@ -6,10 +6,13 @@ Terminal-Bench's trial directories (tb_trials.py: `results.json` with `is_resolv
 become predecessor runs, written by `importing.runs` in the layout `residualize generate`
 writes. Each trial is matched to its dataset task by the `task_id` it recorded; its final state
 is the keystrokes it typed (tb_keys.py), in the keystroke form of `commands.jsonl`, timed by
-its `.cast` when it has one. A trial with no keys of its own, or of an agent that ran inside
+its `.cast` when it has one; Terminus's logged turns are its trajectory (tb_trajectory.py), shown
+to Stage III's reviewers. A trial with no keys of its own, or of an agent that ran inside
 one command, is imported without a final state (Stage II: `no_final_state`); trials of tasks not
-in the dataset and trials that cannot be read are listed and counted. None of it stops the
-import, as long as one trial is of a dataset task.
+in the dataset and trials that cannot be read are listed and counted. A trial of a task the
+dataset holds but cannot load is counted apart (`unloadable_tasks`), never as a task the dataset
+does not have: the funnel's "runs of the dataset's tasks" must not shrink silently when a task
+folder is broken. None of it stops the import, as long as one trial is of a dataset task.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from swe_residual.dataset.harbor_layout import format_time
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
 from swe_residual.residualize.importing.tb_keys import read_trial_keys
+from swe_residual.residualize.importing.tb_trajectory import terminus_trajectory
 from swe_residual.residualize.importing.tb_trials import TBTrial, read_runs
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
 from swe_residual.dataset.values import Outcome, Termination, Track
@@ -130,6 +134,7 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
         "declared_complete": trial.declared_complete, "episodes": trial.episodes,
         "started_at": format_time(trial.started_at) if trial.started_at else None,
         "ended_at": format_time(trial.ended_at) if trial.ended_at else None,
+        "instruction": trial.instruction,
     }
     if task.track == Track.REPO:
         unrecoverable = (f"{task.track} track: {trial.relative} recorded keystrokes, not a patch of the repository "
@@ -144,7 +149,8 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
             provenance["pane"] = "panes/post-agent.txt"
             pane = (trial.path / "panes" / "post-agent.txt").read_bytes()
         facts.update({"keystroke_lines": keys.lines, "typed_after_tests": keys.after_tests, "timing": keys.timing})
-    return ImportedRun(task, identity, record, None, unrecoverable, provenance, None, facts, commands, pane)
+    trajectory = terminus_trajectory(trial.path, trial.agent_name or identity)
+    return ImportedRun(task, identity, record, None, unrecoverable, provenance, trajectory, facts, commands, pane)
 
 
 def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,
@@ -158,7 +164,8 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     if not root.is_dir():
         raise ConfigError(f"{root}: no such directory (a Terminal-Bench run directory, or a directory of them)")
     dataset = load_dataset(dataset_path)
-    for name, error in dataset.task_errors:
+    broken = {name: str(error) for name, error in dataset.task_errors}
+    for name, error in broken.items():
         warn(f"dataset task {name} cannot be loaded, its trials are skipped: {error}")
     command = (f"swe-residual import terminal-bench {shlex.quote(str(runs_dir))} --dataset "
                f"{shlex.quote(str(dataset_path))} --predecessor-name-from {name_from}"
@@ -169,10 +176,16 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     problems: list[tuple[Path, str]] = list(unreadable)
     index = TaskIndex(dataset)
     unknown: Counter[str] = Counter()
+    unloadable: Counter[str] = Counter()
     matched: list[tuple[TBTrial, Task, str]] = []
     for trial in trials:
         trial = replace(trial, agent_name=trial.agent_name or agent, model_name=trial.model_name or model)
         task = index.find(trial.task_id)
+        if task is None and trial.task_id in broken:
+            unloadable[trial.task_id] += 1
+            problems.append((trial.path, f"task {trial.task_id} is in {dataset_path} but cannot be loaded: "
+                                         f"{broken[trial.task_id]}"))
+            continue
         if task is None:
             unknown[trial.task_id] += 1
             problems.append((trial.path, f"task {trial.task_id} is not in {dataset_path}"))
@@ -208,6 +221,7 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
         "trials": len(trials) + len(unreadable), "runs": len(runs),
         "dates": {"first": dates[0], "last": dates[-1]} if dates else None,
         "unknown_tasks": dict(sorted(unknown.items())),
+        "unloadable_tasks": dict(sorted(unloadable.items())),
         "no_final_state": sum(not run.recoverable for run in runs),
         "problems": [f"{relative(path)}: {reason}" for path, reason in problems],
     }

@@ -144,6 +144,7 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         "runs": generate.get("import", {}).get("trials"),
         "runs_of_tasks_not_in_tb2": sum((generate.get("import", {}).get("unknown_tasks") or {}).values()),
         "runs_of_tb2_tasks": filtered.get("n_runs"),
+        "runs_of_unloadable_tasks": sum((generate.get("import", {}).get("unloadable_tasks") or {}).values()),
         "stage_ii": dict(filtered.get("counts") or {}),
         "stage_ii_candidates": len(filtered.get("candidates") or []),
         "stage_iii_retained": table5["table5"]["total"]["passed_review"],
