@@ -9,14 +9,16 @@ show the difference, so "task-directed" is judged knowing what the predecessor w
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from swe_residual.trial.record_model import RunRecord
 
 HEADING = "The request the run was given (it differs from the task's)"
 
 
-def request_difference(record: dict[str, Any], request: str) -> str | None:
-    """A unified diff from the run's recorded request to the task's, or None when they agree."""
-    given = ((record.get("residualize") or {}).get("source") or {}).get("instruction")
+def request_difference(record: RunRecord, request: str) -> str | None:
+    """A unified diff from the run's recorded request to the task's, or None when they agree
+    (an imported run keeps its source's request under `residualize.source`, a key of its own)."""
+    source = (record.extra.get("residualize") or {}).get("source") or {}
+    given = source.get("instruction") if isinstance(source, dict) else None
     if not isinstance(given, str) or given.strip() == request.strip():
         return None
     lines = difflib.unified_diff(given.strip().splitlines(), request.strip().splitlines(),
