@@ -120,3 +120,29 @@ def write_episodes(trial: Path, episodes: list[list[dict[str, Any]]]) -> None:
             {"analysis": f"episode {episode}", "plan": "type the commands", "commands": commands,
              "task_complete": False}, indent=2))
         (directory / "debug.json").write_text(json.dumps({"model": "openai/gpt-5", "episode": episode}))
+
+
+def tool_call_atif(turns: list[list[dict[str, Any]]], final: str | None = "Done.") -> dict[str, Any]:
+    """OpenClaw's ATIF trajectory: one agent step per model turn with its tool calls, then one
+    step per call holding the tool's answer (`extra.tool_call_id`, and for commands
+    `exec_status`/`exec_exit_code`); `final` is the last turn's words (None: the run stopped
+    right after its last tool call, without declaring the task done). Each call is
+    `{"name", "arguments", "answer", "status"?, "exit_code"?}`."""
+    steps: list[dict[str, Any]] = [{"step_id": 1, "source": "user", "message": "Make the tool state."}]
+    for turn, calls in enumerate(turns):
+        ids = [f"tool-{turn}-{i}" for i in range(len(calls))]
+        steps.append({"step_id": len(steps) + 1, "source": "agent", "model_name": "z-ai/glm-5",
+                      "message": f"turn {turn}", "extra": {"openclaw_role": "assistant"},
+                      "tool_calls": [{"tool_call_id": i, "function_name": c["name"], "arguments": c["arguments"]}
+                                     for i, c in zip(ids, calls)]})
+        for call_id, call in zip(ids, calls):
+            extra: dict[str, Any] = {"openclaw_role": "toolResult", "tool_call_id": call_id}
+            if "status" in call:
+                extra.update(exec_status=call["status"], exec_exit_code=call.get("exit_code"))
+            steps.append({"step_id": len(steps) + 1, "source": "agent", "message": call["answer"],
+                          "observation": {"results": [{"content": call["answer"]}]}, "extra": extra})
+    if final is not None:
+        steps.append({"step_id": len(steps) + 1, "source": "agent", "model_name": "z-ai/glm-5", "message": final,
+                      "extra": {"openclaw_role": "assistant", "stop_reason": "stop"}})
+    return {"schema_version": "ATIF-v1.6", "session_id": "openclaw-session",
+            "agent": {"name": "openclaw", "version": "unknown", "model_name": "openai/z-ai/glm-5"}, "steps": steps}

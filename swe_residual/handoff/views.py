@@ -27,6 +27,7 @@ from pathlib import Path
 from swe_residual.states.diffparse import parse_diff
 from swe_residual.handoff.runs import find_test_runs, shell_lines
 from swe_residual.states.state import ResidualState, interaction_text
+from swe_residual.states.tool_calls import is_file_tool
 from swe_residual.trial.trajectory import Step, steps_from_jsonl
 from swe_residual.trial.values import Track
 
@@ -175,6 +176,10 @@ def _files_changed(state: ResidualState) -> list[str]:
     commands = state.read_commands()
     touched: dict[str, str] = {}
     for entry in commands:
+        if is_file_tool(entry):  # an agent's file tool names its one file
+            how, path = interaction_text(entry).split(" ", 1)
+            touched[path] = "written" if how == "write" else "edited"
+            continue
         for path, how in command_targets(interaction_text(entry), entry.get("cwd")).items():
             touched[path] = how
     lines = [f"- `{path}` ({touched[path]})" for path in sorted(touched)] or ["None named by its commands."]

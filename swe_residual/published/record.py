@@ -1,4 +1,4 @@
-"""`swe-residual dataset record WORK --built OUT --sources SOURCES.toml --out DIR`: write manifest.toml.
+"""`swe-residual dataset record WORK --built OUT --sources SOURCES.toml --out DIR [--add]`: write manifest.toml.
 
 After the pipeline ran on fetched sources (`import terminal-bench`, `residualize filter|review|
 build`), this records what it made as a manifest (manifest.py) that names every input instead of
@@ -79,7 +79,19 @@ def _portable(value: Any, local: str, reference: str) -> Any:
     return value
 
 
-def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
+def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str) -> dict[str, Any]:
+    """`new` (one source of runs) added to a manifest recorded before: sources, tasks, states and
+    candidates joined (this source's own entries replaced), its funnel under `[funnels.<source>]`."""
+    merged = dict(existing)
+    for key in ("sources", "tasks", "states", "candidates"):
+        merged[key] = {**(existing.get(key) or {}), **new[key]}
+    merged["funnels"] = {**(existing.get("funnels") or {}), runs_name: new["funnel"]}
+    return merged
+
+
+def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool = False) -> Path:
+    """Write OUT/manifest.toml; with `add`, add this work directory's source of runs to the
+    manifest already there (a dataset built from several sources, each recorded in turn)."""
     sources = _sources(sources_file)
     tasks_name, tasks_source = _one(sources, "tasks")
     runs_name, runs_source = _one(sources, "runs")
@@ -100,6 +112,8 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         for key in ("tasks", "runs"):
             if key in entry:
                 written[key] = entry[key]
+        if name == runs_name and (generate.get("import") or {}).get("kind") == "harbor-jobs":
+            written["runs_format"] = "harbor-jobs"
         manifest["sources"][name] = written
     local_runs = str((generate.get("import") or {}).get("source") or "")
     if not local_runs:
@@ -129,11 +143,12 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
             "trial": f"{runs_source['runs'].rstrip('/')}/{imported.get('trial')}",
             "submission": Path(runs_source["runs"]).name,
             "agent": facts.get("agent"), "model": facts.get("model"),
-            "task_version": facts.get("dataset") or runs_source.get("task_version", "not recorded"),
+            "task_version": (imported.get("task_version") or facts.get("dataset")
+                             or runs_source.get("task_version", "not recorded")),
             "commands_sha256": hashlib.sha256((state_dir / COMMANDS).read_bytes()).hexdigest(),
             "stage_i": {"outcome": run.get("outcome"), "termination": run.get("termination"),
                         "submitted": bool(run.get("submitted")), "reward": run.get("reward"),
-                        "declared_complete": facts.get("declared_complete"),
+                        "declared_complete": facts.get("declared_complete", imported.get("declared_done")),
                         "failure_mode": facts.get("failure_mode"), "tests": run.get("tests") or {}},
             "stage_iii": _review(packet) if packet.is_file() else {},
             "state": state,
@@ -159,5 +174,7 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         for c in table5["candidates"]}
     out.mkdir(parents=True, exist_ok=True)
     target = out / MANIFEST
+    if add and target.is_file():
+        manifest = _merged(tomllib.loads(target.read_text(encoding="utf-8")), manifest, runs_name)
     target.write_text(tomlwrite.dumps(manifest), encoding="utf-8")
     return target
