@@ -5,9 +5,13 @@ trajectory, artifact manifest), for the tests that read Harbor's results
 from __future__ import annotations
 
 import json
+import secrets
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from swe_residual.harbor.checksum import task_checksum
 
@@ -146,3 +150,14 @@ def tool_call_atif(turns: list[list[dict[str, Any]]], final: str | None = "Done.
                       "extra": {"openclaw_role": "assistant", "stop_reason": "stop"}})
     return {"schema_version": "ATIF-v1.6", "session_id": "openclaw-session",
             "agent": {"name": "openclaw", "version": "unknown", "model_name": "openai/z-ai/glm-5"}, "steps": steps}
+
+
+@pytest.fixture
+def machine_task_id() -> Iterator[str]:
+    """A fresh machine-track task id for the tests that build its image; its cached images are
+    removed afterwards (imported by the test modules that use it)."""
+    from swe_residual.environments.docker import remove_cached_images
+
+    name = f"machine-{secrets.token_hex(3)}"
+    yield name
+    remove_cached_images(name)

@@ -64,7 +64,7 @@ from swe_residual.handoff.sources import predecessor_files
 from swe_residual.residualize.review import retained as stage_iii_retained
 from swe_residual.residualize.review_machine import machine_changes_path, replay_changes
 from swe_residual.residualize.review_record import review_table
-from swe_residual.residualize.table5 import (  # noqa: F401  (the rows are re-exported)
+from swe_residual.residualize.table5 import (  # noqa: F401  (rows and table5 re-exported)
     INCLUDED, NO_VERDICT, NOT_SOLVABLE, PASSED_REVIEW, REPLAY_FAILED, TABLE5_ROWS, UNUSABLE, render_table5, table5)
 from swe_residual.residualize.workdir import COMMANDS, COMMITTED, PATCH, RECORDED_PANE, RunRef, Workdir, write_bytes
 from swe_residual.states.state import MACHINE_FILE, ResidualState, load_state

@@ -6,15 +6,13 @@ real engine, replayed by Stage IV with each command's output compared with what 
 from __future__ import annotations
 
 import json
-import secrets
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from dockerneeded import _check_engine, requires_docker
-from harborjobs import tool_call_atif, write_trial
+from harborjobs import machine_task_id, tool_call_atif, write_trial  # noqa: F401  (a fixture)
 from taskfactory import make_machine_task
 
 from swe_residual.cli.main import main as cli_main
@@ -209,15 +207,6 @@ def test_tool_call_lines_are_checked_at_load(tmp_path: Path, line: dict[str, Any
 # --------------------------------------------------------------------------- end to end, real engine
 
 
-@pytest.fixture
-def machine_task_id() -> Iterator[str]:
-    from swe_residual.environments.docker import remove_cached_images
-
-    name = f"tools-{secrets.token_hex(3)}"
-    yield name
-    remove_cached_images(name)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("_", [pytest.param(None, marks=requires_docker)])
 def test_tool_call_trials_become_states_when_their_replay_reproduces_them(
@@ -253,3 +242,15 @@ def test_tool_call_trials_become_states_when_their_replay_reproduces_them(
     state_dir = out / machine_task_id / "residual" / f"{PRED}-1"
     machine = json.loads((state_dir / "machine.json").read_text())
     assert "/app/out/config.ini" in machine["files"]["added"] and "/app/out/slow.txt" in machine["files"]["added"]
+
+
+@pytest.mark.unit
+def test_the_trajectory_links_each_answer_to_its_call() -> None:
+    """OpenClaw answers a call in a later step naming it: that answer is the call's output."""
+    from swe_residual.harbor.atif import atif_to_trajectory
+
+    trajectory = atif_to_trajectory(tool_call_atif(TURNS), "openclaw")
+    assert [step.action for step in trajectory.steps] == [
+        "command", "edit", "edit", "view", "message", "command", "command", "message", "command", "message"]
+    assert trajectory.steps[0].output == "made" and trajectory.steps[3].output == "mode = final\nlevel = 1"
+    assert trajectory.final_message == "Done."
