@@ -13,7 +13,7 @@ Each call becomes what rebuilds its effect on the machine (states/tool_calls.py'
 
 | tool | replayed as |
 |---|---|
-| `exec` | one command, `sh -c` (OpenClaw's shell) at its `workdir`, else the session's recorded `cwd`, else the task's workdir; run to its end within its `timeout` (at most `MAX_TIMEOUT_SEC`); the output and exit status the agent saw kept as `observed` |
+| `exec` | one command, `sh -c` (OpenClaw's shell) at its `workdir`, else the session's recorded `cwd`, else the task's workdir; run to its end within its `timeout` (at most `MAX_TIMEOUT_SEC`; at least `MIN_ENDED_TIMEOUT_SEC` when the recording saw it end); the output and exit status the agent saw kept as `observed`, with the set-up's own files it names (`WORKSPACE_FILES`) listed as `harness_files` |
 | `write` | `{"write": path, "content": ...}` |
 | `edit` | `{"edit": path, "replace": [{"old", "new"}, ...]}` (OpenClaw's `edits` of `oldText`/`newText`) |
 | `read`, `web_search`, `web_fetch`, `memory_*`, `session_status` | nothing: they change nothing on the machine (counted) |
@@ -39,6 +39,13 @@ from typing import Any
 from swe_residual.harbor.layout import read_object
 
 MAX_TIMEOUT_SEC = 1800.0  # OpenClaw's own default deadline for a command
+# A command the recording saw end gets at least this long in a replay: a slower or busier
+# machine must not cut short what finished there (an `apt-get install` given 120 s took 62).
+MIN_ENDED_TIMEOUT_SEC = 600.0
+# The files OpenClaw's set-up writes into its working directory before the agent's first turn
+# (its workspace bootstrap files): no tool call made them, so no replay makes them again.
+WORKSPACE_FILES = ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md",
+                   "MEMORY.md")
 SHELL = "sh"  # OpenClaw runs `sh -c` (its errors read `sh: 1: ...: not found`)
 NO_EFFECT = frozenset({"read", "web_search", "web_fetch", "session_status", "memory_search", "memory_get",
                        "sessions_list", "sessions_history", "agents_list"})
@@ -117,6 +124,15 @@ def _session_cwd(agent_dir: Path) -> str | None:
     return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
 
 
+def _observed(exit_code: int, text: str) -> dict[str, Any]:
+    """What the agent saw; the set-up's own files it lists are named, to be set aside."""
+    observed: dict[str, Any] = {"exit_code": exit_code, "output": text}
+    named = [name for name in WORKSPACE_FILES if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w.])", text)]
+    if named:
+        observed["harness_files"] = named
+    return observed
+
+
 def _timeout(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return MAX_TIMEOUT_SEC
@@ -177,7 +193,8 @@ class _Reader:
                 self.refuse(step, "exec", f"ended without an exit status ({answer.text.strip()[-80:]!r}): "
                                           "a command stopped part-way cannot be replayed")
                 return
-            line["observed"] = {"exit_code": answer.exit_code, "output": answer.text}
+            line["observed"] = _observed(answer.exit_code, answer.text)
+            line["timeout_sec"] = max(line["timeout_sec"], MIN_ENDED_TIMEOUT_SEC)
         elif answer is not None and answer.status == "running":
             session = _BACKGROUNDED.search(answer.text)
             if session is None:
@@ -217,6 +234,7 @@ class _Reader:
             self.refuse(step, f"process {action}", f"its command ended by a signal ({answer.text.strip()[-60:]!r})")
         elif (ended := _EXITED.search(answer.text)) is not None:
             line["observed"] = {"exit_code": int(ended.group(1))}  # its output came in pieces: not compared
+            line["timeout_sec"] = max(line["timeout_sec"], MIN_ENDED_TIMEOUT_SEC)
             del self.background[session]
 
 

@@ -17,7 +17,9 @@ The tolerance rule for an observed output: both sides have line ends made `\\n`,
 followed by a time unit, `0x` addresses, process ids after `pid`, lines made only of progress
 characters such as `openssl genrsa`'s `....+++*`) and, in `ls -l` lines, the link count, a
 directory's size and the `total` of blocks (they depend on the storage driver); the exit status must be equal
-and the last `LAST_LINES` lines equal. A command the agent moved to the background and saw end
+and the last `LAST_LINES` lines equal. Lines of the recorded output that end with a file the
+agent's own set-up wrote before its first turn (`observed.harness_files`: OpenClaw's workspace
+files, an `ls` or `find` entry of them) are dropped first: no tool call made those files. A command the agent moved to the background and saw end
 only through polls has `observed` without `output`: its exit status alone is compared.
 """
 
@@ -98,6 +100,15 @@ def _ls_masked(line: str) -> str:
     return _LS_LONG.sub(mask, line)
 
 
+def _without_names(output: str, names: list[str]) -> str:
+    """The recorded output less the lines that end with a file the agent's set-up wrote (an
+    `ls` or `find` entry of it): the replay never has those files."""
+    if not names:
+        return output
+    ending = re.compile(r"(?:^|[\s/])(?:" + "|".join(re.escape(str(name)) for name in names) + r")\s*$")
+    return "\n".join(line for line in output.split("\n") if not ending.search(line))
+
+
 def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> str | None:
     """None when a replayed command ended as `observed` says it did, else how it differs."""
     want_code = observed.get("exit_code")
@@ -105,7 +116,9 @@ def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> 
         return f"exit status {exit_code}, recorded {want_code}"
     if "output" not in observed:  # seen only in pieces (a command polled in the background)
         return None
-    want, got = _masked_lines(str(observed.get("output", ""))), _masked_lines(output)
+    harness = observed.get("harness_files") or []
+    want = _masked_lines(_without_names(str(observed.get("output", "")), harness))
+    got = _masked_lines(output)
     for number in range(max(len(want), len(got))):
         left = want[number] if number < len(want) else None
         right = got[number] if number < len(got) else None

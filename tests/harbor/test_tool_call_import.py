@@ -56,7 +56,8 @@ REPLAYED = [
      "observed": {"exit_code": 0, "output": "made"}},
     {"write": "/app/out/config.ini", "content": "mode = draft\nlevel = 1\n"},
     {"edit": "/app/out/config.ini", "replace": [{"old": "mode = draft", "new": "mode = final"}]},
-    {"command": "sleep 1; echo slow > /app/out/slow.txt", "shell": "sh", "timeout_sec": 60.0,
+    # Recorded with a 60 s deadline and seen ending: a busier machine gets at least 600 s.
+    {"command": "sleep 1; echo slow > /app/out/slow.txt", "shell": "sh", "timeout_sec": 600.0,
      "observed": {"exit_code": 0}},
     {"command": "cat /app/out/config.ini; ls /app/nothing", "shell": "sh", "timeout_sec": 1800.0,
      "observed": {"exit_code": 2, "output": TURNS[2][0]["answer"]}},
@@ -81,6 +82,10 @@ def test_tool_calls_become_commands_writes_and_edits(tmp_path: Path) -> None:
         "skipped: process poll (a wait: the replay runs each command to its end)": 1,
         "skipped: read (changes nothing on the machine)": 1,
         "skipped: web_search (changes nothing on the machine)": 1}
+    # A listing that names the set-up's workspace files says so, for the comparison to set them aside.
+    listing = [[_exec("ls /app", "AGENTS.md\nSOUL.md\ndata.csv")]]
+    read_ls = read_tool_calls(_trial(tmp_path / "jobs", "tools__ls", task, listing))
+    assert read_ls is not None and read_ls.interactions[0]["observed"]["harness_files"] == ["AGENTS.md", "SOUL.md"]
     # The session's recorded working directory is where each command runs.
     (tmp_path / "jobs" / "tools__1" / "agent" / "openclaw-session.jsonl").write_text(
         json.dumps({"type": "session", "cwd": "/app/out"}) + "\n")
@@ -176,6 +181,11 @@ def test_an_output_is_compared_after_the_tolerance_rule() -> None:
     assert output_divergence({"exit_code": 0, "output": "(no output)"}, 0, "") is None
     assert output_divergence({"exit_code": 2, "output": "gone\n\n(Command exited with code 2)"}, 2, "gone\n") is None
     assert output_divergence({"exit_code": 0}, 0, "anything") is None  # seen only in pieces
+    # The files the agent's set-up wrote before its first turn are not the replay's to make.
+    seen = {"exit_code": 0, "output": "AGENTS.md\ndata.csv\n-rw-r--r-- 1 root root 1673 Apr 15 13:23 SOUL.md",
+            "harness_files": ["AGENTS.md", "SOUL.md"]}
+    assert output_divergence(seen, 0, "data.csv\n") is None
+    assert output_divergence({**seen, "harness_files": []}, 0, "data.csv\n") is not None
     # `ls -l`: a directory's links and size, and the block total, are the storage driver's.
     listing = "total {}\ndrwxr-xr-x {} root root {} Apr 15 13:23 ssl\n-rw------- 1 root root 1704 Apr 15 13:23 key"
     assert output_divergence({"exit_code": 0, "output": listing.format(20, 1, 4096)}, 0,
