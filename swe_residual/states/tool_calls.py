@@ -17,7 +17,9 @@ The tolerance rule for an observed output: both sides have line ends made `\\n`,
 followed by a time unit, `0x` addresses, process ids after `pid`, lines made only of progress
 characters such as `openssl genrsa`'s `....+++*`) and, in `ls -l` lines, the link count, a
 directory's size and the `total` of blocks (they depend on the storage driver); the exit status must be equal
-and the last `LAST_LINES` lines equal. Lines of the recorded output that end with a file the
+and the last `LAST_LINES` lines equal, both outputs trimmed (the agent's tool showed them
+trimmed) and without a Python traceback's position markers (`~~~~^^` lines: which lines get
+them depends on the Python version). Lines of the recorded output that end with a file the
 agent's own set-up wrote before its first turn (`observed.harness_files`: OpenClaw's workspace
 files, an `ls` or `find` entry of them) are dropped first: no tool call made those files. A command the agent moved to the background and saw end
 only through polls has `observed` without `output`: its exit status alone is compared.
@@ -42,6 +44,8 @@ _AGENT_NOTES = re.compile(r"(?:\n*\((?:Command exited with code -?\d+|no output)
 # driver (overlayfs on one engine counts a directory's links as 1, on another as 2 + subdirs).
 _LS_LONG = re.compile(r"^([-dlcbps][rwxsStT-]{9}[.+@]?)\s+\d+(\s+\S+\s+\S+\s+)(\d+)")
 _LS_TOTAL = re.compile(r"^total \d+$")
+# A Python traceback's position markers (`~~~~^^`): which lines get them depends on the version.
+_CARETS = re.compile(r"^\s*[~^]+[~^\s]*$")
 _MORE_MASKS = (
     # a progress line (`openssl genrsa`'s dots and pluses, a bar of `#` or `=`): random or timed
     (re.compile(r"^[.+*#=\-\s]{3,}$"), "<PROGRESS>"),
@@ -84,8 +88,9 @@ def apply_edit(text: str, replace: list[dict[str, str]], where: str) -> str:
 
 
 def _masked_lines(output: str) -> list[str]:
-    text = _AGENT_NOTES.sub("", output.replace("\r\n", "\n").replace("\r", "\n")).rstrip()
-    lines = normalized(text)
+    # The agent's tool trims what it shows (a traceback's first `  File` line loses its indent).
+    text = _AGENT_NOTES.sub("", output.replace("\r\n", "\n").replace("\r", "\n")).strip()
+    lines = [line for line in normalized(text) if not _CARETS.match(line)]
     for pattern, replacement in _MORE_MASKS:
         lines = [pattern.sub(replacement, line) for line in lines]
     return [_ls_masked(line) for line in lines][-LAST_LINES:]

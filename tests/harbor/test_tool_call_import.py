@@ -181,6 +181,10 @@ def test_an_output_is_compared_after_the_tolerance_rule() -> None:
     assert output_divergence({"exit_code": 0, "output": "(no output)"}, 0, "") is None
     assert output_divergence({"exit_code": 2, "output": "gone\n\n(Command exited with code 2)"}, 2, "gone\n") is None
     assert output_divergence({"exit_code": 0}, 0, "anything") is None  # seen only in pieces
+    # Trimmed as the tool showed it; the traceback markers of one Python version and not another.
+    traceback = "Traceback (most recent call last):\n  File \"/app/c.py\", line 2, in <module>\n    exit(main())\n"
+    assert output_divergence({"exit_code": 1, "output": traceback.strip() + "\n         ~~~~^^\nValueError: x"}, 1,
+                             traceback + "ValueError: x\n") is None
     # The files the agent's set-up wrote before its first turn are not the replay's to make.
     seen = {"exit_code": 0, "output": "AGENTS.md\ndata.csv\n-rw-r--r-- 1 root root 1673 Apr 15 13:23 SOUL.md",
             "harness_files": ["AGENTS.md", "SOUL.md"]}
