@@ -154,13 +154,16 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
             "state": state,
         }
         manifest["states"][f"{task_id}/{state_id}"] = entry
+    review_file = work / "review.json"  # Stage III's own count (Stage IV may not have run them all yet)
+    review = json.loads(review_file.read_text(encoding="utf-8")) if review_file.is_file() else None
     manifest["funnel"] = {
         "runs": generate.get("import", {}).get("trials"),
         "runs_of_tasks_not_in_tb2": sum((generate.get("import", {}).get("unknown_tasks") or {}).values()),
         "runs_of_tb2_tasks": filtered.get("n_runs"),
         "stage_ii": dict(filtered.get("counts") or {}),
         "stage_ii_candidates": len(filtered.get("candidates") or []),
-        "stage_iii_retained": table5["table5"]["total"]["passed_review"],
+        "stage_iii_retained": len(review["retained"]) if review else table5["table5"]["total"]["passed_review"],
+        **({"stage_iii_rejected": len(review["rejected"])} if review else {}),
         "stage_iv": {label: table5["table5"]["total"][row] for row, label in TABLE5_ROWS},
     }
     tasks_reference = f"{tasks_source['repository']}@{tasks_source['commit'][:12]}:{tasks_source['tasks']}"

@@ -189,7 +189,8 @@ def render_funnel(funnel: dict[str, Any]) -> list[str]:
     for rule, count in (funnel.get("stage_ii") or {}).items():
         lines.append(f"  Stage II excluded, {rule}: {count}")
     lines.append(f"  Stage II candidates: {funnel.get('stage_ii_candidates', '-')}; "
-                 f"retained by Stage III: {funnel.get('stage_iii_retained', '-')}")
+                 f"retained by Stage III: {funnel.get('stage_iii_retained', '-')}"
+                 + (f", rejected: {funnel['stage_iii_rejected']}" if "stage_iii_rejected" in funnel else ""))
     for label, count in (funnel.get("stage_iv") or {}).items():
         lines.append(f"  Stage IV, {label}: {count}")
     for name, more in (funnel.get("by_source") or {}).items():
