@@ -175,6 +175,11 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
             "note": notes.get(f"{c['task']}/{c['candidate']}")}.items() if v is not None},
             str(generate.get("dataset") or "\0"), tasks_reference)
         for c in table5["candidates"]}
+    for rejected in (review or {}).get("rejected", []):  # Stage III's rejections, with the reviewers' reason
+        key = f"{rejected['task']}/{rejected['candidate']}"
+        manifest["candidates"][key] = {k: v for k, v in {
+            "category": "stage_iii_rejected", "detail": "answered no: " + ", ".join(rejected.get("failed", [])),
+            "note": notes.get(key)}.items() if v is not None}
     out.mkdir(parents=True, exist_ok=True)
     target = out / MANIFEST
     if add and target.is_file():

@@ -256,7 +256,9 @@ def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, so
                                    "declared_done": True, "command": f"swe-residual import harbor-jobs {jobs_dir}"}}}))
     (work / "generate.json").write_text(json.dumps({"dataset": "/x/y", "import": {
         "kind": "harbor-jobs", "source": jobs_dir, "trials": 1, "unknown_tasks": {}}}))
-    (work / "filter.json").write_text(json.dumps({"n_runs": 1, "counts": {}, "candidates": [{"task": "tiny-task"}]}))
+    (work / "filter.json").write_text(json.dumps({"n_runs": 2, "counts": {}, "candidates": [{"task": "tiny-task"}] * 2}))
+    (work / "review.json").write_text(json.dumps({"retained": [{"task": "tiny-task"}], "rejected": [
+        {"task": "tiny-task", "candidate": f"{pred}-a2", "failed": ["task_directed"]}]}))
     table = {row: 0 for row in ("passed_review", "replay_failed", "environment_unusable",
                                 "no_valid_verdict_or_not_failing", "not_oracle_solvable", "included")}
     candidate = {"task": "tiny-task", "candidate": f"{pred}-a1", "run": f"runs/tiny-task/{pred}/1",
@@ -274,7 +276,8 @@ def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, so
         "bench": {"repository": "https://example.org/bench", "clone": str(sources["tasks"]),
                   "commit": sources["tasks_commit"], "licence": "Apache-2.0", "tasks": "tasks"},
         "openclaw": {"repository": "https://example.org/jobs", "clone": str(jobs), "commit": jobs_commit,
-                     "licence": "not stated (no licence file in the repository at this commit)", "runs": "jobs"}}}))
+                     "licence": "not stated (no licence file in the repository at this commit)", "runs": "jobs"}},
+        "notes": {f"tiny-task/{pred}-a2": "only read files, then stopped"}}))
     assert cli_main(["dataset", "record", str(work), "--built", str(built), "--sources",
                      str(tmp_path / "sources.toml"), "--out", str(out), "--add"]) == 0
     manifest = tomllib.loads((out / "manifest.toml").read_text())
@@ -282,10 +285,15 @@ def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, so
     assert manifest["sources"]["openclaw"]["runs_format"] == "harbor-jobs"
     assert manifest["states"][f"tiny-task/{pred}-1"]["trial"] == "jobs/job-1/tiny-task__abc"
     assert manifest["states"][f"tiny-task/{pred}-1"]["stage_i"]["declared_complete"] is True
+    assert manifest["candidates"][f"tiny-task/{pred}-a2"] == {
+        "category": "stage_iii_rejected", "detail": "answered no: task_directed", "note": "only read files, then stopped"}
+    assert manifest["funnels"]["openclaw"]["stage_iii_retained"] == 1
+    assert manifest["funnels"]["openclaw"]["stage_iii_rejected"] == 1
     report = build(out, {"bench": sources["tasks"], "collection": sources["runs"], "openclaw": jobs},
                    progress=lambda _: None)
     assert sorted(report.states) == [f"tiny-task/{pred}-1", "tiny-task/terminus__openai_gpt_4o_mini-1"]
     assert (out / "tiny-task" / "residual" / f"{pred}-1" / "commands.jsonl").read_bytes() == commands
     stats = dataset_stats(load_dataset(out))
     assert stats["funnel"]["runs_of_tb2_tasks"] == 2 and stats["funnel"]["by_source"]["openclaw"]["runs"] == 1
+    assert stats["funnel"]["by_source"]["openclaw"]["runs_of_tb2_tasks"] == 2
     assert "Funnel of source openclaw (manifest.toml)" in "\n".join(render_stats(stats))
