@@ -175,6 +175,8 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
             "note": notes.get(f"{c['task']}/{c['candidate']}")}.items() if v is not None},
             str(generate.get("dataset") or "\0"), tasks_reference)
         for c in table5["candidates"]}
+    # The work directory is this machine's: named as the docs name it.
+    manifest["candidates"] = _portable(manifest["candidates"], str(work.resolve()), "WORK")
     for rejected in (review or {}).get("rejected", []):  # Stage III's rejections, with the reviewers' reason
         key = f"{rejected['task']}/{rejected['candidate']}"
         manifest["candidates"][key] = {k: v for k, v in {
