@@ -144,6 +144,8 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
             "submission": Path(runs_source["runs"]).name,
             "agent": facts.get("agent"), "model": facts.get("model"),
             "task_version": (imported.get("task_version") or facts.get("dataset")
+                             or ("the dataset's version (the trial's task_checksum is its folder's)"
+                                 if imported.get("kind") == "harbor-jobs" else None)
                              or runs_source.get("task_version", "not recorded")),
             "commands_sha256": hashlib.sha256((state_dir / COMMANDS).read_bytes()).hexdigest(),
             "stage_i": {"outcome": run.get("outcome"), "termination": run.get("termination"),

@@ -285,6 +285,7 @@ def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, so
     assert manifest["sources"]["openclaw"]["runs_format"] == "harbor-jobs"
     assert manifest["states"][f"tiny-task/{pred}-1"]["trial"] == "jobs/job-1/tiny-task__abc"
     assert manifest["states"][f"tiny-task/{pred}-1"]["stage_i"]["declared_complete"] is True
+    assert manifest["states"][f"tiny-task/{pred}-1"]["task_version"].startswith("the dataset's version")
     assert manifest["candidates"][f"tiny-task/{pred}-a2"] == {
         "category": "stage_iii_rejected", "detail": "answered no: task_directed", "note": "only read files, then stopped"}
     assert manifest["funnels"]["openclaw"]["stage_iii_retained"] == 1
