@@ -5,11 +5,15 @@ trajectory, artifact manifest), for the tests that read Harbor's results
 from __future__ import annotations
 
 import json
+import secrets
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from swe_residual.residualize.harbor.checksum import task_checksum
+import pytest
+
 
 
 def _stamp(minute: int) -> str:
@@ -120,3 +124,40 @@ def write_episodes(trial: Path, episodes: list[list[dict[str, Any]]]) -> None:
             {"analysis": f"episode {episode}", "plan": "type the commands", "commands": commands,
              "task_complete": False}, indent=2))
         (directory / "debug.json").write_text(json.dumps({"model": "openai/gpt-5", "episode": episode}))
+
+
+def tool_call_atif(turns: list[list[dict[str, Any]]], final: str | None = "Done.") -> dict[str, Any]:
+    """OpenClaw's ATIF trajectory: one agent step per model turn with its tool calls, then one
+    step per call holding the tool's answer (`extra.tool_call_id`, and for commands
+    `exec_status`/`exec_exit_code`); `final` is the last turn's words (None: the run stopped
+    right after its last tool call, without declaring the task done). Each call is
+    `{"name", "arguments", "answer", "status"?, "exit_code"?}`."""
+    steps: list[dict[str, Any]] = [{"step_id": 1, "source": "user", "message": "Make the tool state."}]
+    for turn, calls in enumerate(turns):
+        ids = [f"tool-{turn}-{i}" for i in range(len(calls))]
+        steps.append({"step_id": len(steps) + 1, "source": "agent", "model_name": "z-ai/glm-5",
+                      "message": f"turn {turn}", "extra": {"openclaw_role": "assistant"},
+                      "tool_calls": [{"tool_call_id": i, "function_name": c["name"], "arguments": c["arguments"]}
+                                     for i, c in zip(ids, calls)]})
+        for call_id, call in zip(ids, calls):
+            extra: dict[str, Any] = {"openclaw_role": "toolResult", "tool_call_id": call_id}
+            if "status" in call:
+                extra.update(exec_status=call["status"], exec_exit_code=call.get("exit_code"))
+            steps.append({"step_id": len(steps) + 1, "source": "agent", "message": call["answer"],
+                          "observation": {"results": [{"content": call["answer"]}]}, "extra": extra})
+    if final is not None:
+        steps.append({"step_id": len(steps) + 1, "source": "agent", "model_name": "z-ai/glm-5", "message": final,
+                      "extra": {"openclaw_role": "assistant", "stop_reason": "stop"}})
+    return {"schema_version": "ATIF-v1.6", "session_id": "openclaw-session",
+            "agent": {"name": "openclaw", "version": "unknown", "model_name": "openai/z-ai/glm-5"}, "steps": steps}
+
+
+@pytest.fixture
+def machine_task_id() -> Iterator[str]:
+    """A fresh machine-track task id for the tests that build its image; its cached images are
+    removed afterwards (imported by the test modules that use it)."""
+    from swe_residual.environments.docker import remove_cached_images
+
+    name = f"machine-{secrets.token_hex(3)}"
+    yield name
+    remove_cached_images(name)

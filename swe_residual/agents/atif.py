@@ -75,8 +75,14 @@ def atif_to_trajectory(data: Mapping[str, Any], agent: str) -> Trajectory:
     trajectory = Trajectory(agent=agent)
     last_message: str | None = None
     steps = data.get("steps")
-    for turn in steps if isinstance(steps, list) else []:
-        if not isinstance(turn, dict) or turn.get("source") != "agent":
+    steps = [turn for turn in steps if isinstance(turn, dict)] if isinstance(steps, list) else []
+    # OpenClaw answers each tool call in a later agent step naming it (`extra.tool_call_id`):
+    # that answer is the call's output, not a turn of its own.
+    answered = {str(_object(turn.get("extra")).get("tool_call_id")): turn for turn in steps
+                if not turn.get("tool_calls") and _object(turn.get("extra")).get("tool_call_id")}
+    for turn in steps:
+        if turn.get("source") != "agent" or (not turn.get("tool_calls")
+                                             and _object(turn.get("extra")).get("tool_call_id")):
             continue
         message = _content_text(turn.get("message"))
         last_message = message or last_message
@@ -96,6 +102,9 @@ def atif_to_trajectory(data: Mapping[str, Any], agent: str) -> Trajectory:
         for position, call in enumerate(calls):
             call_id = call.get("tool_call_id")
             answers = [r for r in results if r.get("source_call_id") == call_id]
+            if not answers and str(call_id) in answered:
+                later = _object(answered[str(call_id)].get("observation")).get("results")
+                answers = [r for r in later if isinstance(r, dict)] if isinstance(later, list) else []
             if not answers and position == last:
                 answers = unlinked
             output = "\n".join(_content_text(r.get("content")) for r in answers)

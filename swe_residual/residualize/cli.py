@@ -33,7 +33,7 @@ def _build(args: argparse.Namespace) -> int:
     from swe_residual.residualize.reconstruct import build
     from swe_residual.residualize.review_record import stamp_states
 
-    build(args.workdir, args.out, backend_name=args.backend)
+    build(args.workdir, args.out, backend_name=args.backend, only_tasks=args.task)
     stamp_states(args.workdir)  # each reviewer's verdict into the states' state.toml ([review])
     return 0
 
@@ -99,6 +99,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     bld.add_argument("--out", required=True, metavar="DATASET", help="the output dataset directory")
     bld.add_argument("--backend", default=None, choices=("auto", "docker", "local"),
                      help="default: the backend Stage I used")
+    bld.add_argument("--task", action="append", default=[], metavar="ID",
+                     help="only this task's candidates (repeatable); the others keep what the last build recorded")
     bld.set_defaults(func=_build)
 
     chk = stages.add_parser("checkpoints", help="report whether the engine can checkpoint live processes (CRIU)")

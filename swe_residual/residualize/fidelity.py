@@ -12,6 +12,8 @@ what every rollout gets):
   each with the same kind and mode, and leave the same processes; a file whose content differs
   (a key made by `openssl genrsa`, a timestamp written by the agent's own command) is not a
   divergence but is listed, so a state whose content is not reproducible is visible.
+- **Each replayed command printed what the agent saw** (tool-call states: a line's `observed`,
+  `states/tool_calls.py`'s tolerance rule): the exit status, and the output's last lines.
 - **The replayed pane matches the recorded one** (`states/pane_fidelity.py`): the replay's last
   pane lines against the trial's `post-agent` pane, with what differs between any two machines or
   moments masked (host names, dates and times, long hex digests, the harness's own `; tmux wait
@@ -28,6 +30,7 @@ from typing import Any
 
 from swe_residual.dataset.errors import InfraError
 from swe_residual.dataset.states.pane_fidelity import describe, first_divergence
+from swe_residual.dataset.states.tool_calls import output_divergence
 
 VOLATILE_PREFIXES = ("/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp", "/var/log", "/var/cache", "/root/.cache")
 # Python bytecode, and log files (`*.log`, Stage II's incidental artifacts too): a tool that names
@@ -46,6 +49,7 @@ _DESCRIBE = (
 _PROCESSES = "ps -eo args= 2>/dev/null"
 DESCRIBE_TIMEOUT_SEC = 600
 REPLAYS_DIFFER = "two replays differ"
+OUTPUT_DIFFERS = "a replayed command's output differs from the recorded one"
 PANE_TAIL = "tmux capture-pane -p -S - -t swe-residual 2>/dev/null"
 
 
@@ -144,11 +148,25 @@ class FidelityCheck:
     pane: str = "not recorded"  # "matches", "not recorded", or the first divergence
     files: int = 0  # paths the replay changed (volatile ones set aside)
     processes: list[str] = field(default_factory=list)
+    outputs_compared: int = 0  # replayed commands whose output was compared with the recording
 
     def as_dict(self) -> dict[str, Any]:
-        return {"replays_agree": not (self.divergence or "").startswith(REPLAYS_DIFFER),
-                "pane": self.pane, "changed_files": self.files, "content_differs": list(self.content_differs),
-                "processes": list(self.processes)}
+        found = {"replays_agree": not (self.divergence or "").startswith(REPLAYS_DIFFER),
+                 "pane": self.pane, "changed_files": self.files, "content_differs": list(self.content_differs),
+                 "processes": list(self.processes)}
+        if self.outputs_compared:
+            found["outputs_compared"] = self.outputs_compared
+            found["outputs"] = "match" if not (self.divergence or "").startswith(OUTPUT_DIFFERS) else "differ"
+        return found
+
+
+def outputs_divergence(replayed: list[Any]) -> str | None:
+    """The first replayed command whose output is not what the agent saw (tool_calls.py's rule)."""
+    for seen in replayed:
+        why = output_divergence(seen.observed, seen.exit_code, seen.output)
+        if why is not None:
+            return f"{OUTPUT_DIFFERS}: line {seen.line} of commands.jsonl: {why}"
+    return None
 
 
 def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: Any,
@@ -166,6 +184,7 @@ def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: An
         else states.replayed_instance(backend, task, state, spec, prepared)
     try:
         first = fingerprint(first_env)
+        outputs = list(getattr(first_env, "replayed_outputs", None) or [])
         pane = "not recorded"
         if recorded_pane is not None:
             pane = pane_divergence(first_env, recorded_pane) or "matches"
@@ -175,11 +194,16 @@ def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: An
     second_env = states.replayed_instance(backend, task, state, spec, prepared)
     try:
         second = fingerprint(second_env)
+        outputs = outputs or list(getattr(second_env, "replayed_outputs", None) or [])
     finally:
         second_env.close()
     agreement = compare(first, second)
-    check = FidelityCheck(None, agreement.content_differs, pane, len(first.files), list(first.processes))
-    if not agreement.agree:
+    check = FidelityCheck(None, agreement.content_differs, pane, len(first.files), list(first.processes),
+                          len(outputs))
+    output_why = outputs_divergence(outputs)
+    if output_why is not None:  # the earliest cause first: the replay went elsewhere from that command on
+        check.divergence = output_why
+    elif not agreement.agree:
         check.divergence = f"{REPLAYS_DIFFER}: {agreement.divergence}"
     elif pane not in ("matches", "not recorded"):
         check.divergence = f"pane: {pane}"

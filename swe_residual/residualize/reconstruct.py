@@ -69,21 +69,12 @@ from swe_residual.residualize.workdir import (
 )
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.dataset.states.state import MACHINE_FILE, ResidualState, load_state
+from swe_residual.residualize.table5 import (  # noqa: F401  (rows and table5 re-exported)
+    INCLUDED, NO_VERDICT, NOT_SOLVABLE, PASSED_REVIEW, REPLAY_FAILED, TABLE5_ROWS, UNUSABLE, render_table5, table5)
 from swe_residual.dataset.task import Task
 from swe_residual.environments.verifier.outputs import PASSED, Verdict, evaluate
 from swe_residual.dataset.values import Track
 
-PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, NOT_SOLVABLE, INCLUDED = (
-    "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing",
-    "not_oracle_solvable", "included")
-TABLE5_ROWS = (
-    (PASSED_REVIEW, "Passed human review"),
-    (REPLAY_FAILED, "Patch application or command replay failed"),
-    (UNUSABLE, "Environment unusable for rollouts"),
-    (NO_VERDICT, "No valid verifier result, or no longer failing"),
-    (NOT_SOLVABLE, "No reference solution can finish it"),
-    (INCLUDED, "Included"),
-)
 USABLE_MARK = "swe-residual-usable"
 STATE_SCHEMA = 1
 
@@ -288,7 +279,10 @@ def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
 
 
 def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = None, backend: Any = None,
-          progress: Callable[[str], None] = print) -> dict[str, Any]:
+          only_tasks: Sequence[str] = (), progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Stage IV on every retained candidate, or only on those of `only_tasks`: then the other
+    tasks' outcomes are kept as the last build recorded them (table5.json), and their states in
+    OUT are left as written (a build of one task at a time, as its image becomes available)."""
     work = Workdir(workdir)
     config = work.read_json("generate.json", stage="generate")
     source = Path(config["dataset"])
@@ -296,7 +290,10 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     if out.resolve() == source.resolve():
         raise ConfigError(f"--out {out}: the output dataset must not be the source dataset {source}")
     filtered = work.read_json("filter.json", stage="filter")  # Stage II must have run: a clear error if not
-    retained = stage_iii_retained(workdir)
+    retained = stage_iii_retained(workdir, only_tasks)
+    earlier = work.read_json("table5.json", stage="build")["candidates"] if only_tasks and (
+        work.root / "table5.json").is_file() else []
+    kept = [entry for entry in earlier if entry["task"] not in only_tasks]
     dataset = load_dataset(source)
     tasks = {entry.task.id: entry.task for entry in dataset.entries}
     own_backend = backend is None
@@ -336,33 +333,38 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
         if own_backend:
             backend.close()
     numbers: dict[tuple[str, str], int] = {}
+    for entry in kept:
+        if entry.get("state"):
+            key = (entry["task"], entry["predecessor"])
+            numbers[key] = numbers.get(key, 0) + 1
     for outcome in outcomes:
         if outcome.category == INCLUDED:
             key = (outcome.ref.task, outcome.ref.predecessor)
             numbers[key] = numbers.get(key, 0) + 1
             outcome.state_id = f"{outcome.ref.predecessor}-{numbers[key]}"
     rules = filtered.get("rules", list(RULES))
-    _write_dataset(work, out, tasks, config, outcomes, rules)
-    table = table5(outcomes)
+    written = [task for task in config.get("tasks", []) if not only_tasks or task in only_tasks]
+    _write_dataset(work, out, tasks, written, config, outcomes, rules)
     before_review = stage_ii_table(filtered)
-    result = {"table5": table, "rows": [label for _, label in TABLE5_ROWS], "stage_ii": before_review,
+    result: dict[str, Any] = {"table5": {}, "rows": [label for _, label in TABLE5_ROWS], "stage_ii": before_review,
               "out": str(out),
-              "candidates": [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
-                              "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable,
-                              "oracle_on_state": o.oracle_on_state,
-                              "oracle_on_state_detail": o.oracle_on_state_detail or None,
-                              "replay": o.fidelity_check.as_dict() if o.fidelity_check else None}
-                             for o in outcomes]}
+              "candidates": kept + [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
+                                     "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable,
+                                     "oracle_on_state": o.oracle_on_state,
+                                     "oracle_on_state_detail": o.oracle_on_state_detail or None,
+                                     "replay": o.fidelity_check.as_dict() if o.fidelity_check else None}
+                                    for o in outcomes]}
+    result["table5"] = table = table5(result["candidates"])
     work.write_json("table5.json", result)
     for line in [*render_table5(table), *render_stage_ii(before_review)]:
         progress(line)
     return result
 
 
-def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], config: dict[str, Any],
+def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], written: list[str], config: dict[str, Any],
                    outcomes: list[Outcome], rules: Sequence[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for task_id in config.get("tasks", []):
+    for task_id in written:
         _copy_task(tasks[task_id], out / task_id)
     for outcome in outcomes:
         if outcome.state_id is None:
@@ -402,27 +404,6 @@ def predecessor_machine_changes(work: Workdir, backend: Any, task: Task, state: 
         return replay_changes(backend, task, state, f"build:{ref.task}/{ref.candidate}/machine")
     except (DatasetError, InfraError, OSError):
         return None
-
-
-def table5(outcomes: list[Outcome]) -> dict[str, dict[str, int]]:
-    """Counts per track and in total: passed review, each exclusion, included."""
-    tracks = sorted({o.track for o in outcomes}) or [Track.REPO]
-    table: dict[str, dict[str, int]] = {}
-    for column in [*tracks, "total"]:
-        chosen = [o for o in outcomes if column == "total" or o.track == column]
-        counts = {row: sum(o.category == row for o in chosen) for row, _ in TABLE5_ROWS if row != PASSED_REVIEW}
-        table[column] = {PASSED_REVIEW: len(chosen), **counts}
-    return table
-
-
-def render_table5(table: dict[str, dict[str, int]]) -> list[str]:
-    columns = list(table)
-    width = max(len(label) for _, label in TABLE5_ROWS)
-    lines = ["Table 5: reconstruction and validation of the candidates that passed review",
-             " " * width + "".join(f"  {column:>8}" for column in columns)]
-    for row, label in TABLE5_ROWS:
-        lines.append(f"{label:<{width}}" + "".join(f"  {table[column][row]:>8}" for column in columns))
-    return lines
 
 
 def stage_ii_table(filtered: dict[str, Any]) -> dict[str, dict[str, int]]:

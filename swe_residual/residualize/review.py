@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from swe_residual.residualize.review_summary import summarize
 from swe_residual.residualize.workdir import RunRef, Workdir, stage_one
 from swe_residual.dataset.states.state import DEFAULT_KEYSTROKE_WAIT_SEC, KEYSTROKES, is_keystrokes
 from swe_residual.dataset.values import Track
+from swe_residual.dataset.states.tool_calls import EDIT, WRITE
 
 CRITERIA = ("task_directed", "consistent")
 REVIEWERS = ("reviewer_1", "reviewer_2")
@@ -81,6 +82,13 @@ def interaction_line(number: int, entry: dict[str, Any]) -> str:
     if is_keystrokes(entry):  # typed into the terminal session: shown exactly, control keys and all
         wait = entry.get("duration_sec", DEFAULT_KEYSTROKE_WAIT_SEC)
         return f"[{number}] keys {json.dumps(entry[KEYSTROKES], ensure_ascii=False)}, then wait {wait}s"
+    if WRITE in entry:  # an agent's file tool: the whole content, as written
+        content = str(entry.get("content", ""))
+        return f"[{number}] write {entry[WRITE]} ({len(content.encode())} bytes):\n{_clip(content)}"
+    if EDIT in entry:
+        changes = "\n".join(f"  replace {json.dumps(item['old'], ensure_ascii=False)}\n"
+                            f"     with {json.dumps(item['new'], ensure_ascii=False)}" for item in entry["replace"])
+        return f"[{number}] edit {entry[EDIT]}:\n{_clip(changes)}"
     return f"[{number}]{' (cwd ' + entry['cwd'] + ')' if entry.get('cwd') else ''} $ {entry['command']}"
 
 
@@ -242,8 +250,15 @@ def collect(workdir: Path | str, *, accept_all_as: str | None = None,
     return result
 
 
-def retained(workdir: Path | str) -> list[dict[str, Any]]:
+def retained(workdir: Path | str, tasks: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The candidates both reviewers accepted; with `tasks`, of those tasks only, whose review
+    alone must be complete (the others may still be under review)."""
     data = Workdir(workdir).read_json("review.json", stage="review --collect")
+    if tasks:
+        pending = [entry["packet"] for entry in data.get("undecided", []) if entry.get("task") in tasks]
+        if pending:
+            raise ReviewIncomplete(f"{Path(workdir) / 'review.json'}: not decided yet: {', '.join(pending)}")
+        return [entry for entry in data["retained"] if entry["task"] in tasks]
     if not data.get("complete"):
         raise ReviewIncomplete(f"{Path(workdir) / 'review.json'}: the review is not complete; run `review --collect`")
     entries: list[dict[str, Any]] = data["retained"]

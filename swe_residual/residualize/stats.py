@@ -106,12 +106,16 @@ def stats_exit_status(stats: dict[str, Any]) -> int:
 
 
 def _funnel(directory: Path) -> dict[str, Any] | None:
-    """A published dataset's funnel (Stage II per rule, Stage IV per row) from its manifest.toml."""
+    """A published dataset's funnel (Stage II per rule, Stage IV per row) from its manifest.toml;
+    the funnels of sources recorded later (`[funnels.<source>]`) under `by_source`."""
     manifest = directory / "manifest.toml"
     if not manifest.is_file():
         return None
-    funnel = tomllib.loads(manifest.read_text(encoding="utf-8")).get("funnel")
-    return dict(funnel) if funnel else None
+    data = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    funnel = dict(data.get("funnel") or {})
+    if data.get("funnels"):
+        funnel["by_source"] = {name: dict(entry) for name, entry in data["funnels"].items()}
+    return funnel or None
 
 
 def dataset_stats(dataset: Dataset | Path | str) -> dict[str, Any]:
@@ -188,7 +192,11 @@ def render_funnel(funnel: dict[str, Any]) -> list[str]:
     for rule, count in (funnel.get("stage_ii") or {}).items():
         lines.append(f"  Stage II excluded, {rule}: {count}")
     lines.append(f"  Stage II candidates: {funnel.get('stage_ii_candidates', '-')}; "
-                 f"retained by Stage III: {funnel.get('stage_iii_retained', '-')}")
+                 f"retained by Stage III: {funnel.get('stage_iii_retained', '-')}"
+                 + (f", rejected: {funnel['stage_iii_rejected']}" if "stage_iii_rejected" in funnel else ""))
     for label, count in (funnel.get("stage_iv") or {}).items():
         lines.append(f"  Stage IV, {label}: {count}")
+    for name, more in (funnel.get("by_source") or {}).items():
+        lines += [line.replace("Funnel (manifest.toml)", f"Funnel of source {name} (manifest.toml)")
+                  for line in render_funnel(more)]
     return lines

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dockerneeded import _check_engine, requires_docker
-from harborjobs import terminus_atif, write_episodes, write_trial
+from harborjobs import machine_task_id, terminus_atif, write_episodes, write_trial  # noqa: F401  (a fixture)
 from taskfactory import assert_replayed_as_recorded, make_machine_task, make_task
 
 from swe_residual.cli.main import main as cli_main
@@ -184,15 +182,6 @@ def test_the_checksum_is_harbors(exported: dict[str, Path]) -> None:
 
 
 # --------------------------------------------------------------------------- end to end, real engine
-
-
-@pytest.fixture
-def machine_task_id() -> Iterator[str]:
-    from swe_residual.environments.docker import remove_cached_images
-
-    name = f"ticker-{secrets.token_hex(3)}"
-    yield name
-    remove_cached_images(name)
 
 
 @pytest.mark.slow

@@ -224,3 +224,79 @@ def test_record_writes_a_manifest_that_builds_the_same_state(tmp_path: Path, sou
     # The state as Stage IV wrote it, its local paths replaced by the repository's reference.
     assert recorded["state"]["track"] == "machine" and recorded["state"]["validation"]["tests"] == {"t.test_solved": "failed"}
     assert recorded["state"]["provenance"]["import"]["source"].startswith("https://example.org/runs@")
+
+
+def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, sources: dict[str, Any]) -> None:
+    """A second source of runs (Harbor job directories of an agent that acted through tools)
+    recorded into the manifest already there with `--add`: both sources' states build, the new
+    state's commands.jsonl is what `import harbor-jobs` reads from the trial, and the new
+    source's funnel is printed beside the first."""
+    from harborjobs import tool_call_atif, write_trial
+
+    from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
+
+    out = _write(tmp_path / "published", _manifest(sources))
+    jobs = _repo(tmp_path / "jobs-repo")
+    turns = [[{"name": "write", "arguments": {"path": "/app/notes.txt", "content": "draft\n"}, "answer": "ok"}],
+             [{"name": "exec", "arguments": {"command": "cat /app/notes.txt"}, "answer": "draft",
+               "status": "completed", "exit_code": 0}]]
+    trial = write_trial(jobs / "jobs" / "job-1", "tiny-task__abc", sources["tasks"] / "tasks" / "tiny-task",
+                        task_name="tiny-task", agent="openclaw", provider="openai", model="z-ai/glm-5", minute=0,
+                        rewards={"reward": 0.0}, trajectory=tool_call_atif(turns))
+    read = read_tool_calls(trial)
+    assert read is not None
+    commands = interactions_jsonl(read.interactions)
+    jobs_commit = _commit_all(jobs)
+    work, built, pred = tmp_path / "work", tmp_path / "built", "openclaw__openai_z_ai_glm_5"
+    run = work / "runs" / "tiny-task" / pred / "1"
+    run.mkdir(parents=True)
+    jobs_dir = str(jobs / "jobs")
+    (run / "record.json").write_text(json.dumps({
+        "outcome": "failure", "termination": "submitted", "submitted": True, "reward": 0.0, "tests": {},
+        "residualize": {"source": {"agent": "openclaw", "model": "openai/z-ai/glm-5"},
+                        "import": {"kind": "harbor-jobs", "source": jobs_dir, "trial": "job-1/tiny-task__abc",
+                                   "declared_done": True, "command": f"swe-residual import harbor-jobs {jobs_dir}"}}}))
+    (work / "generate.json").write_text(json.dumps({"dataset": "/x/y", "import": {
+        "kind": "harbor-jobs", "source": jobs_dir, "trials": 1, "unknown_tasks": {}}}))
+    (work / "filter.json").write_text(json.dumps({"n_runs": 2, "counts": {}, "candidates": [{"task": "tiny-task"}] * 2}))
+    (work / "review.json").write_text(json.dumps({"retained": [{"task": "tiny-task"}], "rejected": [
+        {"task": "tiny-task", "candidate": f"{pred}-a2", "failed": ["task_directed"]}]}))
+    table = {row: 0 for row in ("passed_review", "replay_failed", "environment_unusable",
+                                "no_valid_verdict_or_not_failing", "not_oracle_solvable", "included")}
+    candidate = {"task": "tiny-task", "candidate": f"{pred}-a1", "run": f"runs/tiny-task/{pred}/1",
+                 "category": "included", "detail": "", "state": f"{pred}-1", "oracle_solvable": True,
+                 "replay": {"replays_agree": True, "outputs_compared": 1, "outputs": "match"}}
+    (work / "table5.json").write_text(json.dumps({"candidates": [candidate], "table5": {
+        "total": {**table, "passed_review": 1, "included": 1}}}))
+    state_dir = built / "tiny-task" / "residual" / f"{pred}-1"
+    state_dir.mkdir(parents=True)
+    (state_dir / "commands.jsonl").write_bytes(commands)
+    (state_dir / "state.toml").write_text(tomlwrite.dumps({
+        "schema": 1, "track": "machine", "predecessor": pred, "commands": "commands.jsonl",
+        "validation": {"valid": True, "reward": 0.0, "tests": {"t.test_solved": "failed"}}}))
+    (tmp_path / "sources.toml").write_text(tomlwrite.dumps({"sources": {
+        "bench": {"repository": "https://example.org/bench", "clone": str(sources["tasks"]),
+                  "commit": sources["tasks_commit"], "licence": "Apache-2.0", "tasks": "tasks"},
+        "openclaw": {"repository": "https://example.org/jobs", "clone": str(jobs), "commit": jobs_commit,
+                     "licence": "not stated (no licence file in the repository at this commit)", "runs": "jobs"}},
+        "notes": {f"tiny-task/{pred}-a2": "only read files, then stopped"}}))
+    assert cli_main(["dataset", "record", str(work), "--built", str(built), "--sources",
+                     str(tmp_path / "sources.toml"), "--out", str(out), "--add"]) == 0
+    manifest = tomllib.loads((out / "manifest.toml").read_text())
+    assert set(manifest["sources"]) == {"bench", "collection", "openclaw"}
+    assert manifest["sources"]["openclaw"]["runs_format"] == "harbor-jobs"
+    assert manifest["states"][f"tiny-task/{pred}-1"]["trial"] == "jobs/job-1/tiny-task__abc"
+    assert manifest["states"][f"tiny-task/{pred}-1"]["stage_i"]["declared_complete"] is True
+    assert manifest["states"][f"tiny-task/{pred}-1"]["task_version"].startswith("the dataset's version")
+    assert manifest["candidates"][f"tiny-task/{pred}-a2"] == {
+        "category": "stage_iii_rejected", "detail": "answered no: task_directed", "note": "only read files, then stopped"}
+    assert manifest["funnels"]["openclaw"]["stage_iii_retained"] == 1
+    assert manifest["funnels"]["openclaw"]["stage_iii_rejected"] == 1
+    report = build(out, {"bench": sources["tasks"], "collection": sources["runs"], "openclaw": jobs},
+                   progress=lambda _: None)
+    assert sorted(report.states) == [f"tiny-task/{pred}-1", "tiny-task/terminus__openai_gpt_4o_mini-1"]
+    assert (out / "tiny-task" / "residual" / f"{pred}-1" / "commands.jsonl").read_bytes() == commands
+    stats = dataset_stats(load_dataset(out))
+    assert stats["funnel"]["runs_of_tb2_tasks"] == 2 and stats["funnel"]["by_source"]["openclaw"]["runs"] == 1
+    assert stats["funnel"]["by_source"]["openclaw"]["runs_of_tb2_tasks"] == 2
+    assert "Funnel of source openclaw (manifest.toml)" in "\n".join(render_stats(stats))

@@ -18,6 +18,7 @@ from typing import Any
 from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.states.patch_safety import check_patch_text
 from swe_residual.dataset.states.shell_words import OpenQuote, TypedShell, engine_tool
+from swe_residual.dataset.states.tool_calls import EDIT, FILE_TOOLS, WRITE, check_file_tool, is_file_tool
 from swe_residual.dataset.task import TRACKS, Task
 from swe_residual.dataset.toml_fields import FieldReader, read_toml
 from swe_residual.dataset.values import Track
@@ -102,11 +103,14 @@ class ResidualState:
         return check_replayable(self.commands_path)
 
 
-# An interaction is one of two forms (docs/residualization.md, "commands.jsonl"):
+# An interaction is one of these forms (docs/residualization.md, "commands.jsonl"):
 #   {"command": "...", "cwd"?, "timeout_sec"?, "timed_out"?}   one command, run to its end (`bash -c`)
 #   {"keystrokes": "...", "duration_sec"?}                    keys typed into a terminal session
 #                                                             (tmux), then a wait, as Terminus-2 drove it
+#   {"write": PATH, "content"} / {"edit": PATH, "replace"}     an agent's file tools (states/tool_calls.py)
 KEYSTROKES = "keystrokes"
+FORMS = ("command", KEYSTROKES, *FILE_TOOLS)
+SHELLS = ("bash", "sh")
 # Terminus-2's default wait after a command when the model names none (its parser's default);
 # the replay's wait after keys that do not end with Enter and record no duration.
 DEFAULT_KEYSTROKE_WAIT_SEC = 1.0
@@ -122,6 +126,8 @@ def is_keystrokes(entry: dict[str, Any]) -> bool:
 
 def interaction_text(entry: dict[str, Any]) -> str:
     """What the interaction typed or ran, as text (for reading it, never for running it)."""
+    if is_file_tool(entry):
+        return f"{WRITE if WRITE in entry else EDIT} {entry.get(WRITE, entry.get(EDIT))}"
     return str(entry[KEYSTROKES] if is_keystrokes(entry) else entry["command"])
 
 
@@ -136,12 +142,14 @@ def load_commands(path: Path) -> list[dict[str, Any]]:
             raise DatasetError(path, f"line {number} is not JSON: {exc}") from exc
         if not isinstance(entry, dict):
             raise DatasetError(path, f"line {number} needs a string `command` or `keystrokes`", field="command")
-        has_command, has_keys = "command" in entry, KEYSTROKES in entry
-        if has_command == has_keys:
-            raise DatasetError(path, f"line {number} needs exactly one of a string `command` or `keystrokes`",
-                               field="command")
-        key = "command" if has_command else KEYSTROKES
-        if not isinstance(entry[key], str):
+        forms = [form for form in FORMS if form in entry]
+        if len(forms) != 1:
+            raise DatasetError(path, f"line {number} needs exactly one of a string `command` or `keystrokes` "
+                               "(or a file tool's `write` or `edit`)", field="command")
+        key = forms[0]
+        if key in FILE_TOOLS:
+            check_file_tool(path, number, entry)
+        elif not isinstance(entry[key], str):
             raise DatasetError(path, f"line {number} needs a string `{key}`", field=key)
         commands.append(entry)
     return commands
@@ -211,10 +219,18 @@ def check_replayable(path: Path) -> list[dict[str, Any]]:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
             raise DatasetError(path, f"line {number}: `timeout_sec` must be a positive number, got {timeout!r}",
                                field="timeout_sec")
+        shell, observed = entry.get("shell", "bash"), entry.get("observed")
+        if shell not in SHELLS:
+            raise DatasetError(path, f"line {number}: `shell` must be one of {', '.join(SHELLS)}, got {shell!r}",
+                               field="shell")
+        if observed is not None and not isinstance(observed, dict):
+            raise DatasetError(path, f"line {number}: `observed` must be a table, got {observed!r}", field="observed")
         if is_keystrokes(entry):
             # The keys run in one shell, line after line: a quote opened earlier makes text of them.
             tool = typed.feed(entry[KEYSTROKES])
             reason = f"{_RUNS_TOOL} ({tool!r})" if tool is not None else text_reach(entry[KEYSTROKES])
+        elif is_file_tool(entry):
+            reason = text_reach(interaction_text(entry))  # the file's path; its content is data
         else:
             reason = host_reach(entry["command"])
         if reason is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 import tarfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import docker.errors
 
@@ -88,6 +88,8 @@ class DockerEnvironment:
         self.closed = False
         # Machine-track states: "replay" or "snapshot" (see states.py); else None.
         self.fidelity: str | None = None
+        # Machine track: the replayed commands' outputs, for Stage IV to compare with the recording.
+        self.replayed_outputs: list[Any] = []
         # The task's own clean image (never an agent's set-up layer): where the harness's trusted
         # copies of the base repository and of git come from.
         self.base_image: str | None = None

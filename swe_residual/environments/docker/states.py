@@ -55,6 +55,8 @@ from swe_residual.dataset.states.patch_safety import check_patch_text
 from swe_residual.environments.patches import commit_inherited
 from swe_residual.environments.docker.terminal import TerminalSession
 from swe_residual.dataset.states.state import KEYSTROKES, ResidualState, is_keystrokes
+from swe_residual.dataset.states.tool_calls import is_file_tool
+from swe_residual.dataset.states.tool_replay import DEFAULT_COMMAND_TIMEOUT_SEC, Replayed, run_command, run_file_tool
 from swe_residual.dataset.task import Task
 from swe_residual.dataset.values import Track
 
@@ -207,24 +209,34 @@ def replayed_instance(backend: Orchestrator, task: Task, state: ResidualState, s
     return environment
 
 
-def replay(environment: DockerEnvironment, state: ResidualState) -> None:
-    """Machine track: the predecessor's terminal interactions, in order, in a fresh machine.
+def replay(environment: DockerEnvironment, state: ResidualState) -> list[Replayed]:
+    """Machine track: the predecessor's interactions, in order, in a fresh machine; returns the
+    outputs of the commands that record what the predecessor saw (Stage IV compares them).
 
     A `command` entry runs to its end (or deadline) on its own; `keystrokes` entries are typed
-    into one tmux session, started at the first of them and left running (terminal.py).
+    into one tmux session, started at the first of them and left running (terminal.py); a
+    `write` or `edit` entry changes one file as the agent's tool did (states/tool_replay.py).
     """
     assert state.commands_path is not None
     terminal = TerminalSession(environment, state.commands_path)
+    replayed: list[Replayed] = []
     for number, entry in enumerate(state.read_commands(), start=1):
         if is_keystrokes(entry):
             wait = entry.get("duration_sec")
             terminal.send(entry[KEYSTROKES], None if wait is None else float(wait))
             continue
-        timeout = entry.get("timeout_sec", 600)
-        result = environment.exec(entry["command"], timeout_sec=float(timeout), cwd=entry.get("cwd"))
+        if is_file_tool(entry):
+            run_file_tool(environment, number, entry, str(state.commands_path))
+            continue
+        timed_out, seen = run_command(environment, number, entry)
         # `timed_out: true` was recorded: the predecessor's command was killed at its deadline too.
-        if result.timed_out and not entry.get("timed_out"):
+        if timed_out and not entry.get("timed_out"):
+            timeout = entry.get("timeout_sec", DEFAULT_COMMAND_TIMEOUT_SEC)
             raise DatasetError(state.commands_path, f"command {number} did not finish within {timeout}s while replaying")
+        if seen is not None:
+            replayed.append(seen)
+    environment.replayed_outputs = replayed
+    return replayed
 
 
 # -- checkpoints --------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Any
 
 from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.states.state import ResidualState, is_keystrokes
+from swe_residual.dataset.states.tool_calls import is_file_tool
 from swe_residual.dataset.task import Task
 
 # The patch's name in the exported environment/ (the build context) and in the image, which
@@ -106,6 +107,9 @@ def machine_layer(task: Task, state: ResidualState) -> str:
     if any(is_keystrokes(entry) for entry in commands):
         raise NotExportable("its interactions are keystrokes typed into a terminal session (tmux): the session, and "
                             "whatever runs in it, cannot be part of an image")
+    if any(is_file_tool(entry) for entry in commands):
+        raise NotExportable("its interactions include an agent's file writes or edits (the tool-call form), which "
+                            "the export does not turn into build steps")
     reason = live_process_reason(state, commands)
     if reason is not None:
         raise NotExportable(reason)

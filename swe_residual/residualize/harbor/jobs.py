@@ -6,17 +6,19 @@ whether it submitted come from the trial's exception type (`termination_of`), it
 the verifier's rewards, its trajectory from `agent/trajectory.json` (ATIF), and its final
 state from the collected patch artifact (DeepSWE: `/logs/artifacts/model.patch`) on the repo
 track, and on the machine track from the keystrokes a Terminus-2 trial sent (harbor/terminus.py:
-`commands.jsonl` in the keystroke form, replayed through tmux). A trial without either is
-imported with no final state and excluded by Stage II (`no_final_state`). A trial is matched
-to its task by Harbor's task path and checksum (`trial_task`); a mismatch is reported, never
-imported. Trials of tasks not in DATASET are counted and skipped; trials that cannot be read
+`commands.jsonl` in the keystroke form, replayed through tmux) or, for an agent that acted
+through tools (OpenClaw), from its tool calls (harbor/tool_calls.py: commands, file writes and
+edits, each command with the output it showed; such a trial submitted only when its last turn
+called no tool). A trial without either is imported with no final state and excluded by Stage
+II (`no_final_state`). A trial is matched to its task by Harbor's task path and checksum
+(`trial_task`); a mismatch is reported, never imported, unless `--other-task-versions` asks for
+trials of another version of a dataset task (the mismatch recorded in the run's provenance). Trials of tasks not in DATASET are counted and skipped; trials that cannot be read
 are reported with their directory.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from collections import Counter
@@ -33,6 +35,7 @@ from swe_residual.residualize.harbor.match import Checksums, export_source, loca
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
 from swe_residual.residualize.harbor.terminus import read_keystrokes
+from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
 from swe_residual.dataset.task import Task
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
 from swe_residual.dataset.values import Outcome, Termination, Track
@@ -131,8 +134,15 @@ def trial_durations(trial: HarborTrial) -> Durations:
 
 
 def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: str,
-         problems: list[tuple[Path, str, str]]) -> ImportedRun:
+         problems: list[tuple[Path, str, str]], version_note: str | None = None) -> ImportedRun:
     termination = termination_of(trial.exception_type)
+    # Machine track: the keystrokes a Terminus-2 trial sent, else the tool calls of one that acted
+    # through tools (harbor/tool_calls.py), whose last turn says whether it declared the task done.
+    keys = read_keystrokes(trial.path) if task.track != Track.REPO else None
+    tools = read_tool_calls(trial.path) if task.track != Track.REPO and keys is None else None
+    undeclared = tools is not None and not tools.declared_done and termination == Termination.SUBMITTED
+    if undeclared:
+        termination = Termination.AGENT_ERROR
     reward = trial.reward
     outcome = outcome_of(termination, reward)
     error = None
@@ -140,6 +150,8 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         error = f"{trial.exception_type}: {(trial.exception_message or '').strip()}"[:2000]
     elif outcome == Outcome.INFRA_ERROR:
         error = "no verifier reward in result.json"
+    elif undeclared:
+        error = "the agent's last turn called a tool: it stopped without declaring the task done"
     trajectory = None
     if trial.trajectory_path is not None:
         trajectory, why = read_atif(trial.trajectory_path, trial.agent_name or identity)
@@ -172,16 +184,24 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
     if moment is not None:
         provenance["date"] = format_time(moment)
     patch, commands, unrecoverable = None, None, None
+    if version_note:
+        provenance["task_version"] = version_note
     if task.track != Track.REPO:
-        # A Terminus-2 trial recorded every keystroke it sent: replayable through tmux.
-        keys = read_keystrokes(trial.path)
-        if keys is None:
-            unrecoverable = (f"{task.track} track: {trial.relative} recorded no keystrokes (Terminus-2's "
-                             "bash_command calls in agent/trajectory.json, or agent/episode-N/response.txt), "
-                             "so nothing replays the agent's interactions with the machine")
-        else:
-            commands = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in keys.interactions).encode()
+        if keys is not None:  # every keystroke a Terminus-2 trial sent: replayable through tmux
+            commands = interactions_jsonl(keys.interactions)
             provenance["commands"] = keys.source
+        elif tools is not None:
+            provenance["commands"] = tools.source
+            provenance["tool_calls"] = tools.counts
+            provenance["declared_done"] = tools.declared_done
+            if tools.refused is not None:
+                unrecoverable = f"{task.track} track: {trial.relative}: {tools.refused}"
+            else:
+                commands = interactions_jsonl(tools.interactions)
+        else:
+            unrecoverable = (f"{task.track} track: {trial.relative} recorded no keystrokes (Terminus-2's "
+                             "bash_command calls in agent/trajectory.json, or agent/episode-N/response.txt) "
+                             "and no tool calls, so nothing replays the agent's interactions with the machine")
     else:
         for wanted, destination in _patch_sources(task):
             found = trial.artifact(wanted, destination)
@@ -228,7 +248,8 @@ def trial_task(trial: HarborTrial, index: TaskIndex, by_dir: dict[Path, Task],
 
 
 def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,
-                       name_from: str = "agent+model", progress: Callable[[str], None] = print,
+                       name_from: str = "agent+model", other_versions: bool = False,
+                       progress: Callable[[str], None] = print,
                        warn: Callable[[str], None] = lambda line: print(f"warning: {line}", file=sys.stderr),
                        ) -> ImportSummary:
     if name_from not in NAME_FROM:
@@ -242,7 +263,8 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
     # The command as typed, less --out: where the output went is not part of the provenance
     # (two imports of the same input into two work directories write the same bytes).
     command = (f"swe-residual import harbor-jobs {shlex.quote(str(jobs_dir))} --dataset "
-               f"{shlex.quote(str(dataset_path))} --predecessor-name-from {name_from}")
+               f"{shlex.quote(str(dataset_path))} --predecessor-name-from {name_from}"
+               + (" --other-task-versions" if other_versions else ""))
     jobs = read_jobs(root)
     if not jobs.trials and not jobs.problems:
         raise ConfigError(f"{root}: no Harbor trial directories (with a result.json) found")
@@ -255,9 +277,18 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
     checksums = Checksums()
     unknown: Counter[str] = Counter()
     matched: list[tuple[HarborTrial, Task, str]] = []
+    versions: dict[str, str] = {}  # trial -> which version of its task it ran, when not the dataset's
     for trial in jobs.trials:
         task, problem = trial_task(trial, index, by_dir, checksums)
-        if problem is not None:
+        named = index.find(trial.task_name, trial.task_path) if problem is not None and other_versions else None
+        if named is not None and trial.task_checksum and local_task_dir(trial) is None:
+            # Another version of a dataset task: imported with the mismatch said; Stage IV keeps
+            # a state of it only when it validates on the task as the dataset has it.
+            versions[trial.relative] = (f"another version of the task (task_checksum {trial.task_checksum[:16]}): "
+                                        f"{problem}; validated on the dataset's version")
+            warn(f"{trial.path}: {versions[trial.relative]}")
+            matched.append((trial, named, identity_of(trial, name_from)))
+        elif problem is not None:
             problems.append((trial.path, trial.relative, f"not imported: {problem}"))
             warn(f"trial not imported: {trial.path}: {problem}")
         elif task is None:
@@ -275,7 +306,8 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
     matched.sort(key=lambda item: (item[1].id, names[item[2]],
                                    item[0].started_at.timestamp() if item[0].started_at else float("inf"),
                                    item[0].relative))
-    runs = [_run(trial, task, identity, str(jobs_dir), command, problems) for trial, task, identity in matched]
+    runs = [_run(trial, task, identity, str(jobs_dir), command, problems, versions.get(trial.relative))
+            for trial, task, identity in matched]
     for path, _, reason in problems[reported:]:
         warn(f"{path}: {reason}")
     dates = sorted(run.provenance["date"] for run in runs if "date" in run.provenance)
@@ -294,7 +326,8 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
 
 
 def _command(args: argparse.Namespace) -> int:
-    import_harbor_jobs(args.jobs_dir, args.dataset, args.out, name_from=args.predecessor_name_from)
+    import_harbor_jobs(args.jobs_dir, args.dataset, args.out, name_from=args.predecessor_name_from,
+                       other_versions=args.other_task_versions)
     return 0
 
 
@@ -306,4 +339,7 @@ def register(sources: argparse._SubParsersAction) -> None:  # type: ignore[type-
     parser.add_argument("--out", required=True, metavar="WORK", help="the residualization work directory")
     parser.add_argument("--predecessor-name-from", choices=NAME_FROM, default="agent+model",
                         help="what names a predecessor (default agent+model)")
+    parser.add_argument("--other-task-versions", action="store_true",
+                        help="also import trials of a dataset task whose recorded task_checksum differs (another "
+                             "version of it), the mismatch recorded; Stage IV validates them on the dataset's version")
     parser.set_defaults(func=_command)

@@ -33,7 +33,7 @@ def _build(args: argparse.Namespace) -> int:
 def _record(args: argparse.Namespace) -> int:
     from swe_residual.residualize.published.record import record
 
-    print(record(Path(args.work), Path(args.built), Path(args.sources), Path(args.out)))
+    print(record(Path(args.work), Path(args.built), Path(args.sources), Path(args.out), add=args.add))
     return 0
 
 
@@ -58,4 +58,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     rec.add_argument("--sources", required=True, metavar="SOURCES.toml",
                      help="the repositories: [sources.NAME] repository, clone, commit, licence, tasks|runs")
     rec.add_argument("--out", required=True, help="the published dataset's directory (manifest.toml goes there)")
+    rec.add_argument("--add", action="store_true",
+                     help="add this source of runs to the manifest already in --out (its funnel under [funnels.<source>])")
     rec.set_defaults(func=_record)

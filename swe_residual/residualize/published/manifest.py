@@ -7,7 +7,8 @@ repositories (`swe-residual dataset build`, materialise.py). The layout:
 
     schema = 1
     name, description
-    [sources.<name>]          repository (URL), commit, licence, licence_path?, licence_sha256?
+    [sources.<name>]          repository (URL), commit, licence, licence_path?, licence_sha256?,
+                              runs_format? ("harbor-jobs": Harbor trials; default Terminal-Bench's)
     [tasks.<task id>]         source, path (the task folder at that commit), sha256 (folder_checksum),
                               version (what the task is: "published")
     [states."<task>/<state>"] source, trial (the trial folder), submission, agent, model, task_version
@@ -15,6 +16,7 @@ repositories (`swe-residual dataset build`, materialise.py). The layout:
                               trial's keys give), stage_i, stage_iii, [.state] (the state.toml
                               written next to commands.jsonl: reviewers, per-test statuses, Stage IV)
     [funnel]                  stage_ii (runs per exclusion rule), stage_iv (candidates per Table 5 row)
+    [funnels.<source>]        the same, for each source of runs recorded later (`dataset record --add`)
     [candidates."<task>/<candidate>"]   every candidate Stage IV saw: its row and first divergence
 """
 
@@ -39,6 +41,7 @@ class SourceRef:
     licence: str
     licence_path: str | None
     licence_sha256: str | None
+    runs_format: str = "terminal-bench"  # how its trials are read: "terminal-bench" or "harbor-jobs"
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def read_manifest(directory: Path) -> Manifest:
         where = f"{path} [sources.{name}]"
         sources[name] = SourceRef(name, _need(entry, "repository", where), _need(entry, "commit", where),
                                   entry.get("licence", "not stated"), entry.get("licence_path"),
-                                  entry.get("licence_sha256"))
+                                  entry.get("licence_sha256"), entry.get("runs_format", "terminal-bench"))
     tasks = {}
     for task_id, entry in (data.get("tasks") or {}).items():
         where = f"{path} [tasks.{task_id}]"

@@ -7,7 +7,9 @@ Reads `DIR/manifest.toml` (manifest.py) and, from local clones of the repositori
   manifest's: a task changed upstream is refused, not silently used);
 - each source's licence file, as `DIR/LICENSE.<source>`;
 - each state's `DIR/<task>/residual/<state>/`: `commands.jsonl` made from the trial's
-  `commands.txt` by the same reader `swe-residual import terminal-bench` uses (tb_keys.py), whose
+  `commands.txt` by the same reader `swe-residual import terminal-bench` uses (tb_keys.py), or,
+  for a source of Harbor job directories (`runs_format = "harbor-jobs"`), from the trial's
+  `agent/trajectory.json` as `import harbor-jobs` reads it (keystrokes or tool calls), whose
   SHA-256 must be the manifest's; `state.toml` as the manifest records it (provenance, review,
   per-test statuses and Stage IV results); `recorded-pane.txt`, the trial's `panes/post-agent.txt`
   (what Stage IV compares the replayed pane with).
@@ -31,11 +33,16 @@ from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.importing import git_source
 from swe_residual.residualize.importing.tb_keys import read_trial_keys
 from swe_residual.residualize.published.manifest import Manifest, StateRef, read_manifest
+from swe_residual.residualize.harbor.terminus import read_keystrokes
+from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.workdir import COMMANDS, RECORDED_PANE
 
 # What a trial folder holds that the keys' reader uses (the rest: agent logs, casts of tests).
 TRIAL_FILES = ("results.json", "commands.txt", "sessions/agent.cast", "panes/post-agent.txt")
+# A Harbor trial: its ATIF trajectory, and the session's working directory (OpenClaw).
+HARBOR_TRIAL_FILES = ("agent/trajectory.json", "agent/openclaw-session.jsonl")
+TERMINAL_BENCH, HARBOR_JOBS = "terminal-bench", "harbor-jobs"
 
 
 @dataclass
@@ -80,11 +87,29 @@ def _write_licence(manifest: Manifest, name: str, repo: Path, directory: Path) -
     (directory / f"LICENSE.{name}").write_bytes(data)
 
 
-def trial_commands(repo: Path, commit: str, trial: str) -> tuple[bytes, bytes | None]:
-    """The trial's keys as commands.jsonl, and its recorded post-agent pane (None if absent)."""
+def harbor_trial_commands(folder: Path, trial: str) -> bytes:
+    """A Harbor trial's interactions as `import harbor-jobs` reads them: Terminus-2's keystrokes,
+    else the tool calls of an agent that acted through tools."""
+    keys = read_keystrokes(folder)
+    if keys is not None:
+        return interactions_jsonl(keys.interactions)
+    tools = read_tool_calls(folder)
+    if tools is None or tools.refused is not None:
+        raise ConfigError(f"{trial}: {tools.refused if tools else 'no keystrokes and no tool calls'}")
+    return interactions_jsonl(tools.interactions)
+
+
+def trial_commands(repo: Path, commit: str, trial: str, runs_format: str = TERMINAL_BENCH) -> tuple[bytes, bytes | None]:
+    """The trial's keys (or tool calls) as commands.jsonl, and its recorded post-agent pane (None if absent)."""
     with tempfile.TemporaryDirectory(prefix="swe-residual-trial-") as scratch:
         folder = Path(scratch)
         listed = {f.path: f for f in git_source.tree_files(repo, commit, trial)}
+        if runs_format == HARBOR_JOBS:
+            for name in HARBOR_TRIAL_FILES:
+                if name in listed:
+                    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                    (folder / name).write_bytes(git_source.read_blob(repo, listed[name].blob))
+            return harbor_trial_commands(folder, trial), None
         for name in TRIAL_FILES:
             if name in listed:
                 (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +123,7 @@ def trial_commands(repo: Path, commit: str, trial: str) -> tuple[bytes, bytes | 
 
 def _write_state(manifest: Manifest, state: StateRef, repo: Path, directory: Path) -> None:
     commit = manifest.sources[state.source].commit
-    commands, pane = trial_commands(repo, commit, state.trial)
+    commands, pane = trial_commands(repo, commit, state.trial, manifest.sources[state.source].runs_format)
     digest = hashlib.sha256(commands).hexdigest()
     if digest != state.commands_sha256:
         raise ConfigError(f"state {state.task_id}/{state.state_id}: the keys of {state.trial} give commands.jsonl "

@@ -1,4 +1,4 @@
-"""`swe-residual dataset record WORK --built OUT --sources SOURCES.toml --out DIR`: write manifest.toml.
+"""`swe-residual dataset record WORK --built OUT --sources SOURCES.toml --out DIR [--add]`: write manifest.toml.
 
 After the pipeline ran on fetched sources (`import terminal-bench`, `residualize filter|review|
 build`), this records what it made as a manifest (manifest.py) that names every input instead of
@@ -80,7 +80,19 @@ def _portable(value: Any, local: str, reference: str) -> Any:
     return value
 
 
-def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
+def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str) -> dict[str, Any]:
+    """`new` (one source of runs) added to a manifest recorded before: sources, tasks, states and
+    candidates joined (this source's own entries replaced), its funnel under `[funnels.<source>]`."""
+    merged = dict(existing)
+    for key in ("sources", "tasks", "states", "candidates"):
+        merged[key] = {**(existing.get(key) or {}), **new[key]}
+    merged["funnels"] = {**(existing.get("funnels") or {}), runs_name: new["funnel"]}
+    return merged
+
+
+def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool = False) -> Path:
+    """Write OUT/manifest.toml; with `add`, add this work directory's source of runs to the
+    manifest already there (a dataset built from several sources, each recorded in turn)."""
     sources = _sources(sources_file)
     tasks_name, tasks_source = _one(sources, "tasks")
     runs_name, runs_source = _one(sources, "runs")
@@ -101,6 +113,8 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         for key in ("tasks", "runs"):
             if key in entry:
                 written[key] = entry[key]
+        if name == runs_name and (generate.get("import") or {}).get("kind") == "harbor-jobs":
+            written["runs_format"] = "harbor-jobs"
         manifest["sources"][name] = written
     local_runs = str((generate.get("import") or {}).get("source") or "")
     if not local_runs:
@@ -130,16 +144,21 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
             "trial": f"{runs_source['runs'].rstrip('/')}/{imported.get('trial')}",
             "submission": Path(runs_source["runs"]).name,
             "agent": facts.get("agent"), "model": facts.get("model"),
-            "task_version": facts.get("dataset") or runs_source.get("task_version", "not recorded"),
+            "task_version": (imported.get("task_version") or facts.get("dataset")
+                             or ("the dataset's version (the trial's task_checksum is its folder's)"
+                                 if imported.get("kind") == "harbor-jobs" else None)
+                             or runs_source.get("task_version", "not recorded")),
             "commands_sha256": hashlib.sha256((state_dir / COMMANDS).read_bytes()).hexdigest(),
             "stage_i": {"outcome": run.outcome, "termination": run.termination,
                         "submitted": run.submitted, "reward": run.reward,
-                        "declared_complete": facts.get("declared_complete"),
+                        "declared_complete": facts.get("declared_complete", imported.get("declared_done")),
                         "failure_mode": facts.get("failure_mode"), "tests": run.tests or {}},
             "stage_iii": _review(packet) if packet.is_file() else {},
             "state": state,
         }
         manifest["states"][f"{task_id}/{state_id}"] = entry
+    review_file = work / "review.json"  # Stage III's own count (Stage IV may not have run them all yet)
+    review = json.loads(review_file.read_text(encoding="utf-8")) if review_file.is_file() else None
     manifest["funnel"] = {
         "runs": generate.get("import", {}).get("trials"),
         "runs_of_tasks_not_in_tb2": sum((generate.get("import", {}).get("unknown_tasks") or {}).values()),
@@ -147,7 +166,8 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
         "runs_of_unloadable_tasks": sum((generate.get("import", {}).get("unloadable_tasks") or {}).values()),
         "stage_ii": dict(filtered.get("counts") or {}),
         "stage_ii_candidates": len(filtered.get("candidates") or []),
-        "stage_iii_retained": table5["table5"]["total"]["passed_review"],
+        "stage_iii_retained": len(review["retained"]) if review else table5["table5"]["total"]["passed_review"],
+        **({"stage_iii_rejected": len(review["rejected"])} if review else {}),
         "stage_iv": {label: table5["table5"]["total"][row] for row, label in TABLE5_ROWS},
     }
     tasks_reference = f"{tasks_source['repository']}@{tasks_source['commit'][:12]}:{tasks_source['tasks']}"
@@ -159,7 +179,16 @@ def record(work: Path, built: Path, sources_file: Path, out: Path) -> Path:
             "note": notes.get(f"{c['task']}/{c['candidate']}")}.items() if v is not None},
             str(generate.get("dataset") or "\0"), tasks_reference)
         for c in table5["candidates"]}
+    # The work directory is this machine's: named as the docs name it.
+    manifest["candidates"] = _portable(manifest["candidates"], str(work.resolve()), "WORK")
+    for rejected in (review or {}).get("rejected", []):  # Stage III's rejections, with the reviewers' reason
+        key = f"{rejected['task']}/{rejected['candidate']}"
+        manifest["candidates"][key] = {k: v for k, v in {
+            "category": "stage_iii_rejected", "detail": "answered no: " + ", ".join(rejected.get("failed", [])),
+            "note": notes.get(key)}.items() if v is not None}
     out.mkdir(parents=True, exist_ok=True)
     target = out / MANIFEST
+    if add and target.is_file():
+        manifest = _merged(tomllib.loads(target.read_text(encoding="utf-8")), manifest, runs_name)
     target.write_text(tomlwrite.dumps(manifest), encoding="utf-8")
     return target

@@ -29,6 +29,7 @@ from swe_residual.trial.handoff.runs import find_test_runs, shell_lines
 from swe_residual.dataset.states.state import ResidualState, interaction_text
 from swe_residual.agents.trajectory import Step, steps_from_jsonl
 from swe_residual.dataset.values import Track
+from swe_residual.dataset.states.tool_calls import is_file_tool
 
 BLIND, TRACE, NOTES, STRUCTURED = "blind", "trace", "notes", "structured"
 #: every view, in the order tables list them (blind first: the paper's protocol)
@@ -175,6 +176,10 @@ def _files_changed(state: ResidualState) -> list[str]:
     commands = state.read_commands()
     touched: dict[str, str] = {}
     for entry in commands:
+        if is_file_tool(entry):  # an agent's file tool names its one file
+            how, path = interaction_text(entry).split(" ", 1)
+            touched[path] = "written" if how == "write" else "edited"
+            continue
         for path, how in command_targets(interaction_text(entry), entry.get("cwd")).items():
             touched[path] = how
     lines = [f"- `{path}` ({touched[path]})" for path in sorted(touched)] or ["None named by its commands."]

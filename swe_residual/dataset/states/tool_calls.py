@@ -1,0 +1,133 @@
+"""The tool-call form of `commands.jsonl`: an agent's file tools and recorded command outputs.
+
+An agent that acts through tools (OpenClaw's `exec`, `write`, `edit`) rather than a terminal
+leaves, besides one-command lines, lines that write or edit a file:
+
+    {"write": "/app/x.py", "content": "..."}                       the file's whole new content
+    {"edit": "/app/x.py", "replace": [{"old": "...", "new": "..."}]} each `old` found exactly once
+
+A path is absolute, or relative to the task's workdir. A one-command line may also carry what
+the recording showed, `"observed": {"exit_code": 0, "output": "..."}`, and the shell the agent
+ran it with (`"shell": "sh"`; default bash). Stage IV compares each replayed command's output
+with `observed` (`output_divergence`, the tolerance rule below); a start never does.
+
+The tolerance rule for an observed output: both sides have line ends made `\\n`, the agent's own
+`(no output)` and exit-status notes dropped, then the masks of the pane rule
+(`states/pane_fidelity.py`: host names, dates, times, long hex digests) and four more (numbers
+followed by a time unit, `0x` addresses, process ids after `pid`, lines made only of progress
+characters such as `openssl genrsa`'s `....+++*`) and, in `ls -l` lines, the link count, a
+directory's size and the `total` of blocks (they depend on the storage driver); the exit status must be equal
+and the last `LAST_LINES` lines equal, both outputs trimmed (the agent's tool showed them
+trimmed) and without a Python traceback's position markers (`~~~~^^` lines: which lines get
+them depends on the Python version). Lines of the recorded output that end with a file the
+agent's own set-up wrote before its first turn (`observed.harness_files`: OpenClaw's workspace
+files, an `ls` or `find` entry of them) are dropped first: no tool call made those files. A command the agent moved to the background and saw end
+only through polls has `observed` without `output`: its exit status alone is compared.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.dataset.states.pane_fidelity import normalized
+
+WRITE, EDIT = "write", "edit"
+FILE_TOOLS = (WRITE, EDIT)
+LAST_LINES = 10
+MAX_EDIT_OUTPUT = 64 * 1024 * 1024
+# How OpenClaw ends an exec's text: its notes about the exit, never the command's own output.
+_AGENT_NOTES = re.compile(r"(?:\n*\((?:Command exited with code -?\d+|no output)\)|\n*Command not found)\s*$")
+# `ls -l`: a directory's link count and size, and the `total` of blocks, depend on the storage
+# driver (overlayfs on one engine counts a directory's links as 1, on another as 2 + subdirs).
+_LS_LONG = re.compile(r"^([-dlcbps][rwxsStT-]{9}[.+@]?)\s+\d+(\s+\S+\s+\S+\s+)(\d+)")
+_LS_TOTAL = re.compile(r"^total \d+$")
+# A Python traceback's position markers (`~~~~^^`): which lines get them depends on the version.
+_CARETS = re.compile(r"^\s*[~^]+[~^\s]*$")
+_MORE_MASKS = (
+    # a progress line (`openssl genrsa`'s dots and pluses, a bar of `#` or `=`): random or timed
+    (re.compile(r"^[.+*#=\-\s]{3,}$"), "<PROGRESS>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|s|sec|secs|seconds|minutes|min|it/s|MB/s|kB/s)\b"), "<DURATION>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<ADDR>"),
+    (re.compile(r"\bpid \d+"), "pid <PID>"),
+)
+
+
+def is_file_tool(entry: dict[str, Any]) -> bool:
+    return any(key in entry for key in FILE_TOOLS)
+
+
+def check_file_tool(path: Path, number: int, entry: dict[str, Any]) -> None:
+    """Field types of a write or edit line (raise DatasetError naming the line)."""
+    kind = WRITE if WRITE in entry else EDIT
+    target = entry[kind]
+    if not isinstance(target, str) or not target.strip() or "\0" in target:
+        raise DatasetError(path, f"line {number}: `{kind}` must name a file, got {target!r}", field=kind)
+    if kind == WRITE and not isinstance(entry.get("content"), str):
+        raise DatasetError(path, f"line {number}: a write needs a string `content`", field="content")
+    if kind == EDIT:
+        replace = entry.get("replace")
+        if not isinstance(replace, list) or not replace or not all(
+                isinstance(item, dict) and isinstance(item.get("old"), str) and item["old"]
+                and isinstance(item.get("new"), str) for item in replace):
+            raise DatasetError(path, f"line {number}: an edit needs `replace`, a list of "
+                               "{\"old\": TEXT, \"new\": TEXT} with a non-empty `old`", field="replace")
+
+
+def apply_edit(text: str, replace: list[dict[str, str]], where: str) -> str:
+    """`text` with each `old` replaced by its `new`, in order; each must occur exactly once."""
+    for number, item in enumerate(replace, start=1):
+        found = text.count(item["old"])
+        if found != 1:
+            raise DatasetError(where, f"edit {number} of {len(replace)}: the text to replace occurs {found} times "
+                               f"in the replayed file (the recording found it once): {item['old'][:120]!r}")
+        text = text.replace(item["old"], item["new"], 1)
+    return text
+
+
+def _masked_lines(output: str) -> list[str]:
+    # The agent's tool trims what it shows (a traceback's first `  File` line loses its indent).
+    text = _AGENT_NOTES.sub("", output.replace("\r\n", "\n").replace("\r", "\n")).strip()
+    lines = [line for line in normalized(text) if not _CARETS.match(line)]
+    for pattern, replacement in _MORE_MASKS:
+        lines = [pattern.sub(replacement, line) for line in lines]
+    return [_ls_masked(line) for line in lines][-LAST_LINES:]
+
+
+def _ls_masked(line: str) -> str:
+    if _LS_TOTAL.match(line):
+        return "total <BLOCKS>"
+    def mask(found: re.Match[str]) -> str:
+        size = "<SIZE>" if found.group(1).startswith("d") else found.group(3)
+        return f"{found.group(1)} <LINKS>{found.group(2)}{size}"
+    return _LS_LONG.sub(mask, line)
+
+
+def _without_names(output: str, names: list[str]) -> str:
+    """The recorded output less the lines that end with a file the agent's set-up wrote (an
+    `ls` or `find` entry of it): the replay never has those files."""
+    if not names:
+        return output
+    ending = re.compile(r"(?:^|[\s/])(?:" + "|".join(re.escape(str(name)) for name in names) + r")\s*$")
+    return "\n".join(line for line in output.split("\n") if not ending.search(line))
+
+
+def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> str | None:
+    """None when a replayed command ended as `observed` says it did, else how it differs."""
+    want_code = observed.get("exit_code")
+    if isinstance(want_code, int) and want_code != exit_code:
+        return f"exit status {exit_code}, recorded {want_code}"
+    if "output" not in observed:  # seen only in pieces (a command polled in the background)
+        return None
+    harness = observed.get("harness_files") or []
+    want = _masked_lines(_without_names(str(observed.get("output", "")), harness))
+    got = _masked_lines(output)
+    for number in range(max(len(want), len(got))):
+        left = want[number] if number < len(want) else None
+        right = got[number] if number < len(got) else None
+        if left != right:
+            return (f"output differs at line {number + 1} of its last {LAST_LINES}: "
+                    f"recorded {left!r}, replayed {right!r}")
+    return None

@@ -1,0 +1,76 @@
+"""Replaying one line of `commands.jsonl` that is a command or a file tool, in an instance.
+
+`environment` is any instance with the backend's `run(argv, cwd=, stdin=, timeout_sec=,
+capped=)` and `workdir` (the docker backend's). A write puts the recorded content in place
+(parents made, an existing file's mode kept); an edit reads the file back, replaces each `old`
+exactly once (states/tool_calls.py) and writes the result; a file that cannot be read, or an
+`old` that is not there exactly once, fails the replay with the line's number: the machine no
+longer is what the recording saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.dataset.states.tool_calls import EDIT, WRITE, apply_edit
+
+DEFAULT_COMMAND_TIMEOUT_SEC = 600.0
+FILE_TIMEOUT_SEC = 120.0
+_WRITE = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One replayed command and what it printed (stdout and stderr in the order written)."""
+
+    line: int
+    exit_code: int | None
+    output: str
+    observed: dict[str, Any]
+
+
+def _write(environment: Any, path: str, data: bytes, where: str) -> None:
+    done = environment.run(["sh", "-c", _WRITE, "sh", path], cwd=environment.workdir, stdin=data,
+                           timeout_sec=FILE_TIMEOUT_SEC)
+    if done.exit_code != 0:
+        why = (done.stdout + done.stderr).decode(errors="replace").strip()[-300:]
+        raise DatasetError(where, f"cannot write {path} while replaying: {why}")
+
+
+def run_file_tool(environment: Any, number: int, entry: dict[str, Any], where: str) -> None:
+    if WRITE in entry:
+        _write(environment, entry[WRITE], entry["content"].encode("utf-8", errors="surrogateescape"),
+               f"{where}: line {number}")
+        return
+    path = entry[EDIT]
+    done = environment.run(["cat", "--", path], cwd=environment.workdir, timeout_sec=FILE_TIMEOUT_SEC, capped=False)
+    if done.exit_code != 0:
+        why = (done.stdout + done.stderr).decode(errors="replace").strip()[-300:]
+        raise DatasetError(f"{where}: line {number}", f"cannot read {path} to edit it while replaying: {why}")
+    text = done.stdout.decode("utf-8", errors="surrogateescape")
+    edited = apply_edit(text, entry["replace"], f"{where}: line {number} (edit {path})")
+    _write(environment, path, edited.encode("utf-8", errors="surrogateescape"), f"{where}: line {number}")
+
+
+def run_command(environment: Any, number: int, entry: dict[str, Any]) -> tuple[bool, Replayed | None]:
+    """(whether it hit its deadline, what to compare with the recording or None) of one command line.
+
+    A line that records what the agent saw has its stderr joined to its stdout on the same
+    line of the script (`exec 2>&1; `), so the output interleaves as the agent's tool showed it
+    and the shell's own messages keep their line numbers (`sh: 1: ...`).
+    """
+    observed = entry.get("observed")
+    command = entry["command"]
+    if isinstance(observed, dict):
+        command = "exec 2>&1; " + command
+    shell = entry.get("shell", "bash")
+    cwd = entry.get("cwd")
+    directory = environment._path(cwd) if cwd else environment.workdir
+    timeout = float(entry.get("timeout_sec", DEFAULT_COMMAND_TIMEOUT_SEC))
+    done = environment.run([shell, "-c", command], timeout_sec=timeout, cwd=directory)
+    if not isinstance(observed, dict):
+        return done.timed_out, None
+    output = (done.stdout + done.stderr).decode("utf-8", errors="replace")
+    return done.timed_out, Replayed(number, done.exit_code, output, observed)

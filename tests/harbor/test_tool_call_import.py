@@ -1,0 +1,270 @@
+"""Harbor trials of an agent that acted through tools (OpenClaw: exec, write, edit, read,
+process), written here as Harbor writes them: read into the tool-call form of commands.jsonl,
+imported as machine-track runs (declared done when the last turn calls no tool), and, on the
+real engine, replayed by Stage IV with each command's output compared with what the agent saw."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dockerneeded import _check_engine, requires_docker
+from harborjobs import machine_task_id, tool_call_atif, write_trial  # noqa: F401  (a fixture)
+from taskfactory import make_machine_task
+
+from swe_residual.cli.main import main as cli_main
+from swe_residual.dataset.errors import DatasetError
+from swe_residual.residualize.harbor.jobs import import_harbor_jobs
+from swe_residual.residualize.harbor.tool_calls import read_tool_calls
+from swe_residual.dataset.states.state import load_commands
+from swe_residual.dataset.states.tool_calls import apply_edit, output_divergence
+
+OPENCLAW = {"agent": "openclaw", "provider": "openai", "model": "z-ai/glm-5"}
+PRED = "openclaw__openai_z_ai_glm_5"
+
+
+def _exec(command: str, answer: str, exit_code: int = 0, **arguments: Any) -> dict[str, Any]:
+    return {"name": "exec", "arguments": {"command": command, **arguments}, "answer": answer,
+            "status": "completed", "exit_code": exit_code}
+
+
+# Three turns: a command and a file written; the file edited, read, searched about, a command the
+# tool refused (never ran), a command moved to the background and polled to its end; a check.
+TURNS: list[list[dict[str, Any]]] = [
+    [_exec("mkdir -p /app/out && echo made", "made"),
+     {"name": "write", "arguments": {"path": "/app/out/config.ini", "content": "mode = draft\nlevel = 1\n"},
+      "answer": "Successfully wrote 24 bytes to /app/out/config.ini"}],
+    [{"name": "edit", "arguments": {"path": "/app/out/config.ini",
+                                    "edits": [{"oldText": "mode = draft", "newText": "mode = final"}]},
+      "answer": "Successfully replaced 1 block(s) in /app/out/config.ini."},
+     {"name": "read", "arguments": {"path": "/app/out/config.ini"}, "answer": "mode = final\nlevel = 1"},
+     {"name": "web_search", "arguments": {"query": "ini format"}, "answer": "{\"results\": []}"},
+     {"name": "exec", "arguments": {"command": "python -c 'import os; os.remove(\"/app\")'"}, "status": "error",
+      "answer": "{\n  \"status\": \"error\",\n  \"tool\": \"exec\",\n  \"error\": \"exec preflight: refused\"\n}"},
+     {"name": "exec", "arguments": {"command": "sleep 1; echo slow > /app/out/slow.txt", "timeout": 60},
+      "status": "running", "answer": "Command still running (session calm-bay, pid 88). Use process for follow-up."},
+     {"name": "process", "arguments": {"action": "poll", "sessionId": "calm-bay", "timeout": 30000},
+      "status": "completed", "exit_code": 0, "answer": "(no new output)\n\nProcess exited with code 0."}],
+    [_exec("cat /app/out/config.ini; ls /app/nothing", "mode = final\nlevel = 1\n"
+           "ls: cannot access '/app/nothing': No such file or directory\n\n(Command exited with code 2)", 2)],
+]
+REPLAYED = [
+    {"command": "mkdir -p /app/out && echo made", "shell": "sh", "timeout_sec": 1800.0,
+     "observed": {"exit_code": 0, "output": "made"}},
+    {"write": "/app/out/config.ini", "content": "mode = draft\nlevel = 1\n"},
+    {"edit": "/app/out/config.ini", "replace": [{"old": "mode = draft", "new": "mode = final"}]},
+    # Recorded with a 60 s deadline and seen ending: a busier machine gets at least 600 s.
+    {"command": "sleep 1; echo slow > /app/out/slow.txt", "shell": "sh", "timeout_sec": 600.0,
+     "observed": {"exit_code": 0}},
+    {"command": "cat /app/out/config.ini; ls /app/nothing", "shell": "sh", "timeout_sec": 1800.0,
+     "observed": {"exit_code": 2, "output": TURNS[2][0]["answer"]}},
+]
+
+
+def _trial(job: Path, name: str, task: Path, turns: list[list[dict[str, Any]]], final: str | None = "Done.",
+           **extra: Any) -> Path:
+    return write_trial(job, name, task, task_name=task.name, minute=0, rewards={"reward": 0.0},
+                       trajectory=tool_call_atif(turns, final), **OPENCLAW, **extra)
+
+
+@pytest.mark.unit
+def test_tool_calls_become_commands_writes_and_edits(tmp_path: Path) -> None:
+    task = make_machine_task(tmp_path / "dataset", "tools", None, tmux=False)
+    read = read_tool_calls(_trial(tmp_path / "jobs", "tools__1", task, TURNS))
+    assert read is not None and read.refused is None and read.declared_done
+    assert read.interactions == REPLAYED
+    assert read.counts == {
+        "replayed: edit": 1, "replayed: exec": 3, "replayed: write": 1,
+        "skipped: exec answered with an error (never ran)": 1,
+        "skipped: process poll (a wait: the replay runs each command to its end)": 1,
+        "skipped: read (changes nothing on the machine)": 1,
+        "skipped: web_search (changes nothing on the machine)": 1}
+    # A listing that names the set-up's workspace files says so, for the comparison to set them aside.
+    listing = [[_exec("ls /app", "AGENTS.md\nSOUL.md\ndata.csv")]]
+    read_ls = read_tool_calls(_trial(tmp_path / "jobs", "tools__ls", task, listing))
+    assert read_ls is not None and read_ls.interactions[0]["observed"]["harness_files"] == ["AGENTS.md", "SOUL.md"]
+    # The session's recorded working directory is where each command runs.
+    (tmp_path / "jobs" / "tools__1" / "agent" / "openclaw-session.jsonl").write_text(
+        json.dumps({"type": "session", "cwd": "/app/out"}) + "\n")
+    read = read_tool_calls(tmp_path / "jobs" / "tools__1")
+    assert read is not None and {entry.get("cwd") for entry in read.interactions if "command" in entry} == {"/app/out"}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("call", "reason"), [
+    ({"name": "browser", "arguments": {"action": "open", "url": "http://localhost"}, "answer": "opened"},
+     "step 2: browser: a tool whose effect on the machine cannot be replayed"),
+    ({"name": "process", "arguments": {"action": "kill", "sessionId": "calm-bay"}, "answer": "killed"},
+     "step 2: process kill: acts on a running command"),
+    ({"name": "exec", "arguments": {"command": "python3 -m http.server", "background": True},
+      "status": "running", "answer": "Command still running (session calm-bay, pid 9)."},
+     "step 2: exec: run with `background`"),
+    ({"name": "exec", "arguments": {"command": "make"}, "status": "failed", "exit_code": None,
+      "answer": "Command aborted by signal SIGTERM"}, "step 2: exec: ended without an exit status"),
+])
+def test_a_tool_call_that_cannot_be_replayed_is_refused_naming_its_step(
+        tmp_path: Path, call: dict[str, Any], reason: str) -> None:
+    task = make_machine_task(tmp_path / "dataset", "tools", None, tmux=False)
+    read = read_tool_calls(_trial(tmp_path / "jobs", "tools__1", task, [[call], TURNS[0]]))
+    assert read is not None and read.refused is not None and read.refused.startswith(reason), read.refused
+
+
+@pytest.mark.unit
+def test_a_command_left_running_in_the_background_is_refused(tmp_path: Path) -> None:
+    task = make_machine_task(tmp_path / "dataset", "tools", None, tmux=False)
+    left = [dict(TURNS[1][4])]  # moved to the background, never polled to its end
+    read = read_tool_calls(_trial(tmp_path / "jobs", "tools__1", task, [left]))
+    assert read is not None and read.refused is not None
+    assert "session calm-bay" in read.refused and "never seen to end" in read.refused
+
+
+@pytest.mark.unit
+def test_declared_done_is_a_last_turn_without_a_tool_call(tmp_path: Path) -> None:
+    dataset, jobs = tmp_path / "dataset", tmp_path / "jobs"
+    task = make_machine_task(dataset, "tools", None, tmux=False)
+    _trial(jobs, "tools__1", task, TURNS)
+    _trial(jobs, "tools__2", task, TURNS, final=None)  # stopped right after a tool call
+    assert read_tool_calls(jobs / "tools__2") is not None and not read_tool_calls(jobs / "tools__2").declared_done
+    work = tmp_path / "work"
+    import_harbor_jobs(jobs, dataset, work, progress=lambda _: None, warn=lambda _: None)
+    records = {n: json.loads((work / "runs" / "tools" / PRED / str(n) / "record.json").read_text()) for n in (1, 2)}
+    assert (records[1]["submitted"], records[1]["termination"]) == (True, "submitted")
+    assert (records[2]["submitted"], records[2]["termination"]) == (False, "agent_error")
+    assert "without declaring the task done" in records[2]["error"]
+    assert records[1]["residualize"]["import"]["tool_calls"]["replayed: exec"] == 3
+    commands = load_commands(work / "runs" / "tools" / PRED / "1" / "commands.jsonl")
+    assert commands == REPLAYED
+    assert cli_main(["residualize", "filter", str(work)]) == 0
+    filtered = json.loads((work / "filter.json").read_text())
+    assert [c["attempt"] for c in filtered["candidates"]] == [1]
+    assert [(e["attempt"], e["rule"]) for e in filtered["excluded"]] == [(2, "not_submitted")]
+
+
+@pytest.mark.unit
+def test_another_version_of_the_task_is_imported_only_when_asked_and_said(tmp_path: Path) -> None:
+    dataset, jobs = tmp_path / "dataset", tmp_path / "jobs"
+    task = make_machine_task(dataset, "tools", None, tmux=False)
+    _trial(jobs, "tools__1", task, TURNS, checksum="ab" * 32)
+    # Recorded elsewhere: the trial's task path is not on this machine.
+    result = json.loads((jobs / "tools__1" / "result.json").read_text())
+    result["task_id"] = {"path": "tools"}
+    result["config"]["task"] = {"path": "tools"}
+    (jobs / "tools__1" / "result.json").write_text(json.dumps(result))
+    (jobs / "tools__1" / "config.json").write_text(json.dumps(result["config"]))
+    with pytest.raises(Exception, match="none of the 1 readable trial"):
+        import_harbor_jobs(jobs, dataset, tmp_path / "refused", progress=lambda _: None, warn=lambda _: None)
+    warned: list[str] = []
+    import_harbor_jobs(jobs, dataset, tmp_path / "work", other_versions=True, progress=lambda _: None,
+                       warn=warned.append)
+    record = json.loads((tmp_path / "work" / "runs" / "tools" / PRED / "1" / "record.json").read_text())
+    version = record["residualize"]["import"]["task_version"]
+    assert version.startswith("another version of the task (task_checksum abababababababab)")
+    assert "validated on the dataset's version" in version and any("another version" in w for w in warned)
+
+
+@pytest.mark.unit
+def test_an_edit_applies_its_text_exactly_once() -> None:
+    assert apply_edit("a = 1\nb = 2\n", [{"old": "b = 2", "new": "b = 3"}], "x") == "a = 1\nb = 3\n"
+    with pytest.raises(DatasetError, match="occurs 0 times"):
+        apply_edit("a = 1\n", [{"old": "b = 2", "new": "b = 3"}], "x")
+    with pytest.raises(DatasetError, match="occurs 2 times"):
+        apply_edit("b = 2\nb = 2\n", [{"old": "b = 2", "new": "b = 3"}], "x")
+
+
+@pytest.mark.unit
+def test_an_output_is_compared_after_the_tolerance_rule() -> None:
+    seen = {"exit_code": 0, "output": "key made\n....+..+++++*\nat 2026-04-15 15:21:56 in 0.53s, pid 3150"}
+    assert output_divergence(seen, 0, "key made\n..+.....+++*\nat 2026-12-02 06:01:02 in 1.7s, pid 12\n") is None
+    assert output_divergence({"exit_code": 0, "output": "(no output)"}, 0, "") is None
+    assert output_divergence({"exit_code": 2, "output": "gone\n\n(Command exited with code 2)"}, 2, "gone\n") is None
+    assert output_divergence({"exit_code": 0}, 0, "anything") is None  # seen only in pieces
+    # Trimmed as the tool showed it; the traceback markers of one Python version and not another.
+    traceback = "Traceback (most recent call last):\n  File \"/app/c.py\", line 2, in <module>\n    exit(main())\n"
+    assert output_divergence({"exit_code": 1, "output": traceback.strip() + "\n         ~~~~^^\nValueError: x"}, 1,
+                             traceback + "ValueError: x\n") is None
+    # The files the agent's set-up wrote before its first turn are not the replay's to make.
+    seen = {"exit_code": 0, "output": "AGENTS.md\ndata.csv\n-rw-r--r-- 1 root root 1673 Apr 15 13:23 SOUL.md",
+            "harness_files": ["AGENTS.md", "SOUL.md"]}
+    assert output_divergence(seen, 0, "data.csv\n") is None
+    assert output_divergence({**seen, "harness_files": []}, 0, "data.csv\n") is not None
+    # `ls -l`: a directory's links and size, and the block total, are the storage driver's.
+    listing = "total {}\ndrwxr-xr-x {} root root {} Apr 15 13:23 ssl\n-rw------- 1 root root 1704 Apr 15 13:23 key"
+    assert output_divergence({"exit_code": 0, "output": listing.format(20, 1, 4096)}, 0,
+                             listing.format(24, 3, 12288)) is None
+    assert output_divergence({"exit_code": 0, "output": listing.format(20, 1, 4096)}, 0,
+                             listing.format(20, 1, 4096).replace("1704", "1708")) is not None
+    assert output_divergence(seen, 1, "key made") == "exit status 1, recorded 0"
+    found = output_divergence({"exit_code": 0, "output": "3 passed"}, 0, "2 passed")
+    assert found == "output differs at line 1 of its last 10: recorded '3 passed', replayed '2 passed'"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("line", "message"), [
+    ({"write": "/app/x"}, "a write needs a string `content`"),
+    ({"edit": "/app/x", "replace": [{"old": "", "new": "y"}]}, "an edit needs `replace`"),
+    ({"write": "/app/x", "content": "", "command": "true"}, "needs exactly one of"),
+    ({"command": "true", "shell": "zsh"}, "`shell` must be one of bash, sh"),
+    ({"write": "/var/run/docker.sock", "content": "x"}, "reaches for the container engine's socket"),
+])
+def test_tool_call_lines_are_checked_at_load(tmp_path: Path, line: dict[str, Any], message: str) -> None:
+    from swe_residual.dataset.states.state import check_replayable
+
+    path = tmp_path / "commands.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(DatasetError, match=message.replace("`", "`").replace("(", r"\(")):
+        check_replayable(path)
+
+
+# --------------------------------------------------------------------------- end to end, real engine
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("_", [pytest.param(None, marks=requires_docker)])
+def test_tool_call_trials_become_states_when_their_replay_reproduces_them(
+        tmp_path: Path, machine_task_id: str, _: None) -> None:
+    _check_engine()
+    from swe_residual.environments.docker.base_image import ensure_base_image
+
+    ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
+    dataset, jobs = tmp_path / "dataset", tmp_path / "jobs"
+    task_dir = make_machine_task(dataset, machine_task_id, None, tmux=False)
+    _trial(jobs, f"{machine_task_id}__1", task_dir, TURNS)
+    # The recording's edit found its text; on this machine the file never holds it.
+    missing = [TURNS[0], [{**TURNS[1][0], "arguments": {"path": "/app/out/config.ini",
+                                                        "edits": [{"oldText": "mode = sketch", "newText": "x"}]}}]]
+    _trial(jobs, f"{machine_task_id}__2", task_dir, missing)
+    # The recording's command printed something else than it prints here.
+    other = [TURNS[0], [_exec("echo 2 passed", "3 passed")]]
+    _trial(jobs, f"{machine_task_id}__3", task_dir, other)
+    work, out = tmp_path / "work", tmp_path / "out"
+    assert cli_main(["import", "harbor-jobs", str(jobs), "--dataset", str(dataset), "--out", str(work)]) == 0
+    assert cli_main(["residualize", "filter", str(work)]) == 0
+    assert cli_main(["residualize", "review", str(work), "--accept-all-as", "test"]) == 0
+    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "docker"]) == 0
+    outcomes = {c["attempt"]: c for c in json.loads((work / "table5.json").read_text())["candidates"]}
+    assert outcomes[1]["category"] == "included", outcomes[1]["detail"]
+    assert outcomes[1]["replay"]["outputs_compared"] == 3 and outcomes[1]["replay"]["outputs"] == "match"
+    assert outcomes[1]["replay"]["replays_agree"] and outcomes[1]["fidelity"] == "snapshot"
+    assert outcomes[2]["category"] == "replay_failed"
+    assert "occurs 0 times in the replayed file" in outcomes[2]["detail"] and "line 3" in outcomes[2]["detail"]
+    assert outcomes[3]["category"] == "replay_failed"
+    assert ("line 3 of commands.jsonl: output differs at line 1 of its last 10: recorded '3 passed', "
+            "replayed '2 passed'") in outcomes[3]["detail"]
+    state_dir = out / machine_task_id / "residual" / f"{PRED}-1"
+    machine = json.loads((state_dir / "machine.json").read_text())
+    assert "/app/out/config.ini" in machine["files"]["added"] and "/app/out/slow.txt" in machine["files"]["added"]
+
+
+@pytest.mark.unit
+def test_the_trajectory_links_each_answer_to_its_call() -> None:
+    """OpenClaw answers a call in a later step naming it: that answer is the call's output."""
+    from swe_residual.agents.atif import atif_to_trajectory
+
+    trajectory = atif_to_trajectory(tool_call_atif(TURNS), "openclaw")
+    assert [step.action for step in trajectory.steps] == [
+        "command", "edit", "edit", "view", "message", "command", "command", "message", "command", "message"]
+    assert trajectory.steps[0].output == "made" and trajectory.steps[3].output == "mode = final\nlevel = 1"
+    assert trajectory.final_message == "Done."
