@@ -252,6 +252,7 @@ def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, so
     run.mkdir(parents=True)
     jobs_dir = str(jobs / "jobs")
     (run / "record.json").write_text(json.dumps({
+        **make_record("tiny-task", agent="openclaw", track="machine"),
         "outcome": "failure", "termination": "submitted", "submitted": True, "reward": 0.0, "tests": {},
         "residualize": {"source": {"agent": "openclaw", "model": "openai/z-ai/glm-5"},
                         "import": {"kind": "harbor-jobs", "source": jobs_dir, "trial": "job-1/tiny-task__abc",
