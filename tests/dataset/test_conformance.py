@@ -166,7 +166,8 @@ def test_an_oracle_that_cannot_solve_is_listed_not_silent(tmp_path: Path, backen
     assert any(line.startswith("oracle did not solve 1 of 1 starts") for line in lines)
     assert any("calc-broken [clean]" in line for line in lines)
     assert "oracle did not solve 1 of 1 starts" in render_markdown(parsed(summary))
-    assert "Starts the reference solution did not solve" in render_html(parsed(summary), records_of([record]), tmp_path)
+    page = render_html(parsed(summary), records_of([record]), tmp_path)
+    assert 'id="oracle"' in page and "oracle did not solve 1 of 1 starts" in page and "calc-broken [clean]" in page
 
 
 def test_validate_names_track_and_workdir_and_why(dataset_dir: Path) -> None:

@@ -25,7 +25,7 @@ import pytest
 from attackers import KILL_INIT, SOLVE_CLAMP, attack_task
 from dockerneeded import World, containers_of, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
-from summaries import records_of, summary_dict
+from summaries import record_of, records_of, summary_dict
 
 from swe_residual.agents import AgentResult, AgentSession, resolve_agent
 from swe_residual.metrics.headline import is_excluded, success
@@ -104,7 +104,7 @@ def test_a_container_stopped_with_no_cause_from_outside_is_the_agents_failure(wo
         assert "exit code 137" in text and "the agent's failure" in text
     summary = summary_dict([record])
     assert (summary["infra"]["excluded"], summary["infra"]["retried"], summary["infra"]["unresolved"]) == ([], 0, 0)
-    assert success(record) == 0  # measured: a failure in the success rates
+    assert success(record_of(record)) == 0  # measured: a failure in the success rates
     report = termination_report(records_of([record]))
     assert any("no cause from outside it" in line for line in report.errors), report.errors
 

@@ -30,7 +30,7 @@ from attackers import (
 from dockerneeded import World, containers_of, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 from scripted_agents import FIX_CLAMP
 
-from summaries import parsed, records_of, summary_dict
+from summaries import parsed, record_of, records_of, summary_dict
 
 from swe_residual.agents import resolve_agent
 from swe_residual.environments.docker import DockerBackend
@@ -195,7 +195,7 @@ def test_summary_counts_the_attackers_and_lists_them(world) -> None:
     excluded = {entry["task"] for entry in summary["infra"]["excluded"]}
     assert excluded == {world.ids["broken"]}  # only the broken verifier is left out
     # The hanging attacker enters the success rates as a failure: not left out of them.
-    assert not is_excluded(records[0]) and success(records[0]) == 0
+    assert not is_excluded(record_of(records[0])) and success(record_of(records[0])) == 0
     lines = render_terminal(parsed(summary))
     assert any(line.startswith("verifier failed on the agent's final state") for line in lines)
     header = termination_table(records_of(records))[1]
