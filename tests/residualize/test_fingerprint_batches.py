@@ -1,0 +1,76 @@
+"""Stage IV's fingerprint of a replayed container, on the real engine: described in a handful of
+processes (GNU xargs over the listing), it equals the one-process-loop-per-path description for
+every kind of path (file, empty file, directory, link, a name with a backslash or a space), and
+thousands of paths take seconds, not the minutes a loop per path took."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tarfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import docker
+import pytest
+from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+
+from swe_residual.environments.docker import LABEL
+from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
+from swe_residual.residualize import fidelity
+from swe_residual.residualize.fidelity import changed_paths, fingerprint
+
+pytestmark = [*requires_docker, pytest.mark.slow]
+
+MADE = (
+    "mkdir -p /app/many /app/d && for i in $(seq 1 400); do echo $i > /app/many/f$i; done"
+    " && : > /app/empty && printf 'x' > '/app/back\\slash' && echo s > '/app/with space'"
+    " && ln -s /app/empty /app/link && ln -s /nowhere /app/dangling && chmod 600 /app/empty"
+)
+
+
+class _Container:
+    """The two calls fingerprint() makes of an environment, on a plain container of the engine."""
+
+    def __init__(self, client: docker.DockerClient, container: Any) -> None:
+        self.client, self.container, self.container_id = client, container, container.id
+
+    def write_file(self, path: str, data: bytes) -> None:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            info = tarfile.TarInfo(path.rsplit("/", 1)[1])
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        self.container.put_archive(path.rsplit("/", 1)[0] or "/", buffer.getvalue())
+
+    def exec(self, command: str, timeout_sec: float) -> Any:
+        result = self.container.exec_run(["sh", "-c", command])
+        return type("Result", (), {"exit_code": result.exit_code, "stdout": result.output.decode()})
+
+
+@pytest.fixture(scope="module")
+def container() -> Iterator[_Container]:
+    ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
+    client = docker.from_env()
+    started = client.containers.run(BASE_IMAGE, ["sleep", "600"], detach=True, labels={LABEL: "1", f"{LABEL}.test": "fingerprint"})
+    try:
+        assert started.exec_run(["sh", "-c", MADE]).exit_code == 0
+        yield _Container(client, started)
+    finally:
+        started.remove(force=True)
+
+
+def test_batches_describe_every_path_as_the_loop_does(container: _Container) -> None:
+    began = time.monotonic()
+    batched = fingerprint(container)
+    batched_sec = time.monotonic() - began
+    present = sorted(path for path, kind in changed_paths(container).items() if kind != "deleted")
+    looped = fidelity._described_one_by_one(container, present)
+    assert len(present) > 400
+    assert {path: batched.files[path] for path in looped} == looped and set(batched.files) >= set(looped)
+    assert batched.files["/app/empty"][:2] == ("file", "600") and batched.files["/app/many"][0] == "dir"
+    assert batched.files["/app/back\\slash"][0] == "file" and batched.files["/app/with space"][0] == "file"
+    assert batched.files["/app/link"][0] == "link" and batched.files["/app/dangling"][0] == "link"
+    assert batched.files["/app/link"][2] != batched.files["/app/dangling"][2]
+    print(f"fingerprint of {len(present)} paths: {batched_sec:.1f} s in batches")
