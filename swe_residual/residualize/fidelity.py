@@ -196,10 +196,9 @@ def compare(first: Fingerprint, second: Fingerprint) -> ReplayAgreement:
     return ReplayAgreement(None, differs)
 
 
-def pane_divergence(environment: Any, recorded: str) -> str | None:
+def pane_divergence(replayed: str, recorded: str, unstable_files: list[str]) -> str | None:
     """None when the replayed pane ends as the recorded one did, else the first divergence."""
-    replayed = environment.exec(PANE_TAIL, timeout_sec=60).stdout
-    found = first_divergence(recorded, replayed)
+    found = first_divergence(recorded, replayed, unstable_files=tuple(unstable_files))
     return None if found is None else describe(found)
 
 
@@ -249,9 +248,7 @@ def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: An
     try:
         first = fingerprint(first_env)
         outputs = list(getattr(first_env, "replayed_outputs", None) or [])
-        pane = "not recorded"
-        if recorded_pane is not None:
-            pane = pane_divergence(first_env, recorded_pane) or "matches"
+        replayed_pane = None if recorded_pane is None else first_env.exec(PANE_TAIL, timeout_sec=60).stdout
     finally:
         if first_env is not environment:
             first_env.close()
@@ -262,6 +259,10 @@ def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: An
     finally:
         second_env.close()
     agreement = compare(first, second)
+    pane = "not recorded"
+    if recorded_pane is not None and replayed_pane is not None:
+        # Judged once the replays are compared: what they did not reproduce cannot be held to the recording.
+        pane = pane_divergence(replayed_pane, recorded_pane, agreement.content_differs) or "matches"
     check = FidelityCheck(None, agreement.content_differs, pane, len(first.files), list(first.processes),
                           len(outputs))
     output_why = outputs_divergence(outputs)

@@ -65,3 +65,24 @@ def test_the_harness_suffix_is_dropped_where_tmux_wrapped_it() -> None:
                 "root@0a1b2c3d4e5f:/app# echo 'No tools found.' > /app/status.txt\n"
                 "root@0a1b2c3d4e5f:/app#\n")
     assert first_divergence(recorded, replayed) is None
+
+
+LS_RECORDED = ("root@0123456789ab:/app# ls -la\n"
+               "-rw-r--r-- 1 root root  3771 Jul 15 02:14 exponential_samples.txt\n"
+               "-rw-r--r-- 1 root root   812 Jul 15 02:14 ars.R\n"
+               "root@0123456789ab:/app#\n")
+
+
+def test_the_size_of_a_file_the_replays_did_not_reproduce_is_masked_in_ls_lines() -> None:
+    # `rexp()` without a seed: each replay writes other samples, of another length.
+    replayed = LS_RECORDED.replace(" 3771 ", " 3790 ")
+    assert first_divergence(LS_RECORDED, replayed, unstable_files=("/app/exponential_samples.txt",)) is None
+    assert first_divergence(LS_RECORDED, replayed) == Divergence(
+        2, "-rw-r--r-- 1 root root  3771 <DATE> exponential_samples.txt",
+        "-rw-r--r-- 1 root root  3790 <DATE> exponential_samples.txt")
+
+
+def test_only_the_unstable_files_size_is_masked() -> None:
+    replayed = LS_RECORDED.replace("  812 ", "  999 ")
+    divergence = first_divergence(LS_RECORDED, replayed, unstable_files=("/app/exponential_samples.txt",))
+    assert divergence is not None and divergence.line == 3 and "999" in str(divergence.replayed)

@@ -12,7 +12,10 @@ between any two machines or moments is set aside (the tolerance rule):
 - the `; tmux wait -S done` Terminal-Bench appended to a blocking command it typed (the replay
   types the command as the agent wrote it), with the line break tmux put inside or after it when
   the suffix took the line past the pane's width;
-- trailing spaces and trailing blank lines.
+- trailing spaces and trailing blank lines;
+- in an `ls -l` line, the size of a file whose content the two replays themselves did not
+  reproduce (Stage IV's `content_differs`: samples drawn without a seed, a key made again): the
+  keystrokes do not fix it, so neither replay can be held to the recorded one.
 
 Everything else must be equal. The result names the first line, counted from the top of the
 compared tail, where they differ.
@@ -60,16 +63,32 @@ def _unwrapped(pane: str) -> str:
     return _HARNESS_SUFFIX.sub(drop, pane.replace("\r\n", "\n"))
 
 
-def normalized(pane: str) -> list[str]:
-    lines = [_masked(line) for line in _unwrapped(pane).splitlines()]
+# `ls -l`: mode, links, owner, group, size, then the rest (date and name).
+_LS_LONG = re.compile(r"^([-dlcbps][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+)(\d+)(\s.*)$")
+
+
+def _unstable_size_masked(line: str, unstable_names: frozenset[str]) -> str:
+    found = _LS_LONG.match(line)
+    if found and found.group(3).rstrip().rsplit(" ", 1)[-1] in unstable_names:
+        return found.group(1) + "<SIZE>" + found.group(3)
+    return line
+
+
+def normalized(pane: str, unstable_names: frozenset[str] = frozenset()) -> list[str]:
+    lines = [_masked(_unstable_size_masked(line, unstable_names) if unstable_names else line)
+             for line in _unwrapped(pane).splitlines()]
     while lines and not lines[-1]:
         lines.pop()
     return lines
 
 
-def first_divergence(recorded: str, replayed: str, last_lines: int = LAST_LINES) -> Divergence | None:
-    """None when the panes' last `last_lines` lines agree, else where they first differ."""
-    want, got = normalized(recorded)[-last_lines:], normalized(replayed)[-last_lines:]
+def first_divergence(recorded: str, replayed: str, last_lines: int = LAST_LINES,
+                     unstable_files: tuple[str, ...] = ()) -> Divergence | None:
+    """None when the panes' last `last_lines` lines agree, else where they first differ.
+    `unstable_files`: paths whose content two replays did not reproduce (their `ls -l` size is
+    masked; `ls` shows a name, so the paths' last parts are what is matched)."""
+    names = frozenset(path.rstrip("/").rsplit("/", 1)[-1] for path in unstable_files)
+    want, got = normalized(recorded, names)[-last_lines:], normalized(replayed, names)[-last_lines:]
     for number in range(max(len(want), len(got))):
         left = want[number] if number < len(want) else None
         right = got[number] if number < len(got) else None
