@@ -36,10 +36,11 @@ from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.importing import git_source
 from swe_residual.residualize.published.manifest import MANIFEST, SCHEMA
 from swe_residual.residualize import tomlwrite
-from swe_residual.residualize.reconstruct import TABLE5_ROWS
-from swe_residual.residualize.workdir import COMMANDS, stage_one
+from swe_residual.residualize.table5 import PASSED_REVIEW, TABLE5_ROWS
+from swe_residual.residualize.workdir import COMMANDS, RunRef, stage_one
 from swe_residual.trial.records import read_record
 
+STAGE_III_REJECTED = "stage_iii_rejected"
 _DECISION = re.compile(r"^(reviewer_[12]): (name|task_directed|consistent) = ?(.*)$")
 
 
@@ -80,13 +81,48 @@ def _portable(value: Any, local: str, reference: str) -> Any:
     return value
 
 
-def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str) -> dict[str, Any]:
+def _top_funnel_source(existing: dict[str, Any]) -> str | None:
+    """The source of runs the manifest's `[funnel]` counts: the one recorded first, i.e. the only
+    source of runs without a `[funnels.<source>]` of its own."""
+    runs_sources = [name for name, entry in (existing.get("sources") or {}).items() if "runs" in entry]
+    unnamed = [name for name in runs_sources if name not in (existing.get("funnels") or {})]
+    return unnamed[0] if len(unnamed) == 1 and existing.get("funnel") else None
+
+
+def _stage_iv_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Table 5's total column from candidate rows (the manifest's `[candidates]`)."""
+    judged = [row for row in rows if row.get("category") != STAGE_III_REJECTED]
+    return {label: len(judged) if row == PASSED_REVIEW else sum(r.get("category") == row for r in judged)
+            for row, label in TABLE5_ROWS}
+
+
+def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str, source_keys: set[str]) -> dict[str, Any]:
     """`new` (one source of runs) added to a manifest recorded before: sources, tasks, states and
-    candidates joined (this source's own entries replaced), its funnel under `[funnels.<source>]`."""
+    candidates joined, its funnel under `[funnels.<source>]` (or `[funnel]` when it is the source
+    recorded first).
+
+    The work directory may have run Stage IV again on some of the source's candidates only
+    (`residualize build --task`): the others keep their recorded rows, a candidate judged anew
+    replaces its row, and a state it no longer yields is dropped; the funnel's Stage IV is
+    counted from all the source's rows (`source_keys`: its Stage II candidates)."""
     merged = dict(existing)
     for key in ("sources", "tasks", "states", "candidates"):
         merged[key] = {**(existing.get(key) or {}), **new[key]}
-    merged["funnels"] = {**(existing.get("funnels") or {}), runs_name: new["funnel"]}
+    judged_anew = {key for key, row in new["candidates"].items() if row.get("category") != STAGE_III_REJECTED}
+    for key, entry in list(merged["states"].items()):
+        candidate = f"{key.split('/', 1)[0]}/{(entry.get('state') or {}).get('provenance', {}).get('candidate', '')}"
+        if candidate in judged_anew and key not in new["states"]:
+            del merged["states"][key]
+    funnel = dict(new["funnel"])
+    rows = [row for key, row in merged["candidates"].items() if key in (source_keys | set(new["candidates"]))]
+    funnel["stage_iv"] = _stage_iv_counts(rows)
+    if _top_funnel_source(existing) == runs_name:
+        merged["funnel"] = funnel
+    else:
+        merged["funnels"] = {**(existing.get("funnels") or {}), runs_name: funnel}
+    # A task stays while a state of it does (a state dropped above may have been its last).
+    merged["tasks"] = {task_id: task for task_id, task in merged["tasks"].items()
+                       if any(key.split("/", 1)[0] == task_id for key in merged["states"])}
     return merged
 
 
@@ -184,11 +220,13 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
     for rejected in (review or {}).get("rejected", []):  # Stage III's rejections, with the reviewers' reason
         key = f"{rejected['task']}/{rejected['candidate']}"
         manifest["candidates"][key] = {k: v for k, v in {
-            "category": "stage_iii_rejected", "detail": "answered no: " + ", ".join(rejected.get("failed", [])),
+            "category": STAGE_III_REJECTED, "detail": "answered no: " + ", ".join(rejected.get("failed", [])),
             "note": notes.get(key)}.items() if v is not None}
     out.mkdir(parents=True, exist_ok=True)
     target = out / MANIFEST
     if add and target.is_file():
-        manifest = _merged(tomllib.loads(target.read_text(encoding="utf-8")), manifest, runs_name)
+        source_keys = {f"{c['task']}/{c.get('candidate') or RunRef.from_dict(c).candidate}"
+                       for c in filtered.get("candidates") or [] if c.get("candidate") or "predecessor" in c}
+        manifest = _merged(tomllib.loads(target.read_text(encoding="utf-8")), manifest, runs_name, source_keys)
     target.write_text(tomlwrite.dumps(manifest), encoding="utf-8")
     return target

@@ -1,0 +1,69 @@
+"""`dataset record --add` when the work directory ran Stage IV again on some of a source's
+candidates only: the others keep their rows and states, a candidate judged anew replaces its row
+(and the state it no longer yields goes, with its task), and the source's funnel counts all its
+rows, under `[funnel]` when it is the source recorded first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from swe_residual.residualize.published.record import _merged
+
+pytestmark = pytest.mark.unit
+
+PRED = "terminus__m"
+
+
+def _state(task: str, number: int) -> dict[str, Any]:
+    return {"source": "runs-a", "state": {"provenance": {"candidate": f"{PRED}-a{number}"}}, "task": task}
+
+
+def _existing() -> dict[str, Any]:
+    return {
+        "sources": {"bench": {"tasks": "tasks"}, "runs-a": {"runs": "runs"}, "runs-b": {"runs": "jobs"}},
+        "tasks": {"kept": {"source": "bench"}, "lost": {"source": "bench"}, "other": {"source": "bench"}},
+        "states": {f"kept/{PRED}-1": _state("kept", 1), f"lost/{PRED}-1": _state("lost", 1),
+                   "other/openclaw-1": {"source": "runs-b", "state": {"provenance": {"candidate": "openclaw-a1"}}}},
+        "candidates": {f"kept/{PRED}-a1": {"category": "included"}, f"lost/{PRED}-a1": {"category": "included"},
+                       f"slow/{PRED}-a1": {"category": "stage_iv_not_finished"},
+                       f"new/{PRED}-a1": {"category": "replay_failed"},
+                       f"dull/{PRED}-a1": {"category": "stage_iii_rejected"},
+                       "other/openclaw-a1": {"category": "included"}},
+        "funnel": {"runs": 9, "stage_iv": {"Included": 2}},
+        "funnels": {"runs-b": {"runs": 3, "stage_iv": {"Included": 1}}},
+    }
+
+
+def _new() -> dict[str, Any]:
+    # Stage IV run again on `lost` (its replay no longer reproduces) and `new` (now included).
+    return {"sources": {"runs-a": {"runs": "runs"}}, "tasks": {"new": {"source": "bench"}},
+            "states": {f"new/{PRED}-1": _state("new", 1)},
+            "candidates": {f"lost/{PRED}-a1": {"category": "replay_failed"}, f"new/{PRED}-a1": {"category": "included"},
+                           f"dull/{PRED}-a1": {"category": "stage_iii_rejected"}},
+            "funnel": {"runs": 9, "stage_iv": {"Included": 1}}}
+
+
+SOURCE_KEYS = {f"{task}/{PRED}-a1" for task in ("kept", "lost", "slow", "new", "dull")}
+
+
+def test_rows_not_judged_again_are_kept_and_the_funnel_counts_them_all() -> None:
+    merged = _merged(_existing(), _new(), "runs-a", SOURCE_KEYS)
+    assert sorted(merged["states"]) == [f"kept/{PRED}-1", f"new/{PRED}-1", "other/openclaw-1"]
+    assert sorted(merged["tasks"]) == ["kept", "new", "other"]
+    assert merged["candidates"][f"slow/{PRED}-a1"] == {"category": "stage_iv_not_finished"}
+    # kept, lost, slow, new passed review (dull was rejected); 2 included, 1 replay failed.
+    assert merged["funnel"]["stage_iv"]["Passed human review"] == 4
+    assert merged["funnel"]["stage_iv"]["Included"] == 2
+    assert merged["funnel"]["stage_iv"]["Patch application or command replay failed"] == 1
+    assert merged["funnels"] == {"runs-b": {"runs": 3, "stage_iv": {"Included": 1}}}
+
+
+def test_a_source_recorded_later_keeps_its_own_funnel() -> None:
+    new = {"sources": {"runs-b": {"runs": "jobs"}}, "tasks": {}, "states": {},
+           "candidates": {"other/openclaw-a1": {"category": "replay_failed"}}, "funnel": {"runs": 3}}
+    merged = _merged(_existing(), new, "runs-b", {"other/openclaw-a1"})
+    assert merged["funnel"] == {"runs": 9, "stage_iv": {"Included": 2}}
+    assert merged["funnels"]["runs-b"]["stage_iv"]["Included"] == 0
+    assert "other/openclaw-1" not in merged["states"] and "other" not in merged["tasks"]
