@@ -94,6 +94,21 @@ def test_the_generated_dockerfile_starts_from_the_stand_in_and_its_notes_name_ba
 
 
 @pytest.mark.unit
+def test_release_by_hand_keeps_the_published_system_and_says_what_it_costs(tmp_path: Path) -> None:
+    """`--release bookworm` for a python:3.13-slim-bookworm task whose apt packages trixie lacks or
+    changed: bookworm's system, its python3 3.11, and the one deviation that says so."""
+    task = _task(tmp_path / "task", "FROM python:3.13-slim-bookworm\nRUN apt-get install -y libgl1-mesa-glx\n")
+    plan = rebuild.make_plan(task, [], "bookworm")
+    assert plan.stand_in == rebuild.StandIn("bookworm", True, (
+        "python:3.13-slim-bookworm has Python 3.13; --release bookworm: Debian bookworm's python3 3.11 "
+        "instead of trixie's 3.13",))
+    assert rebuild.stand_in_for("ubuntu:24.04", "trixie").deviations == ("--release trixie: Debian trixie instead of bookworm",)
+    assert rebuild.stand_in_for("debian:13.0-slim", "trixie") == rebuild.StandIn("trixie", False)
+    with pytest.raises(SystemExit, match="--release buster: one of bookworm, trixie"):
+        rebuild.stand_in_for("ubuntu:24.04", "buster")
+
+
+@pytest.mark.unit
 def test_the_image_labels_record_the_stand_in_and_its_python(tmp_path: Path) -> None:
     plan = rebuild.make_plan(_task(tmp_path / "task", "FROM python:3.13-slim-bookworm\n"), [])
     labels = rebuild.image_labels(plan, "Python 3.13.5")
