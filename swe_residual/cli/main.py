@@ -2,7 +2,7 @@
 
     swe-residual report RESULTS... [--out DIR]   recompute the summary from results files
     swe-residual validate DATASET [--verify]     check a dataset's tasks, states and patches
-    swe-residual build-base [--rebuild]          build the Debian base image for the docker backend
+    swe-residual build-base [--rebuild] [--release R]  build the Debian base image for the docker backend
     swe-residual images list|prune [--all]       list or prune the docker backend's cached images
     swe-residual setup harbor                    Harbor in its own Python >= 3.12 environment (--agent=harbor:NAME)
     swe-residual import SOURCE ...               Harbor jobs, prediction files or fix commits in (docs/importing.md)
@@ -227,9 +227,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_build_base(args: argparse.Namespace) -> int:
-    from swe_residual.environments.docker.base_image import ensure_base_image
+    from swe_residual.environments.docker.base_image import BASE_RELEASE, ensure_base_image
 
-    tag = ensure_base_image(rebuild=args.rebuild)
+    tag = ensure_base_image(rebuild=args.rebuild, release=args.release or BASE_RELEASE)
     print(tag)
     return 0
 
@@ -270,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=cmd_validate)
     base = sub.add_parser("build-base", help="build the Debian base image the sample tasks start FROM")
     base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
+    base.add_argument("--release", metavar="RELEASE",
+                      help="Debian release to bootstrap, tagged swe-residual-base:RELEASE (default: the sample "
+                           "tasks' bookworm; trixie for scripts/rebuild-task-image's Python 3.13 stand-in)")
     base.set_defaults(func=cmd_build_base)
     from swe_residual.cli.images import add_parser as add_images_parser
 

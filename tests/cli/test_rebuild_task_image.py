@@ -1,7 +1,8 @@
 """scripts/rebuild-task-image's Dockerfile rewriting (docs/real-tasks.md; issue 32): `COPY file .`
 is a file copied as written, the venv's PATH survives a `RUN bash -lc` (built for real), git
-submodules clone from local mirrors, and a RUN step that printed an error yet exited 0 is a
-`deviation:`."""
+submodules clone from local mirrors, a RUN step that printed an error yet exited 0 is a
+`deviation:`, and each published FROM gets the Debian release whose python3 is the published
+Python's minor version (trixie for 3.13, bookworm for 3.11; the nearest, said so, otherwise)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,93 @@ def _task(root: Path, dockerfile: str) -> Path:
     return root
 
 
+# The FROM kinds of the published Terminal-Bench 2 tasks (and DeepSWE's mars-base): the stand-in's
+# release, whether Python comes in a venv, and its deviation notes (empty: none).
+NO_RELEASE = "which no Debian release here ships (bookworm 3.11, trixie 3.13): the nearest,"
+FROM_KINDS = [
+    ("python:3.13-slim-bookworm", "trixie", True,
+     ["python:3.13-slim-bookworm is Debian bookworm with its own Python build; the stand-in is Debian trixie "
+      "(for its python3): what the Dockerfile apt-gets comes from trixie"]),
+    ("python:3.11-slim", "bookworm", True, []),
+    ("python:3.11", "bookworm", True, []),
+    ("python:3.10-slim-bookworm", "bookworm", True,
+     [f"python:3.10-slim-bookworm has Python 3.10, {NO_RELEASE} Debian bookworm's python3 3.11"]),
+    ("python:3.12-slim", "trixie", True, [f"python:3.12-slim has Python 3.12, {NO_RELEASE} Debian trixie's python3 3.13"]),
+    ("python:3", "trixie", True, ["python:3 names no Python minor version: Debian trixie's python3 (3.13), the newest here"]),
+    ("ubuntu:24.04", "bookworm", False, []),
+    ("debian:13.0-slim", "trixie", False, []),
+    ("debian:bookworm-slim", "bookworm", False, []),
+    ("debian:11", "bookworm", False, ["debian:11: no base of that Debian release here: Debian bookworm"]),
+    ("registry.example/team/mars-base:1", "bookworm", True, []),
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("base_from", "release", "venv", "said"), FROM_KINDS)
+def test_each_published_base_gets_its_release_and_says_how_it_deviates(
+        base_from: str, release: str, venv: bool, said: list[str]) -> None:
+    stand_in = rebuild.stand_in_for(base_from)
+    assert (stand_in.release, stand_in.image, stand_in.python_venv) == (release, f"swe-residual-base:{release}", venv)
+    assert list(stand_in.deviations) == said
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("base_from", "release", "venv", "said"), FROM_KINDS)
+def test_the_generated_dockerfile_starts_from_the_stand_in_and_its_notes_name_base_and_python(
+        tmp_path: Path, base_from: str, release: str, venv: bool, said: list[str]) -> None:
+    task = _task(tmp_path / "task", f"FROM {base_from}\nWORKDIR /app\nRUN pip install numpy==2.3.0\n")
+    plan = rebuild.make_plan(task, [])
+    prelude, notes = rebuild.base_prelude(plan, "")
+    generated = rebuild.generated_dockerfile(plan, prelude).splitlines()
+    assert generated[0] == f"FROM swe-residual-base:{release}"
+    assert f"RUN . {rebuild.BUILD_DIR}/net.sh; pip install numpy==2.3.0" in generated
+    venv_lines = [line for line in generated if line.startswith("ENV PATH=/opt/venv/bin")]
+    assert len(venv_lines) == (1 if venv else 0)
+    python = {"bookworm": "3.11", "trixie": "3.13"}[release]
+    # The last note is the stand-in's own: its base, its release and its Python.
+    assert notes[:-1] == list(plan.stand_in.deviations)
+    assert f"-> swe-residual-base:{release}" in notes[-1] and f"Debian {release}" in notes[-1]
+    assert f"python3 {python}" in notes[-1]
+    # What the engine says of the base's python3, once asked, replaces the release's version.
+    found = rebuild.base_prelude(plan, "", "Python 3.13.5")[1][-1]
+    assert ("its Python 3.13.5 (with its C headers)" if venv else "the base also has Python 3.13.5") in found
+
+
+@pytest.mark.unit
+def test_release_by_hand_keeps_the_published_system_and_says_what_it_costs(tmp_path: Path) -> None:
+    """`--release bookworm` for a python:3.13-slim-bookworm task whose apt packages trixie lacks or
+    changed: bookworm's system, its python3 3.11, and the one deviation that says so."""
+    task = _task(tmp_path / "task", "FROM python:3.13-slim-bookworm\nRUN apt-get install -y libgl1-mesa-glx\n")
+    plan = rebuild.make_plan(task, [], "bookworm")
+    assert plan.stand_in == rebuild.StandIn("bookworm", True, (
+        "python:3.13-slim-bookworm has Python 3.13; --release bookworm: Debian bookworm's python3 3.11 "
+        "instead of trixie's 3.13",))
+    assert rebuild.stand_in_for("ubuntu:24.04", "trixie").deviations == ("--release trixie: Debian trixie instead of bookworm",)
+    assert rebuild.stand_in_for("debian:13.0-slim", "trixie") == rebuild.StandIn("trixie", False)
+    with pytest.raises(SystemExit, match="--release buster: one of bookworm, trixie"):
+        rebuild.stand_in_for("ubuntu:24.04", "buster")
+
+
+@pytest.mark.unit
+def test_the_image_labels_record_the_stand_in_and_its_python(tmp_path: Path) -> None:
+    plan = rebuild.make_plan(_task(tmp_path / "task", "FROM python:3.13-slim-bookworm\n"), [])
+    labels = rebuild.image_labels(plan, "Python 3.13.5")
+    assert labels == {"swe-residual.rebuild": "1", "swe-residual.rebuild.task": "task",
+                      "swe-residual.rebuild.base": "swe-residual-base:trixie", "swe-residual.rebuild.python": "3.13.5"}
+    assert rebuild.image_labels(plan, "")["swe-residual.rebuild.python"] == "3.13"
+
+
+def test_print_dockerfile_needs_no_engine(tmp_path: Path) -> None:
+    """`--print-dockerfile` as run by hand (the guard fails this test if it reaches an engine)."""
+    task = _task(tmp_path / "task", "FROM python:3.13-slim-bookworm\nWORKDIR /app\nCOPY data.csv .\n")
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "rebuild-task-image"), "--print-dockerfile",
+                           str(task)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("[rebuild] pip settings from the host")
+    assert lines[1] == "FROM swe-residual-base:trixie" and "COPY data.csv ." in lines
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize(("args", "whole"), [
     ("data.csv .", False), ("data.csv ./", False), ("--chown=1:1 src/ .", False), ('["data.csv", "."]', False),
@@ -54,7 +142,7 @@ def test_only_a_source_of_dot_copies_the_whole_context(args: str, whole: bool) -
 def test_copy_file_into_the_workdir_is_planned_and_copy_dot_refused(tmp_path: Path) -> None:
     task = _task(tmp_path / "one", "FROM ubuntu:24.04\nWORKDIR /app\nCOPY data.csv .\n")
     plan = rebuild.make_plan(task, [])
-    generated = rebuild.generated_dockerfile(plan, [f"FROM {rebuild.BASE_IMAGE}"])
+    generated = rebuild.generated_dockerfile(plan, [f"FROM {plan.stand_in.image}"])
     assert "COPY data.csv .\n" in generated
     whole = _task(tmp_path / "two", "FROM ubuntu:24.04\nWORKDIR /app\nCOPY . /app\n")
     with pytest.raises(SystemExit, match="copies the whole context"):
@@ -150,9 +238,11 @@ def test_a_python_base_keeps_its_c_headers(tmp_path: Path) -> None:
     tag = f"example/swe-residual-test-headers:{uuid.uuid4().hex[:8]}"
     task = tmp_path / "headers"
     (task / "environment").mkdir(parents=True)
-    (task / "environment" / "Dockerfile").write_text("FROM python:3.13-slim-bookworm\nWORKDIR /app\n")
+    # python:3.11 stands in with bookworm, the base the other docker tests build (trixie, for 3.13,
+    # would be one more debootstrap in CI for the same apt packages).
+    (task / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\nWORKDIR /app\n")
     (task / "tests").mkdir()
-    (task / "tests" / "test.sh").write_text("uvx -p 3.13 -w setuptools==80.9.0 pytest /tests/test_outputs.py\n")
+    (task / "tests" / "test.sh").write_text("uvx -p 3.11 -w setuptools==80.9.0 pytest /tests/test_outputs.py\n")
     (task / "task.toml").write_text(f'[environment]\ndocker_image = "{tag}"\n')
     check = ("import os, sysconfig; header = os.path.join(sysconfig.get_paths()['include'], 'Python.h'); "
              "print(header, os.path.isfile(header))")

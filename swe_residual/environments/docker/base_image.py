@@ -8,6 +8,10 @@ written into the code.
 
 The image is labelled with a hash of its recipe (release, variant, packages, image config);
 an existing image carrying the same label is reused, so the build happens once per machine.
+
+The sample tasks use bookworm. Other releases are built the same way under their own tag
+(`swe-residual-base:trixie`): scripts/rebuild-task-image stands in with trixie for a published
+base whose Python is the one trixie ships (3.13).
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from filelock import FileLock
 from swe_residual.environments.cache import default_cache_dir
 from swe_residual.dataset.errors import InfraError
 
-BASE_IMAGE = "swe-residual-base:bookworm"
+BASE_REPOSITORY = "swe-residual-base"
 BASE_RELEASE = "bookworm"
+BASE_IMAGE = f"{BASE_REPOSITORY}:{BASE_RELEASE}"
 BASE_VARIANT = "minbase"
 # What every sample task needs: the interpreter and pytest for the verifier, git and patch for
 # the states, procps for `ps`/`pkill` in agents' hands, CA certificates for tasks that go
@@ -190,9 +195,15 @@ def _cache_dir() -> Path:
     return path
 
 
-def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, image: str = BASE_IMAGE,
-                      report_current: bool = True, client: Any = None) -> str:
-    """Build (or reuse) `image` from Debian packages; return its image id.
+def base_image_name(release: str = BASE_RELEASE) -> str:
+    """The tag of the base image of a Debian release."""
+    return f"{BASE_REPOSITORY}:{release}"
+
+
+def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, image: str | None = None,
+                      release: str = BASE_RELEASE, report_current: bool = True, client: Any = None) -> str:
+    """Build (or reuse) `image` (default: `base_image_name(release)`) from Debian `release`'s
+    packages; return its image id.
 
     Reuses an existing image whose recipe label matches unless `rebuild`. One build per machine
     at a time (file lock), so xdist workers and parallel runs wait for the first one. `client`
@@ -200,8 +211,12 @@ def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, imag
     always reports its progress; finding the image current does only when `report_current`
     (the docker backend checks before every task image build: once said is enough).
     """
-    digest = recipe_digest()
-    with FileLock(str(_cache_dir() / "base-image.lock")):
+    image = image or base_image_name(release)
+    digest = recipe_digest(release)
+    # One lock per release: building one release does not hold up the check of another. The
+    # default release keeps the lock's first name, which other checkouts on the machine use.
+    lock_name = "base-image.lock" if release == BASE_RELEASE else f"base-image-{release}.lock"
+    with FileLock(str(_cache_dir() / lock_name)):
         client = client or _client()
         found = image_labels(image, client)
         if found and not rebuild and found[1].get(RECIPE_LABEL) == digest:
@@ -210,7 +225,7 @@ def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, imag
             return found[0]
         previous = found[0] if found else None
         started = time.monotonic()
-        image_id = _build_base_image(image, digest, progress, client)
+        image_id = _build_base_image(image, release, digest, progress, client)
         if previous and previous != image_id:
             # The tag moved to the new image: drop the old one so it does not linger dangling
             # (fails harmlessly if some task image still builds on it).
@@ -239,11 +254,11 @@ def _ensure_debootstrap(progress: Progress) -> str:
     return found
 
 
-def _build_base_image(image: str, digest: str, progress: Progress, client: Any) -> str:
+def _build_base_image(image: str, release: str, digest: str, progress: Progress, client: Any) -> str:
     if os.geteuid() != 0:
         raise InfraError("building the base image needs root (debootstrap creates device nodes and chroots)", stage="build")
     debootstrap = _ensure_debootstrap(progress)
-    mirror = debian_mirror()
+    mirror = debian_mirror(release)
     progress(f"bootstrapping Debian {mirror.suite} ({BASE_VARIANT}) from {mirror.uri} (found in {mirror.origin})")
     work = Path(tempfile.mkdtemp(prefix="swe-residual-base-"))
     root = work / "root"
