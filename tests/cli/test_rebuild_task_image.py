@@ -2,7 +2,9 @@
 is a file copied as written, the venv's PATH survives a `RUN bash -lc` (built for real), git
 submodules clone from local mirrors, a RUN step that printed an error yet exited 0 is a
 `deviation:`, and each published FROM gets the Debian release whose python3 is the published
-Python's minor version (trixie for 3.13, bookworm for 3.11; the nearest, said so, otherwise)."""
+Debian release its tag names (python:3.13-slim-bookworm: bookworm, its python3 3.11, said so), else
+the release whose python3 is the tag's minor version (trixie for 3.13, bookworm for 3.11; the
+nearest, said so, otherwise)."""
 
 from __future__ import annotations
 
@@ -45,13 +47,16 @@ def _task(root: Path, dockerfile: str) -> Path:
 # release, whether Python comes in a venv, and its deviation notes (empty: none).
 NO_RELEASE = "which no Debian release here ships (bookworm 3.11, trixie 3.13): the nearest,"
 FROM_KINDS = [
-    ("python:3.13-slim-bookworm", "trixie", True,
-     ["python:3.13-slim-bookworm is Debian bookworm with its own Python build; the stand-in is Debian trixie "
-      "(for its python3): what the Dockerfile apt-gets comes from trixie"]),
+    ("python:3.13-slim-bookworm", "bookworm", True,
+     ["python:3.13-slim-bookworm is Debian bookworm with Python 3.13 built from source; the stand-in keeps "
+      "Debian bookworm (what the Dockerfile apt-gets comes from it) with its python3 3.11 (`--release trixie` "
+      "has python3 3.13 and that release's packages)"]),
+    ("python:3.13-slim", "trixie", True, []),
     ("python:3.11-slim", "bookworm", True, []),
     ("python:3.11", "bookworm", True, []),
     ("python:3.10-slim-bookworm", "bookworm", True,
-     [f"python:3.10-slim-bookworm has Python 3.10, {NO_RELEASE} Debian bookworm's python3 3.11"]),
+     ["python:3.10-slim-bookworm is Debian bookworm with Python 3.10 built from source; the stand-in keeps "
+      "Debian bookworm (what the Dockerfile apt-gets comes from it) with its python3 3.11"]),
     ("python:3.12-slim", "trixie", True, [f"python:3.12-slim has Python 3.12, {NO_RELEASE} Debian trixie's python3 3.13"]),
     ("python:3", "trixie", True, ["python:3 names no Python minor version: Debian trixie's python3 (3.13), the newest here"]),
     ("ubuntu:24.04", "bookworm", False, []),
@@ -94,14 +99,16 @@ def test_the_generated_dockerfile_starts_from_the_stand_in_and_its_notes_name_ba
 
 
 @pytest.mark.unit
-def test_release_by_hand_keeps_the_published_system_and_says_what_it_costs(tmp_path: Path) -> None:
-    """`--release bookworm` for a python:3.13-slim-bookworm task whose apt packages trixie lacks or
-    changed: bookworm's system, its python3 3.11, and the one deviation that says so."""
-    task = _task(tmp_path / "task", "FROM python:3.13-slim-bookworm\nRUN apt-get install -y libgl1-mesa-glx\n")
-    plan = rebuild.make_plan(task, [], "bookworm")
-    assert plan.stand_in == rebuild.StandIn("bookworm", True, (
-        "python:3.13-slim-bookworm has Python 3.13; --release bookworm: Debian bookworm's python3 3.11 "
-        "instead of trixie's 3.13",))
+def test_release_by_hand_trades_the_published_system_for_its_python_and_says_so(tmp_path: Path) -> None:
+    """`--release trixie` for a python:3.13-slim-bookworm task that needs Python 3.13 more than
+    bookworm's packages: trixie's python3 3.13, and the deviation that its system is not bookworm's."""
+    task = _task(tmp_path / "task", "FROM python:3.13-slim-bookworm\nRUN apt-get install -y openssl\n")
+    plan = rebuild.make_plan(task, [], "trixie")
+    assert plan.stand_in == rebuild.StandIn("trixie", True, (
+        "python:3.13-slim-bookworm is Debian bookworm with its own Python build; the stand-in is Debian trixie "
+        "(for its python3): what the Dockerfile apt-gets comes from trixie",))
+    assert rebuild.make_plan(_task(tmp_path / "t2", "FROM python:3.11-slim\n"), [], "trixie").stand_in.deviations == (
+        "python:3.11-slim has Python 3.11; --release trixie: Debian trixie's python3 3.13 instead of bookworm's 3.11",)
     assert rebuild.stand_in_for("ubuntu:24.04", "trixie").deviations == ("--release trixie: Debian trixie instead of bookworm",)
     assert rebuild.stand_in_for("debian:13.0-slim", "trixie") == rebuild.StandIn("trixie", False)
     with pytest.raises(SystemExit, match="--release buster: one of bookworm, trixie"):
@@ -110,7 +117,7 @@ def test_release_by_hand_keeps_the_published_system_and_says_what_it_costs(tmp_p
 
 @pytest.mark.unit
 def test_the_image_labels_record_the_stand_in_and_its_python(tmp_path: Path) -> None:
-    plan = rebuild.make_plan(_task(tmp_path / "task", "FROM python:3.13-slim-bookworm\n"), [])
+    plan = rebuild.make_plan(_task(tmp_path / "task", "FROM python:3.13-slim\n"), [])
     labels = rebuild.image_labels(plan, "Python 3.13.5")
     assert labels == {"swe-residual.rebuild": "1", "swe-residual.rebuild.task": "task",
                       "swe-residual.rebuild.base": "swe-residual-base:trixie", "swe-residual.rebuild.python": "3.13.5"}
@@ -119,7 +126,7 @@ def test_the_image_labels_record_the_stand_in_and_its_python(tmp_path: Path) -> 
 
 def test_print_dockerfile_needs_no_engine(tmp_path: Path) -> None:
     """`--print-dockerfile` as run by hand (the guard fails this test if it reaches an engine)."""
-    task = _task(tmp_path / "task", "FROM python:3.13-slim-bookworm\nWORKDIR /app\nCOPY data.csv .\n")
+    task = _task(tmp_path / "task", "FROM python:3.13-slim\nWORKDIR /app\nCOPY data.csv .\n")
     done = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "rebuild-task-image"), "--print-dockerfile",
                            str(task)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
