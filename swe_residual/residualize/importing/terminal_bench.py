@@ -18,6 +18,7 @@ folder is broken. None of it stops the import, as long as one trial is of a data
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 from collections import Counter
@@ -33,6 +34,8 @@ from swe_residual.residualize.harbor.jobs import outcome_of
 from swe_residual.dataset.harbor_layout import format_time
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
+from swe_residual.residualize.harbor.tool_calls import interactions_jsonl
+from swe_residual.residualize.importing.tb_installed import InstalledRun, read_installed_run
 from swe_residual.residualize.importing.tb_keys import read_trial_keys
 from swe_residual.residualize.importing.tb_trajectory import terminus_trajectory
 from swe_residual.residualize.importing.tb_trials import TBTrial, read_runs
@@ -60,7 +63,9 @@ def termination_of(trial: TBTrial) -> Termination:
     if mode in FINISHED or mode in TESTS_FAILED:
         # Terminus's own answer says whether it declared completion; without agent logs the
         # run's clean end is the only declaration there is.
-        return Termination.STEP_LIMIT if trial.declared_complete is False else Termination.SUBMITTED
+        if trial.declared_complete is False:
+            return trial.undeclared_end or Termination.STEP_LIMIT
+        return Termination.SUBMITTED
     return Termination.INFRA_ERROR  # agent installation, the harness, or a mode not known here
 
 
@@ -99,7 +104,39 @@ def _durations(trial: TBTrial) -> Durations:
                      total_sec=seconds(trial.started_at, trial.ended_at))
 
 
-def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -> ImportedRun:
+def with_installed_run(trial: TBTrial, installed: InstalledRun | None) -> TBTrial:
+    """The trial as its installed agent's recorded terminal tells it (agent, model, steps, whether
+    it declared the task done and, if not, how it ended)."""
+    if installed is None:
+        return trial
+    if installed.refused is not None and installed.actions == 0 and "never started" in installed.refused:
+        end = Termination.INFRA_ERROR  # the agent's installation failed: nothing of it ran
+    else:
+        end = Termination.COST_LIMIT if installed.cost_limited else Termination.AGENT_ERROR
+    return replace(trial, agent_name=installed.agent, model_name=installed.model or trial.model_name,
+                   declared_complete=installed.declared_complete, episodes=installed.actions, undeclared_end=end)
+
+
+def refusal_kind(why: str) -> str:
+    """A refusal in a few words, the same for the same cause: no step number, no detail."""
+    return re.sub(r"^step \d+: ", "", why).split(":", 1)[0].strip()
+
+
+def _installed_final_state(installed: InstalledRun, trial: TBTrial, provenance: dict[str, Any],
+                           facts: dict[str, Any]) -> tuple[bytes | None, str | None, str | None]:
+    """(commands.jsonl, why not, why not in a few words) of an installed agent's run."""
+    provenance["tool_calls"] = installed.counts
+    provenance["declared_done"] = installed.declared_complete
+    facts.update({"launch": installed.launch, "actions": installed.actions})
+    if installed.refused is not None:
+        return (None, f"{trial.relative}: {installed.agent}: {installed.refused}",
+                f"{installed.agent}: {refusal_kind(installed.refused)}")
+    provenance["commands"] = f"{installed.source} ({installed.agent}'s actions as it printed them)"
+    return interactions_jsonl(installed.interactions), None, None
+
+
+def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str,
+         installed: InstalledRun | None = None) -> ImportedRun:
     termination = termination_of(trial)
     reward = reward_of(trial)
     outcome = outcome_of(termination, reward)
@@ -125,8 +162,8 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
         provenance["date"] = format_time(moment)
     if trial.dataset:
         provenance["task_version"] = trial.dataset
-    commands, unrecoverable, pane = None, None, None
-    keys = read_trial_keys(trial.path) if task.track != Track.REPO else None
+    commands, unrecoverable, pane, kind = None, None, None, None
+    keys = read_trial_keys(trial.path) if task.track != Track.REPO and installed is None else None
     facts: dict[str, Any] = {
         "trial_name": trial.trial_name, "task_id": trial.task_id, "agent": trial.agent_name,
         "model": trial.model_name, "dataset": trial.dataset, "run_id": trial.run_id,
@@ -139,8 +176,11 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
     if task.track == Track.REPO:
         unrecoverable = (f"{task.track} track: {trial.relative} recorded keystrokes, not a patch of the repository "
                          "at its base commit")
+        kind = "keystrokes on a repo-track task"
+    elif installed is not None:
+        commands, unrecoverable, kind = _installed_final_state(installed, trial, provenance, facts)
     elif isinstance(keys, str):
-        unrecoverable = f"{trial.relative}: {keys}"
+        unrecoverable, kind = f"{trial.relative}: {keys}", refusal_kind(keys)
     elif keys is not None:
         commands = keys.commands_jsonl()
         provenance["commands"] = "commands.txt" + (" + sessions/agent.cast" if keys.timing == "cast" else "")
@@ -149,8 +189,10 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
             provenance["pane"] = "panes/post-agent.txt"
             pane = (trial.path / "panes" / "post-agent.txt").read_bytes()
         facts.update({"keystroke_lines": keys.lines, "typed_after_tests": keys.after_tests, "timing": keys.timing})
-    trajectory = terminus_trajectory(trial.path, trial.agent_name or identity)
-    return ImportedRun(task, identity, record, None, unrecoverable, provenance, trajectory, facts, commands, pane)
+    trajectory = (installed.trajectory if installed is not None
+                  else terminus_trajectory(trial.path, trial.agent_name or identity))
+    return ImportedRun(task, identity, record, None, unrecoverable, provenance, trajectory, facts, commands, pane,
+                       kind)
 
 
 def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,
@@ -178,9 +220,14 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     unknown: Counter[str] = Counter()
     unloadable: Counter[str] = Counter()
     matched: list[tuple[TBTrial, Task, str]] = []
+    installed_runs: dict[Path, InstalledRun] = {}
     for trial in trials:
         trial = replace(trial, agent_name=trial.agent_name or agent, model_name=trial.model_name or model)
         task = index.find(trial.task_id)
+        installed = read_installed_run(trial.path) if task is not None and task.track != Track.REPO else None
+        if installed is not None:
+            installed_runs[trial.path] = installed
+            trial = with_installed_run(trial, installed)
         if task is None and trial.task_id in broken:
             unloadable[trial.task_id] += 1
             problems.append((trial.path, f"task {trial.task_id} is in {dataset_path} but cannot be loaded: "
@@ -205,7 +252,8 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     matched.sort(key=lambda item: (item[1].id, names[item[2]],
                                    item[0].started_at.timestamp() if item[0].started_at else float("inf"),
                                    item[0].relative))
-    runs = [_run(trial, task, identity, str(runs_dir), command) for trial, task, identity in matched]
+    runs = [_run(trial, task, identity, str(runs_dir), command, installed_runs.get(trial.path))
+            for trial, task, identity in matched]
     for path, reason in problems:
         warn(f"{path}: {reason}")
     for run in runs:
@@ -223,6 +271,9 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
         "unknown_tasks": dict(sorted(unknown.items())),
         "unloadable_tasks": dict(sorted(unloadable.items())),
         "no_final_state": sum(not run.recoverable for run in runs),
+        "no_final_state_reasons": dict(sorted(Counter(run.unrecoverable_kind for run in runs
+                                                      if not run.recoverable and run.unrecoverable_kind).items())),
+        "installed_agents": dict(sorted(Counter(run.agent for run in installed_runs.values()).items())),
         "problems": [f"{relative(path)}: {reason}" for path, reason in problems],
     }
     refs = write_stage_one(out, dataset_path, runs, names, spec_prefix=SPEC_PREFIX, import_info=import_info,

@@ -1,0 +1,329 @@
+"""mini-swe-agent's run, read back from what it printed to the trial's terminal.
+
+Terminal-Bench ran mini-swe-agent 1.x as an installed agent: one typed command,
+`mini -m MODEL -t 'TASK' -y --exit-immediately`, and everything it did is only in
+`sessions/agent.cast` (cast_screen.py turns it into rows). mini prints, with rich
+(`Console(highlight=False)`, plain text never styled):
+
+    👋 This is mini-swe-agent version 1.7.0.          the banner (absent: mini never started)
+    System: / User:                                   a role header, bold green
+    <the message>                                     plain, wrapped at the width (rich_unwrap.py)
+    ─────────                                         a rule, before each step
+    ⠋ Waiting for the LM to respond...                a spinner, erased (the screen model drops it)
+    mini-swe-agent (step N, $C.CC):                   the model's reply, bold red
+    <the reply>                                       THOUGHT text and ONE ```bash block
+    User:                                             what the step answered:
+      <returncode>N</returncode>\\n<output>\\n...</output>    the action ran (`subprocess.run(action,
+                                                      shell=True)`: `sh -c`, stderr into stdout,
+                                                      in mini's working directory)
+      <returncode>N</returncode><warning>...<output_head>   the same, output over 10000 characters
+      Please always provide EXACTLY ONE action ...    no action (the reply had 0 or 2+ blocks)
+      The last command <command>...</command> timed out and has been killed.   mini's 30 s limit
+      (anything else, after the last step)            the action printed
+                                                      COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT first:
+                                                      the run declared the task done
+    Saved trajectory to '...'                         the end
+
+LiteLLM's logging (an `HH:MM:SS - LiteLLM:ERROR` line in colour, then a Python traceback) is
+written to the same terminal from another thread and is cut out first.
+
+The action is what mini's own parser takes from the reply: the only match of
+```` ```bash\\n(.*?)\\n``` ```` (dot matching newlines), stripped. It is taken only when it does
+not depend on how an undecidable row break is read (each read both ways); otherwise, or when
+the reply's action count disagrees with what mini answered, the run is refused: an action is
+never guessed. A step that timed out is refused too: mini killed its shell after 30 s and what
+had been done by then cannot be replayed. An observation whose text cannot be recovered
+(undecidable breaks, output elided by mini's template, escape sequences) keeps its exit status
+only.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from swe_residual.dataset.states.tool_calls import RICH
+from swe_residual.residualize.importing.cast_screen import CONTROL_SEQUENCE, visible
+from swe_residual.residualize.importing.rich_unwrap import break_kind, cell_len, unwrap
+
+AGENT = "mini-swe-agent"
+SHELL = "sh"  # subprocess.run(..., shell=True)
+SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
+PRINTED_BY = RICH  # how the recorded outputs were transformed (states/tool_calls.py)
+_ACTION = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)
+_BANNER = "This is \x1b[1;32mmini-swe-agent"
+_ROLE = re.compile(r"^\x1b\[1;32m(System|User|Assistant)\x1b\[0m:$")
+_STEP = re.compile(r"^mini-swe-agent \(step (\d+), \$[\d.]+\):$")
+_RULE = re.compile(r"^─{20,}$")
+_LITELLM = re.compile(r"^\d\d:\d\d:\d\d - LiteLLM(?:\.\w+)?:[A-Z]+")
+_SPINNER = re.compile(r"^(?:\x1b\[32m[\u2800-\u28ff]\x1b\[0m Waiting for the LM to respond\.\.\.)+")
+_TRACEBACK_GLUE = ("Traceback (most recent call last):",
+                   "During handling of the above exception, another exception occurred:",
+                   "The above exception was the direct cause of the following exception:")
+_RETURNCODE = re.compile(r"^<returncode>(-?\d+)</returncode>")
+_OUTPUT = re.compile(r"\A<returncode>-?\d+</returncode>\n<output>\n(.*)</output>\Z", re.DOTALL)
+_FORMAT_ERROR = re.compile(r"^Please always provide EXACTLY ONE action in triple backticks, found (\d+) actions\.")
+_TIMED_OUT = "The last command <command>"
+_LAUNCH_PROMPT = re.compile(r"[^\s@]+@[^\s:]+:(/[^#$\r\n]*)[#$] mini ")
+
+
+@dataclass
+class MiniRun:
+    interactions: list[dict[str, Any]]
+    declared_complete: bool
+    actions: int  # actions mini ran (the submitting one included)
+    counts: dict[str, int] = field(default_factory=dict)
+    refused: str | None = None  # why the actions cannot rebuild the final state
+    cost_limited: bool = False  # mini stopped at its cost or step limit
+    turns: list[MiniTurn] = field(default_factory=list)  # every step as printed, for the reviewers
+
+
+@dataclass(frozen=True)
+class MiniTurn:
+    step: int | None
+    reply: str  # the model's reply as printed (undecidable breaks read as line ends)
+    action: str | None  # what mini ran, if anything
+    answer: str  # mini's answer as printed
+
+
+def launched_model(command: str) -> str | None:
+    """The `-m`/`--model` of a `mini` command line."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for flag, value in zip(words, words[1:]):
+        if flag in ("-m", "--model"):
+            return value
+    for word in words:
+        if word.startswith("--model="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def _traceback_end(rows: list[str], position: int) -> int:
+    """Where a Python traceback starting at `rows[position]` ends (the row after its last
+    exception line, chained exceptions included)."""
+    while position < len(rows):
+        line = rows[position]
+        position += 1
+        if line and not line.startswith(" ") and line not in _TRACEBACK_GLUE:
+            # An exception line: the traceback goes on only if a chained one follows.
+            following = position
+            while following < len(rows) and not rows[following]:
+                following += 1
+            if following < len(rows) and rows[following] in _TRACEBACK_GLUE[1:]:
+                position = following
+                continue
+            return position
+    return position
+
+
+def _without_logging(rows: list[str]) -> list[str]:
+    """The rows less LiteLLM's log records (a coloured header, then its traceback) and the
+    spinner rows a log record's line break left standing."""
+    kept: list[str] = []
+    position = 0
+    while position < len(rows):
+        row = _SPINNER.sub("", rows[position])
+        if not row and rows[position]:
+            position += 1
+            continue
+        if row.startswith("\x1b[") and _LITELLM.match(visible(row)):
+            position += 1
+            if position < len(rows) and rows[position] == _TRACEBACK_GLUE[0]:
+                position = _traceback_end(rows, position + 1)
+            continue
+        kept.append(row)
+        position += 1
+    return kept
+
+
+@dataclass(frozen=True)
+class _Message:
+    kind: str  # "System", "User", "step"
+    step: int | None
+    rows: list[str]
+
+
+def _messages(rows: list[str]) -> list[_Message]:
+    messages: list[_Message] = []
+    for row in rows:
+        plain = visible(row)
+        role = _ROLE.match(row)
+        step = _STEP.match(plain) if row.startswith("\x1b[1;31mmini-swe-agent") else None
+        if role:
+            messages.append(_Message(role.group(1), None, []))
+        elif step:
+            messages.append(_Message("step", int(step.group(1)), []))
+        elif row != plain and _RULE.match(plain):
+            messages.append(_Message("rule", None, []))
+        elif messages:
+            messages[-1].rows.append(row)
+    return [message for message in messages if message.kind != "rule"]
+
+
+def _trimmed(rows: list[str]) -> list[str]:
+    end = len(rows)
+    while end and not rows[end - 1].strip():
+        end -= 1
+    return rows[:end]
+
+
+def _actions(rows: list[str], width: int) -> list[str] | str:
+    """mini's parse of a reply printed as `rows`, or why it cannot be known."""
+    if any("\x1b" in row for row in rows):
+        return "the reply holds escape sequences"
+    kinds = [break_kind(row, following, width) for row, following in zip(rows, rows[1:])]
+    undecidable = [number for number, kind in enumerate(kinds) if kind == "undecidable"]
+
+    def parse(wrapped: set[int]) -> list[str]:
+        parts = [rows[0]]
+        for number, following in enumerate(rows[1:]):
+            joined = kinds[number] == "wrap" or number in wrapped
+            parts.append(following if joined else "\n" + following)
+        return [action.strip() for action in _ACTION.findall("".join(parts))]
+
+    # The action counts only if no undecidable break changes it: each read as a wrap on its
+    # own, and all of them at once.
+    actions = parse(set())
+    for trial in [{number} for number in undecidable] + ([set(undecidable)] if len(undecidable) > 1 else []):
+        if parse(trial) != actions:
+            number = min(trial)
+            return (f"its action depends on an undecidable line break: row {number + 1} of the reply "
+                    f"({cell_len(rows[number])} of {width} columns, ending {rows[number][-24:]!r}) may be wrapped "
+                    f"or end a line before {rows[number + 1][:24]!r}")
+    return actions
+
+
+def _observed(rows: list[str], exit_code: int, width: int, counts: Counter[str]) -> dict[str, Any]:
+    observed: dict[str, Any] = {"exit_code": exit_code}
+    if any("\x1b" in row for row in rows):
+        counts["output not kept: escape sequences in it"] += 1
+        return observed
+    text = unwrap(rows, width).text
+    if text is None:
+        counts["output not kept: an undecidable line break"] += 1
+        return observed
+    found = _OUTPUT.match(text)
+    if found is None:
+        counts["output not kept: elided by mini's template (over 10000 characters)" if "<output_head>" in text
+               else "output not kept: not in mini's <output> form"] += 1
+        return observed
+    observed["output"] = found.group(1)
+    observed["printed_by"] = PRINTED_BY
+    return observed
+
+
+def _readable(rows: list[str], width: int) -> str:
+    """Rows as text for a reader: wraps joined, any undecidable break read as a line end."""
+    parts = [visible(rows[0])] if rows else []
+    for row, following in zip(rows, rows[1:]):
+        parts.append(("" if break_kind(row, following, width) == "wrap" else "\n") + visible(following))
+    return "".join(parts)
+
+
+def _is_submission(action: str) -> bool:
+    return any(marker in action for marker in SUBMIT_MARKERS)
+
+
+class _Reading:
+    """The steps read so far: the interactions, the first refusal, the counts."""
+
+    def __init__(self, width: int, cwd: str | None) -> None:
+        self.width, self.cwd = width, cwd
+        self.counts: Counter[str] = Counter()
+        self.lines: list[dict[str, Any]] = []
+        self.turns: list[MiniTurn] = []
+        self.refused: str | None = None
+        self.actions = 0
+        self.declared = False
+
+    def refuse(self, step: int | None, why: str) -> None:
+        # The first refusal is the reason; the steps after it are still read, for how the run ended.
+        if self.refused is None:
+            self.refused = f"step {step}: {why}"
+
+    def step(self, step: int | None, reply: list[str], answer: list[str], last: bool) -> None:
+        parsed = _actions(reply, self.width) if reply else []
+        action = parsed[0] if isinstance(parsed, list) and len(parsed) == 1 else None
+        self.turns.append(MiniTurn(step, _readable(reply, self.width), action, _readable(answer, self.width)))
+        head = visible(answer[0]) if answer else ""
+        error = _FORMAT_ERROR.match(head)
+        if _RETURNCODE.match(head) is None and error is None and _TIMED_OUT not in head and last:
+            # mini's answer to a submission is what the action printed after the marker.
+            self.declared = _is_submission(action if action is not None else _readable(reply, self.width))
+        if isinstance(parsed, str):
+            self.refuse(step, parsed)
+        elif error is not None:
+            if len(parsed) != int(error.group(1)):
+                self.refuse(step, f"mini found {error.group(1)} action(s) in the reply, its printed text has {len(parsed)}")
+            self.counts["no action: a reply without exactly one bash block"] += 1
+        elif action is None:
+            self.refuse(step, f"mini ran an action, its printed reply has {len(parsed)} bash blocks")
+        else:
+            self.actions += 1
+            self.action(step, action, answer, head, last)
+
+    def action(self, step: int | None, action: str, answer: list[str], head: str, last: bool) -> None:
+        line: dict[str, Any] = {"command": action, "shell": SHELL}
+        if self.cwd:
+            line["cwd"] = self.cwd
+        code = _RETURNCODE.match(head)
+        if _TIMED_OUT in head:
+            self.refuse(step, "the action timed out and mini killed its shell after 30 s: what it had done by then "
+                              "cannot be replayed")
+        elif code is not None:
+            line["observed"] = _observed(answer, int(code.group(1)), self.width, self.counts)
+            self.lines.append(line)
+            self.counts["replayed: action"] += 1
+        elif last and self.declared:
+            if action in {f"echo {marker}" for marker in SUBMIT_MARKERS}:
+                self.counts["skipped: the submission echo"] += 1
+            else:
+                self.lines.append(line)  # it submitted, printing no exit status
+                self.counts["replayed: the submitting action"] += 1
+        else:
+            self.refuse(step, f"mini's answer is none of its known forms ({head[:60]!r})")
+
+
+def read_mini_printout(printed_rows: list[str], width: int, cwd: str | None) -> MiniRun:
+    """mini's actions and what they printed, from the rows of its terminal (module docstring)."""
+    messages = _messages(_without_logging(printed_rows))
+    reading = _Reading(width, cwd)
+    steps = [position for position, message in enumerate(messages) if message.kind == "step"]
+    for position in steps:
+        message = messages[position]
+        answer = messages[position + 1] if position + 1 < len(messages) else None
+        if answer is None or answer.kind != "User":
+            # The run stopped before mini answered this reply (killed at its time limit).
+            reading.counts["not run: the run ended before the step's answer"] += 1
+            reading.turns.append(MiniTurn(message.step, _readable(_trimmed(message.rows), width), None, ""))
+            break
+        reading.step(message.step, _trimmed(message.rows), _trimmed(answer.rows), position == steps[-1])
+    cost_limited = any(visible(row).startswith("Limits exceeded.") for row in printed_rows)
+    return MiniRun([] if reading.refused else reading.lines, reading.declared, reading.actions,
+                   dict(sorted(reading.counts.items())), reading.refused, cost_limited, reading.turns)
+
+
+def mini_region(printed: str) -> str | None:
+    """What mini printed: from its banner to the shell's next prompt, or None (never started)."""
+    start = printed.find(_BANNER)
+    if start < 0:
+        return None
+    start = printed.rfind("\n", 0, start) + 1
+    end = printed.find("\x1b[?2004h", start)  # bash shows its prompt again: mini has exited
+    return printed[start:end if end >= 0 else len(printed)]
+
+
+def launch_directory(printed_before: str) -> str | None:
+    """The working directory of the prompt mini was typed at (`root@host:/app# mini ...`), from
+    what the terminal printed before mini's banner."""
+    plain = CONTROL_SEQUENCE.sub("", printed_before)
+    found = None
+    for found in _LAUNCH_PROMPT.finditer(plain):
+        pass
+    return found.group(1).rstrip() if found is not None else None
