@@ -36,7 +36,7 @@ class InstalledRun:
     model: str | None  # as the launch command named it
     launch: str  # the command that started the agent
     interactions: list[dict[str, Any]] = field(default_factory=list)
-    declared_complete: bool = False
+    declared_complete: bool | None = None  # None: no record says (no cast): the harness's reading stands
     actions: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     refused: str | None = None  # why its interactions cannot rebuild the final state
@@ -58,7 +58,7 @@ def _read_mini(trial: Path, launch: str) -> InstalledRun:
         return run
     region = mini_region(printed)
     if region is None:
-        run.refused = f"{MINI} never started (no banner of it in {CAST})"
+        run.refused, run.declared_complete = f"{MINI} never started (no banner of it in {CAST})", False
         return run
     width = cast_width(cast) or DEFAULT_WIDTH
     read = read_mini_printout(screen_rows(region), width, launch_directory(printed[:printed.find(region)]))

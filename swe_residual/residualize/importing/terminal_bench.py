@@ -109,6 +109,9 @@ def with_installed_run(trial: TBTrial, installed: InstalledRun | None) -> TBTria
     it declared the task done and, if not, how it ended)."""
     if installed is None:
         return trial
+    if installed.declared_complete is None:
+        # Nothing recorded what the agent did: the harness's reading of the trial stands.
+        return replace(trial, agent_name=installed.agent, model_name=installed.model or trial.model_name)
     if installed.refused is not None and installed.actions == 0 and "never started" in installed.refused:
         end = Termination.INFRA_ERROR  # the agent's installation failed: nothing of it ran
     else:
