@@ -7,8 +7,11 @@ become predecessor runs, written by `importing.runs` in the layout `residualize 
 writes. Each trial is matched to its dataset task by the `task_id` it recorded; its final state
 is the keystrokes it typed (tb_keys.py), in the keystroke form of `commands.jsonl`, timed by
 its `.cast` when it has one; Terminus's logged turns are its trajectory (tb_trajectory.py), shown
-to Stage III's reviewers. A trial with no keys of its own, or of an agent that ran inside
-one command, is imported without a final state (Stage II: `no_final_state`); trials of tasks not
+to Stage III's reviewers. An installed agent that tb_installed.py can read back (mini-swe-agent)
+has its actions, from its recorded terminal, in the tool-call form instead, and its printed
+steps as the trajectory. A trial with no keys of its own, of an agent that ran inside one
+command and is not registered there, or whose actions cannot be recovered exactly, is imported
+without a final state (Stage II: `no_final_state`, its cause counted); trials of tasks not
 in the dataset and trials that cannot be read are listed and counted. A trial of a task the
 dataset holds but cannot load is counted apart (`unloadable_tasks`), never as a task the dataset
 does not have: the funnel's "runs of the dataset's tasks" must not shrink silently when a task
