@@ -121,7 +121,8 @@ def make_runs(root: Path) -> dict[str, Path]:
         step(3, ["THOUGHT: two blocks.", "```bash", "ls", "```", "```bash", "pwd", "```"],
              ["Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
               "If you want to end the task, ..."]),
-        step(4, reply(LONG_HEAD, LONG_TAIL), ran(1, "sh: 1: cannot create notes.txt: Permission denied")),
+        step(4, reply("echo tail >> notes.txt", thought=LONG_HEAD + "\r\n" + LONG_TAIL),
+             ran(1, "sh: 1: cannot create notes.txt: Permission denied")),
         step(5, reply("seq 1 100000"), ["<returncode>0</returncode><warning>", "The output of your last command was too long.",
                                         "</warning><output_head>", "1", "</output_head>"]),
         SUBMIT)
@@ -129,7 +130,8 @@ def make_runs(root: Path) -> dict[str, Path]:
     stopped = printout(step(1, reply("ls"), ran(0, "a.txt")),
                        ending="\r\n" + GREEN_USER + "\r\nAn error occurred.\r\n")
     write_trial(run, "hello-world", "hello-world.1-of-1", resolved=False, printed=stopped, minute=10)
-    undecidable = printout(step(1, reply("b" * 160, "c > out.txt"), ran(0, "")), SUBMIT)
+    # A heredoc line longer than the pane: wrapped, or a line that ended with a space?
+    undecidable = printout(step(1, reply("cat <<'EOF' > notes.txt", LONG_HEAD, LONG_TAIL, "EOF"), ran(0, "")), SUBMIT)
     write_trial(run, "nginx-request-logging", "nginx-request-logging.1-of-1", resolved=False, printed=undecidable,
                 minute=20)
     timed_out = printout(step(1, reply("sleep 100"), [
@@ -172,8 +174,8 @@ def test_a_declared_run_becomes_tool_call_lines(imported: dict[str, Any]) -> Non
         # The heredoc whole, though a log record and a spinner frame were printed inside it.
         {"command": "cat <<'EOF' > /app/notes.txt\nfirst line\n  indented\tline\nEOF", "shell": "sh", "cwd": "/app",
          "observed": {"exit_code": 0, "output": "\n", "printed_by": "rich"}},
-        # Step 3 ran nothing (two bash blocks); step 4's wrapped row is joined again.
-        {"command": LONG_HEAD + LONG_TAIL, "shell": "sh", "cwd": "/app",
+        # Step 3 ran nothing (two bash blocks); a wrapped row of step 4's thought does not touch its action.
+        {"command": "echo tail >> notes.txt", "shell": "sh", "cwd": "/app",
          "observed": {"exit_code": 1, "output": "sh: 1: cannot create notes.txt: Permission denied\n",
                       "printed_by": "rich"}},
         # Its output was elided by mini's template: the exit status alone is compared.
@@ -195,6 +197,7 @@ def test_a_declared_run_becomes_tool_call_lines(imported: dict[str, Any]) -> Non
     steps = json.loads((run_dir / record["trajectory"]).read_text())["steps"]
     assert [s["action"] for s in steps] == ["command", "command", "message", "command", "command", "command"]
     assert steps[0]["output"].startswith("THOUGHT: I look first.\n\n```bash\nls -la\n```\n--- mini-swe-agent answered")
+    assert steps[3]["output"].startswith(LONG_HEAD + LONG_TAIL + "\n")  # the reviewers read wraps joined
 
 
 def test_a_run_that_stopped_without_declaring_is_not_submitted(imported: dict[str, Any]) -> None:
@@ -209,7 +212,8 @@ def test_an_undecidable_wrap_in_an_action_is_refused_with_its_reason(imported: d
     final_state = record["residualize"]["final_state"]
     assert final_state["recoverable"] is False
     assert final_state["reason"] == "mini-swe-agent: its action depends on an undecidable line break"
-    assert "row 4 of the reply (160 of 160 columns" in final_state["detail"]
+    assert ("row 5 of the reply (156 of 160 columns, ending 'aaaaaaaaaaaaaaaaaaaaaaa ') may be wrapped or a line "
+            "that ended with spaces, before 'tail-word >> notes.txt'") in final_state["detail"]
     assert not (_run_dir(imported["work"], "nginx-request-logging", 1) / "commands.jsonl").exists()
 
 
@@ -246,7 +250,8 @@ def test_the_registry_reads_only_a_launch_it_knows(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("row", "following", "kind"), [
-    (LONG_HEAD, LONG_TAIL, "wrap"),  # ends with a space; the next word would not have fitted
+    (LONG_HEAD, LONG_TAIL, "wrap"),  # ends with a space; the next word would not have fitted (or a
+                                     # line that ended with a space: open to both readings)
     ("short line ", "next", "line"),  # a line that ended with a space: the next word fitted
     ("x" * 120, "y", "line"),  # rich never breaks where the text still fits
     ("b" * 160, "c", "undecidable"),  # a folded word, or a line of exactly the width
@@ -259,7 +264,9 @@ def test_rich_breaks(row: str, following: str, kind: str) -> None:
 
 def test_unwrap_and_cells() -> None:
     assert cell_len("中a") == 3
-    assert unwrap([LONG_HEAD, LONG_TAIL, "short"], 160).text == LONG_HEAD + LONG_TAIL + "\nshort"
+    assert unwrap(["short ", "next", "x" * 120], 160).text == "short \nnext\n" + "x" * 120
+    wrapped = unwrap(["x", LONG_HEAD, LONG_TAIL], 160)
+    assert wrapped.text is None and "row 2 (156 of 160 columns" in (wrapped.undecidable or "")
     refused = unwrap(["b" * 160, "c"], 160)
     assert refused.text is None and "row 1" in (refused.undecidable or "")
 

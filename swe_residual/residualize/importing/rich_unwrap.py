@@ -11,20 +11,19 @@ expanded to 8-column stops first and `\\a \\b \\v \\f \\r` removed.
 
 Reading the rows back, a break between a row and the next is
 
-- a wrap, when the row ends with a space and the next row's first word would not have fitted
-  after it (the source would have to end a line with a space exactly there to read otherwise);
-- a line end of the source, when the row does not end with a space and the next row's first
-  character would still have fitted: rich never breaks a line where the text goes on fitting;
-- undecidable otherwise: a row that fills the width (or all but a cell before a wide character)
-  with no space at its end may be a folded word, a line of exactly that width, or a line whose
-  spaces past the width were cut. Such text is never guessed: `unwrap` says where it stopped.
+- a line end of the source, when the next row's first word (or, for a row without a space at
+  its end, its first character) would still have fitted: rich never breaks where the text goes
+  on fitting;
+- `"wrap"` when the row ends with a space and the next word would not have fitted: rich's wrap,
+  or a line of the source that ended with spaces (an agent copying a file that has trailing
+  spaces prints exactly that: a recorded heredoc's `EOF` read as a wrap joins its last line);
+- `"undecidable"` when a row fills the width (or all but a cell before a wide character) with
+  no space at its end: a folded word, a line of exactly that width, or a line whose spaces past
+  the width were cut.
 
-A row that ends with a space in its very last column is read as a wrap keeping that one space:
-rich would have cut a second space past the width, so a run of two or more spaces exactly
-there reads as one (the only reading this rule takes on trust).
-
-A row ending with a space before a word that would have fitted is a line of the source that
-ended with spaces.
+Only the first is certain; `unwrap` gives the text when every break is one, and otherwise says
+which row is open to two readings. Nothing is guessed: a caller that can show that both
+readings give the same result (tb_mini.py: the same action) may go on.
 """
 
 from __future__ import annotations
@@ -54,11 +53,11 @@ def cell_len(text: str) -> int:
 class Unwrapped:
     text: str | None  # the source text, or None when a break is undecidable
     undecidable: str | None = None  # which break, and why
-    wraps: int = 0  # breaks read as wraps
 
 
 def break_kind(row: str, following: str, width: int) -> str:
-    """`"wrap"`, `"line"` or `"undecidable"` for the break between `row` and `following`."""
+    """`"line"`, `"wrap"` (or a line that ended with spaces) or `"undecidable"` for the break
+    between `row` and `following`."""
     used = cell_len(row)
     if row.endswith(" "):
         word = _FIRST_WORD.match(following)
@@ -71,17 +70,14 @@ def break_kind(row: str, following: str, width: int) -> str:
 
 
 def unwrap(rows: list[str], width: int) -> Unwrapped:
-    """The text rich printed as `rows` at `width` columns (see the module's docstring)."""
-    if not rows:
-        return Unwrapped("")
-    parts = [rows[0]]
-    wraps = 0
+    """The text rich printed as `rows` at `width` columns, when no break in it is open to two
+    readings (see the module's docstring): every break a line end of the source."""
     for number, (row, following) in enumerate(zip(rows, rows[1:]), start=1):
         kind = break_kind(row, following, width)
+        if kind == "wrap":
+            return Unwrapped(None, f"row {number} ({cell_len(row)} of {width} columns, ending {row[-20:]!r}) may be "
+                                   f"wrapped or a line that ended with spaces before {following[:20]!r}")
         if kind == "undecidable":
             return Unwrapped(None, f"row {number} ({cell_len(row)} of {width} columns, ending {row[-20:]!r}) "
                                    f"may be wrapped or a line of its own before {following[:20]!r}")
-        if kind == "wrap":
-            wraps += 1
-        parts.append(following if kind == "wrap" else "\n" + following)
-    return Unwrapped("".join(parts), None, wraps)
+    return Unwrapped("\n".join(rows))

@@ -29,7 +29,9 @@ written to the same terminal from another thread and is cut out first.
 
 The action is what mini's own parser takes from the reply: the only match of
 ```` ```bash\\n(.*?)\\n``` ```` (dot matching newlines), stripped. It is taken only when it does
-not depend on how an undecidable row break is read (each read both ways); otherwise, or when
+not depend on how a break open to two readings is read (rich_unwrap.py: a wrap may also be a
+line that ended with spaces; a row of the full width may be a folded word): each is read both
+ways, alone and all at once, and the action must come out the same. Otherwise, or when
 the reply's action count disagrees with what mini answered, the run is refused: an action is
 never guessed. A step that timed out is refused too: mini killed its shell after 30 s and what
 had been done by then cannot be replayed. An observation whose text cannot be recovered
@@ -178,24 +180,26 @@ def _actions(rows: list[str], width: int) -> list[str] | str:
     if any("\x1b" in row for row in rows):
         return "the reply holds escape sequences"
     kinds = [break_kind(row, following, width) for row, following in zip(rows, rows[1:])]
-    undecidable = [number for number, kind in enumerate(kinds) if kind == "undecidable"]
+    # A wrap may also be a line that ended with spaces (an agent copying a file that has them):
+    # neither it nor an undecidable break may change the action.
+    open_breaks = [number for number, kind in enumerate(kinds) if kind != "line"]
 
-    def parse(wrapped: set[int]) -> list[str]:
+    def parse(flipped: set[int]) -> list[str]:
         parts = [rows[0]]
         for number, following in enumerate(rows[1:]):
-            joined = kinds[number] == "wrap" or number in wrapped
+            joined = (kinds[number] == "wrap") != (number in flipped)
             parts.append(following if joined else "\n" + following)
         return [action.strip() for action in _ACTION.findall("".join(parts))]
 
-    # The action counts only if no undecidable break changes it: each read as a wrap on its
-    # own, and all of them at once.
     actions = parse(set())
-    for trial in [{number} for number in undecidable] + ([set(undecidable)] if len(undecidable) > 1 else []):
-        if parse(trial) != actions:
-            number = min(trial)
+    for flipped in [{number} for number in open_breaks] + ([set(open_breaks)] if len(open_breaks) > 1 else []):
+        if parse(flipped) != actions:
+            number = min(flipped)
+            what = ("may be wrapped or a line that ended with spaces" if kinds[number] == "wrap"
+                    else "may be a folded word, a line of the full width or one whose spaces were cut")
             return (f"its action depends on an undecidable line break: row {number + 1} of the reply "
-                    f"({cell_len(rows[number])} of {width} columns, ending {rows[number][-24:]!r}) may be wrapped "
-                    f"or end a line before {rows[number + 1][:24]!r}")
+                    f"({cell_len(rows[number])} of {width} columns, ending {rows[number][-24:]!r}) {what}, "
+                    f"before {rows[number + 1][:24]!r}")
     return actions
 
 
