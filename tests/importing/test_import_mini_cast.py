@@ -28,7 +28,7 @@ from swe_residual.dataset.states.tool_calls import output_divergence
 from swe_residual.residualize.importing.cast_screen import screen_rows
 from swe_residual.residualize.importing.rich_unwrap import break_kind, cell_len, unwrap
 from swe_residual.residualize.importing.tb_installed import read_installed_run
-from swe_residual.residualize.importing.tb_mini import launched_model
+from swe_residual.residualize.importing.tb_mini import launched_model, read_mini_printout
 
 pytestmark = pytest.mark.unit
 
@@ -280,3 +280,16 @@ def test_an_output_printed_by_rich_is_compared_as_rich_printed_it() -> None:
     observed = {"exit_code": 0, "output": "a       b\n10%50%done\n", "printed_by": "rich"}
     assert output_divergence(observed, 0, "a\tb\n10%\r50%\rdone\n") is None
     assert output_divergence({**observed, "printed_by": None}, 0, "a\tb\n10%\r50%\rdone\n") is not None
+
+
+@pytest.mark.parametrize(("action", "refused"), [
+    ("echo 'a:b:c ✓ ─'", None),  # no emoji: as printed
+    ("echo '✅ done'", "its action holds '✅', which rich may have printed for an emoji code"),
+    ("cat <<'EOF' > Makefile\nall:\n        cc -o x x.c\nEOF",
+     "its action writes a Makefile with lines indented by 8 spaces: rich printed tabs as spaces"),
+])
+def test_what_rich_may_have_printed_otherwise_is_refused(action: str, refused: str | None) -> None:
+    rows = screen_rows(printout(step(1, reply(*action.split("\n")), ran(0, "")), SUBMIT))
+    run = read_mini_printout(rows, 160, "/app")
+    assert run.refused == (f"step 1: {refused}" if refused else None)
+    assert run.declared_complete is True

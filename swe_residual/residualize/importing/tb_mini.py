@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,11 @@ _SPINNER = re.compile(r"^(?:\x1b\[32m[\u2800-\u28ff]\x1b\[0m Waiting for the LM 
 _TRACEBACK_GLUE = ("Traceback (most recent call last):",
                    "During handling of the above exception, another exception occurred:",
                    "The above exception was the direct cause of the following exception:")
+# Symbols Unicode does not list as emoji, so no emoji code of rich's prints them: box drawing,
+# block elements, and the check and ballot marks ✓ ✗ ✘ (the emoji are ✔ ✖ ❌ ✅).
+_NEVER_EMOJI = re.compile("[\u2500-\u259f\u2713\u2717\u2718]")
+_MAKEFILE = re.compile(r"(?i)makefile|\.mk\b")
+_TAB_INDENT = re.compile(r"^ {8}", re.MULTILINE)
 _RETURNCODE = re.compile(r"^<returncode>(-?\d+)</returncode>")
 _OUTPUT = re.compile(r"\A<returncode>-?\d+</returncode>\n<output>\n(.*)</output>\Z", re.DOTALL)
 _FORMAT_ERROR = re.compile(r"^Please always provide EXACTLY ONE action in triple backticks, found (\d+) actions\.")
@@ -192,6 +198,9 @@ def _actions(rows: list[str], width: int) -> list[str] | str:
         return [action.strip() for action in _ACTION.findall("".join(parts))]
 
     actions = parse(set())
+    for action in actions:
+        if why := _printed_otherwise(action):
+            return why
     for flipped in [{number} for number in open_breaks] + ([set(open_breaks)] if len(open_breaks) > 1 else []):
         if parse(flipped) != actions:
             number = min(flipped)
@@ -201,6 +210,18 @@ def _actions(rows: list[str], width: int) -> list[str] | str:
                     f"({cell_len(rows[number])} of {width} columns, ending {rows[number][-24:]!r}) {what}, "
                     f"before {rows[number + 1][:24]!r}")
     return actions
+
+
+def _printed_otherwise(action: str) -> str | None:
+    """Why rich may have printed the action otherwise than it was, or None."""
+    symbol = next((char for char in action if unicodedata.category(char) == "So" and not _NEVER_EMOJI.match(char)),
+                  None)
+    if symbol is not None:
+        # rich replaces `:name:` emoji codes by the emoji: the symbol may have been typed as a code.
+        return f"its action holds {symbol!r}, which rich may have printed for an emoji code"
+    if _MAKEFILE.search(action) and _TAB_INDENT.search(action):
+        return "its action writes a Makefile with lines indented by 8 spaces: rich printed tabs as spaces"
+    return None
 
 
 def _observed(rows: list[str], exit_code: int, width: int, counts: Counter[str]) -> dict[str, Any]:
