@@ -29,6 +29,7 @@ from swe_residual.residualize.importing.cast_screen import screen_rows
 from swe_residual.residualize.importing.rich_unwrap import break_kind, cell_len, unwrap
 from swe_residual.residualize.importing.tb_installed import read_installed_run
 from swe_residual.residualize.importing.tb_mini import launched_model, read_mini_printout
+from swe_residual.residualize.importing.terminal_bench import import_terminal_bench
 
 pytestmark = pytest.mark.unit
 
@@ -284,7 +285,7 @@ def test_an_output_printed_by_rich_is_compared_as_rich_printed_it() -> None:
 
 @pytest.mark.parametrize(("action", "refused"), [
     ("echo 'a:b:c ✓ ─'", None),  # no emoji: as printed
-    ("echo '✅ done'", "its action holds '✅', which rich may have printed for an emoji code"),
+    ("echo '✅ done'", "its action holds an emoji, which rich may have printed for an emoji code: '✅'"),
     ("cat <<'EOF' > Makefile\nall:\n        cc -o x x.c\nEOF",
      "its action writes a Makefile with lines indented by 8 spaces: rich printed tabs as spaces"),
 ])
@@ -293,3 +294,23 @@ def test_what_rich_may_have_printed_otherwise_is_refused(action: str, refused: s
     run = read_mini_printout(rows, 160, "/app")
     assert run.refused == (f"step 1: {refused}" if refused else None)
     assert run.declared_complete is True
+
+
+def test_wraps_taken_on_trust_are_counted_and_an_open_heredoc_still_refused(tmp_path: Path) -> None:
+    inputs = make_runs(tmp_path)
+    work = tmp_path / "trusted"
+    import_terminal_bench(inputs["runs"], inputs["dataset"], work, trust_wraps=True,
+                          progress=lambda _: None, warn=lambda _: None)
+    block = json.loads((work / "generate.json").read_text())["import"]
+    assert block["trust_wraps"] is True and block["command"].endswith(" --trust-wraps")
+    run_dir = _run_dir(work, "nginx-request-logging", 1)
+    lines = [json.loads(line) for line in (run_dir / "commands.jsonl").read_text().splitlines()]
+    assert lines[0]["command"] == f"cat <<'EOF' > notes.txt\n{LONG_HEAD}{LONG_TAIL}\nEOF"
+    record = json.loads((run_dir / "record.json").read_text())
+    assert record["residualize"]["import"]["tool_calls"]["wraps in actions taken on trust"] == 1
+    # The heredoc's last line ended with a space, and its `EOF` would not have fitted after it.
+    spaced = ["cat <<'EOF' > notes.txt", "x" * 158 + " ", "EOF"]
+    run = read_mini_printout(screen_rows(printout(step(1, reply(*spaced), ran(0, "")), SUBMIT)), 160, "/app",
+                             trust_wraps=True)
+    assert run.refused == ("step 1: its action's heredoc is left open once its wraps are joined: no 'EOF' line "
+                           "(a row that ended with spaces was a line of its own)")

@@ -69,15 +69,21 @@ def break_kind(row: str, following: str, width: int) -> str:
     return "line"
 
 
-def unwrap(rows: list[str], width: int) -> Unwrapped:
+def unwrap(rows: list[str], width: int, trust_wraps: bool = False) -> Unwrapped:
     """The text rich printed as `rows` at `width` columns, when no break in it is open to two
-    readings (see the module's docstring): every break a line end of the source."""
+    readings (see the module's docstring): every break a line end of the source. With
+    `trust_wraps`, a `"wrap"` break is read as rich's wrap (the rows joined)."""
+    parts = [rows[0]] if rows else []
     for number, (row, following) in enumerate(zip(rows, rows[1:]), start=1):
         kind = break_kind(row, following, width)
+        if kind == "wrap" and trust_wraps:
+            parts.append(following)
+            continue
         if kind == "wrap":
             return Unwrapped(None, f"row {number} ({cell_len(row)} of {width} columns, ending {row[-20:]!r}) may be "
                                    f"wrapped or a line that ended with spaces before {following[:20]!r}")
         if kind == "undecidable":
             return Unwrapped(None, f"row {number} ({cell_len(row)} of {width} columns, ending {row[-20:]!r}) "
                                    f"may be wrapped or a line of its own before {following[:20]!r}")
-    return Unwrapped("\n".join(rows))
+        parts.append("\n" + following)
+    return Unwrapped("".join(parts))

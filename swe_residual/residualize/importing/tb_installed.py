@@ -45,7 +45,7 @@ class InstalledRun:
     trajectory: Trajectory | None = None  # what it printed, step by step, for the reviewers
 
 
-def _read_mini(trial: Path, launch: str) -> InstalledRun:
+def _read_mini(trial: Path, launch: str, trust_wraps: bool) -> InstalledRun:
     run = InstalledRun(MINI, launched_model(launch), launch)
     cast = trial / CAST
     if not cast.is_file():
@@ -61,7 +61,8 @@ def _read_mini(trial: Path, launch: str) -> InstalledRun:
         run.refused, run.declared_complete = f"{MINI} never started (no banner of it in {CAST})", False
         return run
     width = cast_width(cast) or DEFAULT_WIDTH
-    read = read_mini_printout(screen_rows(region), width, launch_directory(printed[:printed.find(region)]))
+    read = read_mini_printout(screen_rows(region), width, launch_directory(printed[:printed.find(region)]),
+                              trust_wraps)
     run.interactions, run.declared_complete, run.actions = read.interactions, read.declared_complete, read.actions
     run.counts, run.refused, run.cost_limited = read.counts, read.refused, read.cost_limited
     run.trajectory = _mini_trajectory(read.turns, read.declared_complete)
@@ -88,7 +89,7 @@ def _mini_trajectory(turns: list[MiniTurn], declared: bool) -> Trajectory | None
 class InstalledAgent:
     name: str
     launcher: str  # the launch command's first word
-    read: Callable[[Path, str], InstalledRun]
+    read: Callable[[Path, str, bool], InstalledRun]  # (trial, launch command, trust_wraps)
 
 
 INSTALLED_AGENTS: tuple[InstalledAgent, ...] = (
@@ -110,7 +111,9 @@ def launch_of(trial: Path) -> tuple[InstalledAgent, str] | None:
     return None
 
 
-def read_installed_run(trial: Path) -> InstalledRun | None:
-    """The run of a registered installed agent, or None when the trial launched none."""
+def read_installed_run(trial: Path, trust_wraps: bool = False) -> InstalledRun | None:
+    """The run of a registered installed agent, or None when the trial launched none.
+    `trust_wraps`: read a printed row that ends with spaces before a word that would not have
+    fitted as a wrap (the agent's printer's), though it may be a line that ended with spaces."""
     found = launch_of(trial)
-    return found[0].read(trial, found[1]) if found is not None else None
+    return found[0].read(trial, found[1], trust_wraps) if found is not None else None

@@ -69,6 +69,7 @@ _TRACEBACK_GLUE = ("Traceback (most recent call last):",
 # Symbols Unicode does not list as emoji, so no emoji code of rich's prints them: box drawing,
 # block elements, and the check and ballot marks ✓ ✗ ✘ (the emoji are ✔ ✖ ❌ ✅).
 _NEVER_EMOJI = re.compile("[\u2500-\u259f\u2713\u2717\u2718]")
+_HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 _MAKEFILE = re.compile(r"(?i)makefile|\.mk\b")
 _TAB_INDENT = re.compile(r"^ {8}", re.MULTILINE)
 _RETURNCODE = re.compile(r"^<returncode>(-?\d+)</returncode>")
@@ -181,14 +182,16 @@ def _trimmed(rows: list[str]) -> list[str]:
     return rows[:end]
 
 
-def _actions(rows: list[str], width: int) -> list[str] | str:
-    """mini's parse of a reply printed as `rows`, or why it cannot be known."""
+def _actions(rows: list[str], width: int, trust_wraps: bool = False) -> tuple[list[str], int] | str:
+    """(mini's parse of a reply printed as `rows`, wraps taken on trust inside its action), or
+    why it cannot be known."""
     if any("\x1b" in row for row in rows):
         return "the reply holds escape sequences"
     kinds = [break_kind(row, following, width) for row, following in zip(rows, rows[1:])]
     # A wrap may also be a line that ended with spaces (an agent copying a file that has them):
-    # neither it nor an undecidable break may change the action.
-    open_breaks = [number for number, kind in enumerate(kinds) if kind != "line"]
+    # unless wraps are trusted, neither it nor an undecidable break may change the action.
+    open_breaks = [number for number, kind in enumerate(kinds)
+                   if kind == "undecidable" or (kind == "wrap" and not trust_wraps)]
 
     def parse(flipped: set[int]) -> list[str]:
         parts = [rows[0]]
@@ -209,7 +212,24 @@ def _actions(rows: list[str], width: int) -> list[str] | str:
             return (f"its action depends on an undecidable line break: row {number + 1} of the reply "
                     f"({cell_len(rows[number])} of {width} columns, ending {rows[number][-24:]!r}) {what}, "
                     f"before {rows[number + 1][:24]!r}")
-    return actions
+    trusted = [number for number, kind in enumerate(kinds) if kind == "wrap" and trust_wraps
+               and parse({number}) != actions]
+    for action in actions if trusted else []:
+        if (delimiter := _unterminated_heredoc(action)) is not None:
+            return (f"its action's heredoc is left open once its wraps are joined: no {delimiter!r} line (a row "
+                    "that ended with spaces was a line of its own)")
+    return actions, len(trusted)
+
+
+def _unterminated_heredoc(command: str) -> str | None:
+    """The delimiter of a heredoc in `command` that no later line closes, or None."""
+    lines = command.split("\n")
+    for number, line in enumerate(lines):
+        for found in _HEREDOC.finditer(line):
+            strip_tabs, delimiter = found.group(1) == "-", found.group(3)
+            if not any((later.lstrip("\t") if strip_tabs else later) == delimiter for later in lines[number + 1:]):
+                return delimiter
+    return None
 
 
 def _printed_otherwise(action: str) -> str | None:
@@ -218,18 +238,19 @@ def _printed_otherwise(action: str) -> str | None:
                   None)
     if symbol is not None:
         # rich replaces `:name:` emoji codes by the emoji: the symbol may have been typed as a code.
-        return f"its action holds {symbol!r}, which rich may have printed for an emoji code"
+        return f"its action holds an emoji, which rich may have printed for an emoji code: {symbol!r}"
     if _MAKEFILE.search(action) and _TAB_INDENT.search(action):
         return "its action writes a Makefile with lines indented by 8 spaces: rich printed tabs as spaces"
     return None
 
 
-def _observed(rows: list[str], exit_code: int, width: int, counts: Counter[str]) -> dict[str, Any]:
+def _observed(rows: list[str], exit_code: int, width: int, counts: Counter[str],
+              trust_wraps: bool = False) -> dict[str, Any]:
     observed: dict[str, Any] = {"exit_code": exit_code}
     if any("\x1b" in row for row in rows):
         counts["output not kept: escape sequences in it"] += 1
         return observed
-    text = unwrap(rows, width).text
+    text = unwrap(rows, width, trust_wraps).text
     if text is None:
         counts["output not kept: an undecidable line break"] += 1
         return observed
@@ -258,8 +279,8 @@ def _is_submission(action: str) -> bool:
 class _Reading:
     """The steps read so far: the interactions, the first refusal, the counts."""
 
-    def __init__(self, width: int, cwd: str | None) -> None:
-        self.width, self.cwd = width, cwd
+    def __init__(self, width: int, cwd: str | None, trust_wraps: bool) -> None:
+        self.width, self.cwd, self.trust_wraps = width, cwd, trust_wraps
         self.counts: Counter[str] = Counter()
         self.lines: list[dict[str, Any]] = []
         self.turns: list[MiniTurn] = []
@@ -273,8 +294,11 @@ class _Reading:
             self.refused = f"step {step}: {why}"
 
     def step(self, step: int | None, reply: list[str], answer: list[str], last: bool) -> None:
-        parsed = _actions(reply, self.width) if reply else []
+        read = _actions(reply, self.width, self.trust_wraps) if reply else ([], 0)
+        parsed = read[0] if isinstance(read, tuple) else read
         action = parsed[0] if isinstance(parsed, list) and len(parsed) == 1 else None
+        if isinstance(read, tuple) and read[1]:
+            self.counts["wraps in actions taken on trust"] += read[1]
         self.turns.append(MiniTurn(step, _readable(reply, self.width), action, _readable(answer, self.width)))
         head = visible(answer[0]) if answer else ""
         error = _FORMAT_ERROR.match(head)
@@ -302,7 +326,7 @@ class _Reading:
             self.refuse(step, "the action timed out and mini killed its shell after 30 s: what it had done by then "
                               "cannot be replayed")
         elif code is not None:
-            line["observed"] = _observed(answer, int(code.group(1)), self.width, self.counts)
+            line["observed"] = _observed(answer, int(code.group(1)), self.width, self.counts, self.trust_wraps)
             self.lines.append(line)
             self.counts["replayed: action"] += 1
         elif last and self.declared:
@@ -315,10 +339,12 @@ class _Reading:
             self.refuse(step, f"mini's answer is none of its known forms ({head[:60]!r})")
 
 
-def read_mini_printout(printed_rows: list[str], width: int, cwd: str | None) -> MiniRun:
-    """mini's actions and what they printed, from the rows of its terminal (module docstring)."""
+def read_mini_printout(printed_rows: list[str], width: int, cwd: str | None, trust_wraps: bool = False) -> MiniRun:
+    """mini's actions and what they printed, from the rows of its terminal (module docstring).
+    `trust_wraps`: read a row that ends with spaces before a word that would not have fitted as
+    rich's wrap (counted), refusing only an action whose heredoc that leaves unclosed."""
     messages = _messages(_without_logging(printed_rows))
-    reading = _Reading(width, cwd)
+    reading = _Reading(width, cwd, trust_wraps)
     steps = [position for position, message in enumerate(messages) if message.kind == "step"]
     for position in steps:
         message = messages[position]

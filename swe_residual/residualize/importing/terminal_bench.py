@@ -203,6 +203,7 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str,
 
 def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,
                           name_from: str = "agent+model", agent: str | None = None, model: str | None = None,
+                          trust_wraps: bool = False,
                           progress: Callable[[str], None] = print,
                           warn: Callable[[str], None] = lambda line: print(f"warning: {line}", file=sys.stderr),
                           ) -> ImportSummary:
@@ -217,7 +218,8 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
         warn(f"dataset task {name} cannot be loaded, its trials are skipped: {error}")
     command = (f"swe-residual import terminal-bench {shlex.quote(str(runs_dir))} --dataset "
                f"{shlex.quote(str(dataset_path))} --predecessor-name-from {name_from}"
-               + (f" --agent {shlex.quote(agent)}" if agent else "") + (f" --model {shlex.quote(model)}" if model else ""))
+               + (f" --agent {shlex.quote(agent)}" if agent else "") + (f" --model {shlex.quote(model)}" if model else "")
+               + (" --trust-wraps" if trust_wraps else ""))
     trials, unreadable = read_runs(root)
     if not trials and not unreadable:
         raise ConfigError(f"{root}: no Terminal-Bench trial directories (with a results.json naming a task_id) found")
@@ -230,7 +232,8 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     for trial in trials:
         trial = replace(trial, agent_name=trial.agent_name or agent, model_name=trial.model_name or model)
         task = index.find(trial.task_id)
-        installed = read_installed_run(trial.path) if task is not None and task.track != Track.REPO else None
+        installed = (read_installed_run(trial.path, trust_wraps) if task is not None and task.track != Track.REPO
+                     else None)
         if installed is not None:
             installed_runs[trial.path] = installed
             trial = with_installed_run(trial, installed)
@@ -272,6 +275,7 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
 
     import_info = {
         "kind": "terminal-bench", "source": str(runs_dir), "command": command, "name_from": name_from,
+        "trust_wraps": trust_wraps,
         "trials": len(trials) + len(unreadable), "runs": len(runs),
         "dates": {"first": dates[0], "last": dates[-1]} if dates else None,
         "unknown_tasks": dict(sorted(unknown.items())),
@@ -290,7 +294,7 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
 
 def _command(args: argparse.Namespace) -> int:
     import_terminal_bench(args.runs_dir, args.dataset, args.out, name_from=args.predecessor_name_from,
-                          agent=args.agent, model=args.model)
+                          agent=args.agent, model=args.model, trust_wraps=args.trust_wraps)
     return 0
 
 
@@ -307,4 +311,8 @@ def register(sources: argparse._SubParsersAction) -> None:  # type: ignore[type-
     parser.add_argument("--agent", help="the agent, for trials whose run records none (no run_metadata.json "
                                         "and no Terminus agent logs)")
     parser.add_argument("--model", help="the model, for trials whose run records none")
+    parser.add_argument("--trust-wraps", action="store_true",
+                        help="installed agents' casts: read a row that ends with a space before a word that would not "
+                             "have fitted as the printer's wrap (it may also be a line that ended with spaces; "
+                             "counted per run, and an action whose heredoc that leaves unclosed is still refused)")
     parser.set_defaults(func=_command)
