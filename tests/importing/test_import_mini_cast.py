@@ -296,7 +296,7 @@ def test_what_rich_may_have_printed_otherwise_is_refused(action: str, refused: s
     assert run.declared_complete is True
 
 
-def test_wraps_taken_on_trust_are_counted_and_an_open_heredoc_still_refused(tmp_path: Path) -> None:
+def test_wraps_taken_on_trust_are_counted_and_a_heredoc_decides_its_closing_row(tmp_path: Path) -> None:
     inputs = make_runs(tmp_path)
     work = tmp_path / "trusted"
     import_terminal_bench(inputs["runs"], inputs["dataset"], work, trust_wraps=True,
@@ -308,9 +308,16 @@ def test_wraps_taken_on_trust_are_counted_and_an_open_heredoc_still_refused(tmp_
     assert lines[0]["command"] == f"cat <<'EOF' > notes.txt\n{LONG_HEAD}{LONG_TAIL}\nEOF"
     record = json.loads((run_dir / "record.json").read_text())
     assert record["residualize"]["import"]["tool_calls"]["wraps in actions taken on trust"] == 1
-    # The heredoc's last line ended with a space, and its `EOF` would not have fitted after it.
+    # The heredoc's last line ended with a space, and its `EOF` would not have fitted after it:
+    # only the line-end reading closes the heredoc.
     spaced = ["cat <<'EOF' > notes.txt", "x" * 158 + " ", "EOF"]
     run = read_mini_printout(screen_rows(printout(step(1, reply(*spaced), ran(0, "")), SUBMIT)), 160, "/app",
+                             trust_wraps=True)
+    assert run.refused is None and run.interactions[0]["command"] == "\n".join(spaced)
+    assert run.counts["rows ending with spaces read as line ends: a heredoc's closing line follows"] == 1
+    # A joined row that leaves the heredoc open, with no closing row to read otherwise: refused.
+    open_ended = ["cat <<'EOF' > notes.txt", "x" * 158 + " ", "EOF-not"]
+    run = read_mini_printout(screen_rows(printout(step(1, reply(*open_ended), ran(0, "")), SUBMIT)), 160, "/app",
                              trust_wraps=True)
     assert run.refused == ("step 1: its action's heredoc is left open once its wraps are joined: no 'EOF' line "
                            "(a row that ended with spaces was a line of its own)")

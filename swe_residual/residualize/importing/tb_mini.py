@@ -182,9 +182,9 @@ def _trimmed(rows: list[str]) -> list[str]:
     return rows[:end]
 
 
-def _actions(rows: list[str], width: int, trust_wraps: bool = False) -> tuple[list[str], int] | str:
-    """(mini's parse of a reply printed as `rows`, wraps taken on trust inside its action), or
-    why it cannot be known."""
+def _actions(rows: list[str], width: int, trust_wraps: bool = False) -> tuple[list[str], int, int] | str:
+    """(mini's parse of a reply printed as `rows`, wraps taken on trust inside its action, wraps
+    read as line ends because a heredoc's closing line follows), or why it cannot be known."""
     if any("\x1b" in row for row in rows):
         return "the reply holds escape sequences"
     kinds = [break_kind(row, following, width) for row, following in zip(rows, rows[1:])]
@@ -214,11 +214,17 @@ def _actions(rows: list[str], width: int, trust_wraps: bool = False) -> tuple[li
                     f"before {rows[number + 1][:24]!r}")
     trusted = [number for number, kind in enumerate(kinds) if kind == "wrap" and trust_wraps
                and parse({number}) != actions]
+    closing = {number for number in trusted if any(rows[number + 1] == delimiter for delimiter in
+                                                   filter(None, map(_unterminated_heredoc, actions)))}
+    if closing:
+        # A heredoc left open by a wrap whose next row is its closing line: the row was a line
+        # that ended with spaces (a file copied with them), the only reading that closes it.
+        actions = parse(closing)
     for action in actions if trusted else []:
         if (delimiter := _unterminated_heredoc(action)) is not None:
             return (f"its action's heredoc is left open once its wraps are joined: no {delimiter!r} line (a row "
                     "that ended with spaces was a line of its own)")
-    return actions, len(trusted)
+    return actions, len(trusted) - len(closing), len(closing)
 
 
 def _unterminated_heredoc(command: str) -> str | None:
@@ -294,11 +300,13 @@ class _Reading:
             self.refused = f"step {step}: {why}"
 
     def step(self, step: int | None, reply: list[str], answer: list[str], last: bool) -> None:
-        read = _actions(reply, self.width, self.trust_wraps) if reply else ([], 0)
+        read = _actions(reply, self.width, self.trust_wraps) if reply else ([], 0, 0)
         parsed = read[0] if isinstance(read, tuple) else read
         action = parsed[0] if isinstance(parsed, list) and len(parsed) == 1 else None
         if isinstance(read, tuple) and read[1]:
             self.counts["wraps in actions taken on trust"] += read[1]
+        if isinstance(read, tuple) and read[2]:
+            self.counts["rows ending with spaces read as line ends: a heredoc's closing line follows"] += read[2]
         self.turns.append(MiniTurn(step, _readable(reply, self.width), action, _readable(answer, self.width)))
         head = visible(answer[0]) if answer else ""
         error = _FORMAT_ERROR.match(head)
