@@ -57,6 +57,7 @@ SHELL = "sh"  # subprocess.run(..., shell=True)
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 PRINTED_BY = RICH  # how the recorded outputs were transformed (states/tool_calls.py)
 _ACTION = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)
+_SAVED = "Saved trajectory to "
 _BANNER = "This is \x1b[1;32mmini-swe-agent"
 _ROLE = re.compile(r"^\x1b\[1;32m(System|User|Assistant)\x1b\[0m:$")
 _STEP = re.compile(r"^mini-swe-agent \(step (\d+), \$[\d.]+\):$")
@@ -374,7 +375,10 @@ def mini_region(printed: str) -> str | None:
     if start < 0:
         return None
     start = printed.rfind("\n", 0, start) + 1
-    end = printed.find("\x1b[?2004h", start)  # bash shows its prompt again: mini has exited
+    # bash shows its prompt again (bracketed paste on) once mini has exited: after mini's last
+    # words when it said them (an action's own output may turn bracketed paste on too).
+    saved = printed.rfind(_SAVED, start)
+    end = printed.find("\x1b[?2004h", saved if saved >= 0 else start)
     return printed[start:end if end >= 0 else len(printed)]
 
 
