@@ -204,6 +204,7 @@ def test_a_declared_run_becomes_tool_call_lines(imported: dict[str, Any]) -> Non
 def test_a_run_that_stopped_without_declaring_is_not_submitted(imported: dict[str, Any]) -> None:
     record = _record(imported["work"], "hello-world", 1)
     assert [record[k] for k in ("termination", "submitted")] == ["agent_error", False]
+    assert record["error"] == "failure_mode: unset; mini-swe-agent stopped without declaring the task done"
     assert record["residualize"]["import"]["declared_done"] is False
 
 
@@ -223,6 +224,7 @@ def test_a_timed_out_action_and_a_run_that_never_started(imported: dict[str, Any
     assert timed_out["reason"] == "mini-swe-agent: the action timed out and mini killed its shell after 30 s"
     never = _record(imported["work"], "fix-git", 2)
     assert never["termination"] == "infra_error"
+    assert never["error"] == "failure_mode: unset; mini-swe-agent never started (no banner of it in sessions/agent.cast)"
     assert never["residualize"]["final_state"]["reason"] == (
         "mini-swe-agent: mini-swe-agent never started (no banner of it in sessions/agent.cast)")
 

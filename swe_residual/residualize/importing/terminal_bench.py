@@ -150,6 +150,10 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str,
     error = None
     if termination != Termination.SUBMITTED or not valid:
         error = f"failure_mode: {trial.failure_mode or 'unset'}"
+        if installed is not None and termination == trial.undeclared_end:
+            # The harness saw a clean end; the agent's own record says how it really ended.
+            error += "; " + (refusal_kind(installed.refused) if "never started" in (installed.refused or "")
+                             else f"{installed.agent} stopped without declaring the task done")
     durations = _durations(trial)
     record = run_record(task, trial.agent_name or identity, f"terminal-bench:{trial.relative}").model_copy(update=dict(
         outcome=outcome, reward=reward if valid else None,
