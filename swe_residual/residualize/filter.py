@@ -19,7 +19,8 @@ A run becomes a candidate only when it
                                                   same task, kept once.
 Rules apply in that order; each exclusion is recorded with its rule in `filter.json`.
 `no_final_state` is listed (and counted) for work directories of `swe-residual import`, or
-wherever it excluded a run.
+wherever it excluded a run; where the import named its cause in a few words
+(`residualize.final_state.reason`), `filter.json`'s `no_final_state_reasons` counts each.
 
 An imported prediction has no verdict yet (outcome null): it is not excluded for that; Stage
 IV's verifier decides whether it still fails.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,12 @@ def is_artifact(path: str, patterns: Sequence[str]) -> bool:
 
 def substantive_changes(patch: str, patterns: Sequence[str]) -> list[str]:
     return sorted(path for path in changed_files(patch) if not is_artifact(path, patterns))
+
+
+def _no_final_state_reason(record: RunRecord) -> str | None:
+    """The cause an import gave a run without a final state, in a few words (counted)."""
+    reason = (stage_one(record).get("final_state") or {}).get("reason")
+    return str(reason) if reason else None
 
 
 def _rule(record: RunRecord) -> tuple[str, str] | None:
@@ -118,16 +126,23 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
             candidates.append(entry)
         else:
             excluded.append({**entry, "rule": verdict[0], "detail": verdict[1]})
+            if verdict[0] == NO_FINAL_STATE and (reason := _no_final_state_reason(record)):
+                excluded[-1]["reason"] = reason
     imported = "import" in work.read_json("generate.json", stage="generate")
     rules = [rule for rule in RULES if rule != NO_FINAL_STATE or imported
              or any(e["rule"] == NO_FINAL_STATE for e in excluded)]
     counts = {rule: sum(e["rule"] == rule for e in excluded) for rule in rules}
+    reasons = Counter(e["reason"] for e in excluded if e["rule"] == NO_FINAL_STATE and "reason" in e)
     result = {"artifact_patterns": list(artifact_patterns), "rules": rules,
               "n_runs": len(candidates) + len(excluded), "candidates": candidates,
               "excluded": excluded, "counts": counts}
+    if reasons:
+        result["no_final_state_reasons"] = dict(sorted(reasons.items()))
     work.write_json("filter.json", result)
     progress(f"Stage II: {len(candidates)} candidate(s) of {result['n_runs']} run(s); excluded "
              + ", ".join(f"{rule} {n}" for rule, n in counts.items()))
+    for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0])):
+        progress(f"  {NO_FINAL_STATE}: {count} {reason}")
     return result
 
 

@@ -231,11 +231,13 @@ def test_problems_are_listed_and_counted_never_fatal(imported: dict[str, Any]) -
     assert any(p.startswith("2025-07-15__00-00-00/hello-world/hello-world.3-of-3: no results.json")
                for p in problems)
     assert len(problems) == 2
-    # The installed agent's trial is imported without a final state, and says why.
+    # The installed agent's trial (mini-swe-agent, launched by `mini`) has no cast to read its
+    # actions from: it is imported without a final state, and says why.
     assert block["no_final_state"] == 1
-    record = _record(imported["work"], "fix-permissions", TERMINUS, 2)
+    assert block["no_final_state_reasons"] == {"mini-swe-agent: no sessions/agent.cast": 1}
+    record = _record(imported["work"], "fix-permissions", "mini_swe_agent__m", 1)
     assert record["residualize"]["final_state"]["recoverable"] is False
-    assert "ran inside one command" in record["residualize"]["final_state"]["detail"]
+    assert "mini-swe-agent: no sessions/agent.cast" in record["residualize"]["final_state"]["detail"]
 
 
 def test_recovery_bench_layout_agent_and_model_from_terminus_logs(imported: dict[str, Any]) -> None:
@@ -261,7 +263,8 @@ def test_stage_ii_reads_imported_trials(imported: dict[str, Any]) -> None:
     filtered = json.loads((imported["work"] / "filter.json").read_text())
     rules = {(e["task"], e["candidate"]): e["rule"] for e in filtered["excluded"]}
     assert rules[("fix-permissions", f"{TERMINUS}-a1")] == "not_failing"
-    assert rules[("fix-permissions", f"{TERMINUS}-a2")] == "no_final_state"
+    assert rules[("fix-permissions", "mini_swe_agent__m-a1")] == "no_final_state"
+    assert filtered["no_final_state_reasons"] == {"mini-swe-agent: no sessions/agent.cast": 1}
     assert rules[("nginx-request-logging", f"{TERMINUS}-a1")] == "not_submitted"
     assert rules[("hello-world", "terminus__openai_gpt_4o_mini-a1")] == "infra_failure"
     assert [(c["task"], c["candidate"]) for c in filtered["candidates"]] == [

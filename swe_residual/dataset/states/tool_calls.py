@@ -22,7 +22,10 @@ trimmed) and without a Python traceback's position markers (`~~~~^^` lines: whic
 them depends on the Python version). Lines of the recorded output that end with a file the
 agent's own set-up wrote before its first turn (`observed.harness_files`: OpenClaw's workspace
 files, an `ls` or `find` entry of them) are dropped first: no tool call made those files. A command the agent moved to the background and saw end
-only through polls has `observed` without `output`: its exit status alone is compared.
+only through polls has `observed` without `output`: its exit status alone is compared. An
+output recorded as the `rich` library printed it (`"printed_by": "rich"`: mini-swe-agent's
+printout) is compared with the replayed output made the same way: tabs expanded to 8-column
+stops, `\\a \\b \\v \\f \\r` removed.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ from swe_residual.dataset.errors import DatasetError
 from swe_residual.dataset.states.pane_fidelity import normalized
 
 WRITE, EDIT = "write", "edit"
+# An output the agent saw through the `rich` library (mini-swe-agent's printout): tabs expanded
+# to 8-column stops and these control characters removed before it reached the terminal.
+RICH, RICH_TAB_SIZE = "rich", 8
+_RICH_DROPPED = str.maketrans("", "", "\a\b\v\f\r")
 FILE_TOOLS = (WRITE, EDIT)
 LAST_LINES = 10
 MAX_EDIT_OUTPUT = 64 * 1024 * 1024
@@ -114,8 +121,16 @@ def _without_names(output: str, names: list[str]) -> str:
     return "\n".join(line for line in output.split("\n") if not ending.search(line))
 
 
+def as_printed(output: str, printed_by: Any) -> str:
+    """A replayed output as the agent's terminal would have shown it (`observed.printed_by`)."""
+    if printed_by != RICH:
+        return output
+    return "\n".join(line.expandtabs(RICH_TAB_SIZE) for line in output.translate(_RICH_DROPPED).split("\n"))
+
+
 def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> str | None:
     """None when a replayed command ended as `observed` says it did, else how it differs."""
+    output = as_printed(output, observed.get("printed_by"))
     want_code = observed.get("exit_code")
     if isinstance(want_code, int) and want_code != exit_code:
         return f"exit status {exit_code}, recorded {want_code}"

@@ -50,6 +50,7 @@ class ImportedRun:
     source_facts: dict[str, Any] = field(default_factory=dict)  # what the source said, for review
     commands: bytes | None = None  # machine track: the interactions, as commands.jsonl
     recorded_pane: bytes | None = None  # machine track: the agent's pane when it stopped, as recorded
+    unrecoverable_kind: str | None = None  # `unrecoverable` in a few words, the same for the same cause (counted)
 
     @property
     def recoverable(self) -> bool:
@@ -210,6 +211,8 @@ def _write_run(work: Workdir, ref: RunRef, run: ImportedRun, spec: str) -> None:
         payload = COMMANDS
     else:
         final_state = {"recoverable": False, "detail": run.unrecoverable or "no final state in the source"}
+        if run.unrecoverable_kind:
+            final_state["reason"] = run.unrecoverable_kind
     written = record_json(record)
     written["residualize"] = {
         **ref.as_dict(),

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.harbor_layout import parse_time, read_object
+from swe_residual.dataset.values import Termination
 
 TRIAL_RESULTS = "results.json"
 RUN_METADATA = "run_metadata.json"
@@ -55,6 +56,9 @@ class TBTrial:
     input_tokens: int | None
     output_tokens: int | None
     instruction: str | None = None  # the request the trial was given, as results.json records it
+    # How an installed agent's run ended when it declared nothing (tb_installed.py): it never
+    # started, stopped at its cost limit, or stopped otherwise. None: Terminus's reading.
+    undeclared_end: Termination | None = None
 
 
 def _text(data: dict[str, Any] | None, key: str) -> str | None:

@@ -7,8 +7,11 @@ become predecessor runs, written by `importing.runs` in the layout `residualize 
 writes. Each trial is matched to its dataset task by the `task_id` it recorded; its final state
 is the keystrokes it typed (tb_keys.py), in the keystroke form of `commands.jsonl`, timed by
 its `.cast` when it has one; Terminus's logged turns are its trajectory (tb_trajectory.py), shown
-to Stage III's reviewers. A trial with no keys of its own, or of an agent that ran inside
-one command, is imported without a final state (Stage II: `no_final_state`); trials of tasks not
+to Stage III's reviewers. An installed agent that tb_installed.py can read back (mini-swe-agent)
+has its actions, from its recorded terminal, in the tool-call form instead, and its printed
+steps as the trajectory. A trial with no keys of its own, of an agent that ran inside one
+command and is not registered there, or whose actions cannot be recovered exactly, is imported
+without a final state (Stage II: `no_final_state`, its cause counted); trials of tasks not
 in the dataset and trials that cannot be read are listed and counted. A trial of a task the
 dataset holds but cannot load is counted apart (`unloadable_tasks`), never as a task the dataset
 does not have: the funnel's "runs of the dataset's tasks" must not shrink silently when a task
@@ -18,6 +21,7 @@ folder is broken. None of it stops the import, as long as one trial is of a data
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 from collections import Counter
@@ -33,6 +37,8 @@ from swe_residual.residualize.harbor.jobs import outcome_of
 from swe_residual.dataset.harbor_layout import format_time
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
+from swe_residual.residualize.harbor.tool_calls import interactions_jsonl
+from swe_residual.residualize.importing.tb_installed import InstalledRun, read_installed_run
 from swe_residual.residualize.importing.tb_keys import read_trial_keys
 from swe_residual.residualize.importing.tb_trajectory import terminus_trajectory
 from swe_residual.residualize.importing.tb_trials import TBTrial, read_runs
@@ -60,7 +66,9 @@ def termination_of(trial: TBTrial) -> Termination:
     if mode in FINISHED or mode in TESTS_FAILED:
         # Terminus's own answer says whether it declared completion; without agent logs the
         # run's clean end is the only declaration there is.
-        return Termination.STEP_LIMIT if trial.declared_complete is False else Termination.SUBMITTED
+        if trial.declared_complete is False:
+            return trial.undeclared_end or Termination.STEP_LIMIT
+        return Termination.SUBMITTED
     return Termination.INFRA_ERROR  # agent installation, the harness, or a mode not known here
 
 
@@ -99,7 +107,42 @@ def _durations(trial: TBTrial) -> Durations:
                      total_sec=seconds(trial.started_at, trial.ended_at))
 
 
-def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -> ImportedRun:
+def with_installed_run(trial: TBTrial, installed: InstalledRun | None) -> TBTrial:
+    """The trial as its installed agent's recorded terminal tells it (agent, model, steps, whether
+    it declared the task done and, if not, how it ended)."""
+    if installed is None:
+        return trial
+    if installed.declared_complete is None:
+        # Nothing recorded what the agent did: the harness's reading of the trial stands.
+        return replace(trial, agent_name=installed.agent, model_name=installed.model or trial.model_name)
+    if installed.refused is not None and installed.actions == 0 and "never started" in installed.refused:
+        end = Termination.INFRA_ERROR  # the agent's installation failed: nothing of it ran
+    else:
+        end = Termination.COST_LIMIT if installed.cost_limited else Termination.AGENT_ERROR
+    return replace(trial, agent_name=installed.agent, model_name=installed.model or trial.model_name,
+                   declared_complete=installed.declared_complete, episodes=installed.actions, undeclared_end=end)
+
+
+def refusal_kind(why: str) -> str:
+    """A refusal in a few words, the same for the same cause: no step number, no detail."""
+    return re.sub(r"^step \d+: ", "", why).split(":", 1)[0].strip()
+
+
+def _installed_final_state(installed: InstalledRun, trial: TBTrial, provenance: dict[str, Any],
+                           facts: dict[str, Any]) -> tuple[bytes | None, str | None, str | None]:
+    """(commands.jsonl, why not, why not in a few words) of an installed agent's run."""
+    provenance["tool_calls"] = installed.counts
+    provenance["declared_done"] = installed.declared_complete
+    facts.update({"launch": installed.launch, "actions": installed.actions})
+    if installed.refused is not None:
+        return (None, f"{trial.relative}: {installed.agent}: {installed.refused}",
+                f"{installed.agent}: {refusal_kind(installed.refused)}")
+    provenance["commands"] = f"{installed.source} ({installed.agent}'s actions as it printed them)"
+    return interactions_jsonl(installed.interactions), None, None
+
+
+def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str,
+         installed: InstalledRun | None = None) -> ImportedRun:
     termination = termination_of(trial)
     reward = reward_of(trial)
     outcome = outcome_of(termination, reward)
@@ -107,6 +150,10 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
     error = None
     if termination != Termination.SUBMITTED or not valid:
         error = f"failure_mode: {trial.failure_mode or 'unset'}"
+        if installed is not None and termination == trial.undeclared_end:
+            # The harness saw a clean end; the agent's own record says how it really ended.
+            error += "; " + (refusal_kind(installed.refused) if "never started" in (installed.refused or "")
+                             else f"{installed.agent} stopped without declaring the task done")
     durations = _durations(trial)
     record = run_record(task, trial.agent_name or identity, f"terminal-bench:{trial.relative}").model_copy(update=dict(
         outcome=outcome, reward=reward if valid else None,
@@ -125,8 +172,8 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
         provenance["date"] = format_time(moment)
     if trial.dataset:
         provenance["task_version"] = trial.dataset
-    commands, unrecoverable, pane = None, None, None
-    keys = read_trial_keys(trial.path) if task.track != Track.REPO else None
+    commands, unrecoverable, pane, kind = None, None, None, None
+    keys = read_trial_keys(trial.path) if task.track != Track.REPO and installed is None else None
     facts: dict[str, Any] = {
         "trial_name": trial.trial_name, "task_id": trial.task_id, "agent": trial.agent_name,
         "model": trial.model_name, "dataset": trial.dataset, "run_id": trial.run_id,
@@ -139,8 +186,11 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
     if task.track == Track.REPO:
         unrecoverable = (f"{task.track} track: {trial.relative} recorded keystrokes, not a patch of the repository "
                          "at its base commit")
+        kind = "keystrokes on a repo-track task"
+    elif installed is not None:
+        commands, unrecoverable, kind = _installed_final_state(installed, trial, provenance, facts)
     elif isinstance(keys, str):
-        unrecoverable = f"{trial.relative}: {keys}"
+        unrecoverable, kind = f"{trial.relative}: {keys}", refusal_kind(keys)
     elif keys is not None:
         commands = keys.commands_jsonl()
         provenance["commands"] = "commands.txt" + (" + sessions/agent.cast" if keys.timing == "cast" else "")
@@ -149,12 +199,15 @@ def _run(trial: TBTrial, task: Task, identity: str, source: str, command: str) -
             provenance["pane"] = "panes/post-agent.txt"
             pane = (trial.path / "panes" / "post-agent.txt").read_bytes()
         facts.update({"keystroke_lines": keys.lines, "typed_after_tests": keys.after_tests, "timing": keys.timing})
-    trajectory = terminus_trajectory(trial.path, trial.agent_name or identity)
-    return ImportedRun(task, identity, record, None, unrecoverable, provenance, trajectory, facts, commands, pane)
+    trajectory = (installed.trajectory if installed is not None
+                  else terminus_trajectory(trial.path, trial.agent_name or identity))
+    return ImportedRun(task, identity, record, None, unrecoverable, provenance, trajectory, facts, commands, pane,
+                       kind)
 
 
 def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: Path | str, *,
                           name_from: str = "agent+model", agent: str | None = None, model: str | None = None,
+                          trust_wraps: bool = False,
                           progress: Callable[[str], None] = print,
                           warn: Callable[[str], None] = lambda line: print(f"warning: {line}", file=sys.stderr),
                           ) -> ImportSummary:
@@ -169,7 +222,8 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
         warn(f"dataset task {name} cannot be loaded, its trials are skipped: {error}")
     command = (f"swe-residual import terminal-bench {shlex.quote(str(runs_dir))} --dataset "
                f"{shlex.quote(str(dataset_path))} --predecessor-name-from {name_from}"
-               + (f" --agent {shlex.quote(agent)}" if agent else "") + (f" --model {shlex.quote(model)}" if model else ""))
+               + (f" --agent {shlex.quote(agent)}" if agent else "") + (f" --model {shlex.quote(model)}" if model else "")
+               + (" --trust-wraps" if trust_wraps else ""))
     trials, unreadable = read_runs(root)
     if not trials and not unreadable:
         raise ConfigError(f"{root}: no Terminal-Bench trial directories (with a results.json naming a task_id) found")
@@ -178,9 +232,15 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     unknown: Counter[str] = Counter()
     unloadable: Counter[str] = Counter()
     matched: list[tuple[TBTrial, Task, str]] = []
+    installed_runs: dict[Path, InstalledRun] = {}
     for trial in trials:
         trial = replace(trial, agent_name=trial.agent_name or agent, model_name=trial.model_name or model)
         task = index.find(trial.task_id)
+        installed = (read_installed_run(trial.path, trust_wraps) if task is not None and task.track != Track.REPO
+                     else None)
+        if installed is not None:
+            installed_runs[trial.path] = installed
+            trial = with_installed_run(trial, installed)
         if task is None and trial.task_id in broken:
             unloadable[trial.task_id] += 1
             problems.append((trial.path, f"task {trial.task_id} is in {dataset_path} but cannot be loaded: "
@@ -205,7 +265,8 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
     matched.sort(key=lambda item: (item[1].id, names[item[2]],
                                    item[0].started_at.timestamp() if item[0].started_at else float("inf"),
                                    item[0].relative))
-    runs = [_run(trial, task, identity, str(runs_dir), command) for trial, task, identity in matched]
+    runs = [_run(trial, task, identity, str(runs_dir), command, installed_runs.get(trial.path))
+            for trial, task, identity in matched]
     for path, reason in problems:
         warn(f"{path}: {reason}")
     for run in runs:
@@ -218,11 +279,15 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
 
     import_info = {
         "kind": "terminal-bench", "source": str(runs_dir), "command": command, "name_from": name_from,
+        "trust_wraps": trust_wraps,
         "trials": len(trials) + len(unreadable), "runs": len(runs),
         "dates": {"first": dates[0], "last": dates[-1]} if dates else None,
         "unknown_tasks": dict(sorted(unknown.items())),
         "unloadable_tasks": dict(sorted(unloadable.items())),
         "no_final_state": sum(not run.recoverable for run in runs),
+        "no_final_state_reasons": dict(sorted(Counter(run.unrecoverable_kind for run in runs
+                                                      if not run.recoverable and run.unrecoverable_kind).items())),
+        "installed_agents": dict(sorted(Counter(run.agent for run in installed_runs.values()).items())),
         "problems": [f"{relative(path)}: {reason}" for path, reason in problems],
     }
     refs = write_stage_one(out, dataset_path, runs, names, spec_prefix=SPEC_PREFIX, import_info=import_info,
@@ -233,7 +298,7 @@ def import_terminal_bench(runs_dir: Path | str, dataset_path: Path | str, out: P
 
 def _command(args: argparse.Namespace) -> int:
     import_terminal_bench(args.runs_dir, args.dataset, args.out, name_from=args.predecessor_name_from,
-                          agent=args.agent, model=args.model)
+                          agent=args.agent, model=args.model, trust_wraps=args.trust_wraps)
     return 0
 
 
@@ -250,4 +315,8 @@ def register(sources: argparse._SubParsersAction) -> None:  # type: ignore[type-
     parser.add_argument("--agent", help="the agent, for trials whose run records none (no run_metadata.json "
                                         "and no Terminus agent logs)")
     parser.add_argument("--model", help="the model, for trials whose run records none")
+    parser.add_argument("--trust-wraps", action="store_true",
+                        help="installed agents' casts: read a row that ends with a space before a word that would not "
+                             "have fitted as the printer's wrap (it may also be a line that ended with spaces; "
+                             "counted per run, and an action whose heredoc that leaves unclosed is still refused)")
     parser.set_defaults(func=_command)
