@@ -20,7 +20,7 @@ from swe_residual.dataset.errors import DatasetError
 from swe_residual.residualize.harbor.jobs import import_harbor_jobs
 from swe_residual.residualize.harbor.tool_calls import read_tool_calls
 from swe_residual.dataset.states.state import load_commands
-from swe_residual.dataset.states.tool_calls import apply_edit, output_divergence
+from swe_residual.dataset.states.tool_calls import apply_edit, constraints_text, output_divergence, recorded_installs
 
 OPENCLAW = {"agent": "openclaw", "provider": "openai", "model": "z-ai/glm-5"}
 PRED = "openclaw__openai_z_ai_glm_5"
@@ -231,7 +231,10 @@ def test_tool_call_trials_become_states_when_their_replay_reproduces_them(
     ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
     dataset, jobs = tmp_path / "dataset", tmp_path / "jobs"
     task_dir = make_machine_task(dataset, machine_task_id, None, tmux=False)
-    _trial(jobs, f"{machine_task_id}__1", task_dir, TURNS)
+    # What the recording says pip installed is pinned while the replay runs (PIP_CONSTRAINT).
+    pinned = [*TURNS, [_exec('cat "$PIP_CONSTRAINT"; echo Successfully installed demo-pkg-1.2.3',
+                             "demo-pkg==1.2.3\nSuccessfully installed demo-pkg-1.2.3")]]
+    _trial(jobs, f"{machine_task_id}__1", task_dir, pinned)
     # The recording's edit found its text; on this machine the file never holds it.
     missing = [TURNS[0], [{**TURNS[1][0], "arguments": {"path": "/app/out/config.ini",
                                                         "edits": [{"oldText": "mode = sketch", "newText": "x"}]}}]]
@@ -246,7 +249,7 @@ def test_tool_call_trials_become_states_when_their_replay_reproduces_them(
     assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "docker"]) == 0
     outcomes = {c["attempt"]: c for c in json.loads((work / "table5.json").read_text())["candidates"]}
     assert outcomes[1]["category"] == "included", outcomes[1]["detail"]
-    assert outcomes[1]["replay"]["outputs_compared"] == 3 and outcomes[1]["replay"]["outputs"] == "match"
+    assert outcomes[1]["replay"]["outputs_compared"] == 4 and outcomes[1]["replay"]["outputs"] == "match"
     assert outcomes[1]["replay"]["replays_agree"] and outcomes[1]["fidelity"] == "snapshot"
     assert outcomes[2]["category"] == "replay_failed"
     assert "occurs 0 times in the replayed file" in outcomes[2]["detail"] and "line 3" in outcomes[2]["detail"]
@@ -256,6 +259,24 @@ def test_tool_call_trials_become_states_when_their_replay_reproduces_them(
     state_dir = out / machine_task_id / "residual" / f"{PRED}-1"
     machine = json.loads((state_dir / "machine.json").read_text())
     assert "/app/out/config.ini" in machine["files"]["added"] and "/app/out/slow.txt" in machine["files"]["added"]
+
+
+@pytest.mark.unit
+def test_pip_progress_bars_and_self_checks_are_masked_and_recorded_installs_pinned() -> None:
+    recorded = ("Downloading numpy-2.4.4-cp313-cp313-manylinux_2_28_x86_64.whl (16.6 MB)\n"
+                "   ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 16.6/16.6 MB 11.8 MB/s  0:00:01\n"
+                "Successfully installed numpy-2.4.4 typing_extensions-4.12.2\n\n"
+                "[notice] A new release of pip is available: 25.2 -> 26.0.1\n"
+                "[notice] To update, run: pip install --upgrade pip")
+    replayed = recorded.replace("  0:00:01", " eta 0:00:00").replace("25.2 -> 26.0.1", "25.1.1 -> 26.3")
+    assert output_divergence({"exit_code": 0, "output": recorded}, 0, replayed) is None
+    assert output_divergence({"exit_code": 0, "output": recorded}, 0, replayed.replace("numpy-2.4.4 ", "numpy-2.4.6 ")) \
+        is not None
+    entries = [{"command": "pip install numpy", "observed": {"exit_code": 0, "output": recorded}},
+               {"command": "pip install -U numpy", "observed": {"exit_code": 0, "output": "Successfully installed numpy-2.4.6"}},
+               {"write": "/app/x", "content": "Successfully installed fake-1.0"}]
+    assert recorded_installs(entries) == {"numpy": "2.4.6", "typing_extensions": "4.12.2"}
+    assert constraints_text(recorded_installs(entries)) == "numpy==2.4.6\ntyping_extensions==4.12.2\n"
 
 
 @pytest.mark.unit

@@ -56,10 +56,42 @@ _CARETS = re.compile(r"^\s*[~^]+[~^\s]*$")
 _MORE_MASKS = (
     # a progress line (`openssl genrsa`'s dots and pluses, a bar of `#` or `=`): random or timed
     (re.compile(r"^[.+*#=\-\s]{3,}$"), "<PROGRESS>"),
+    # pip's download bar (`━━━━╸━━ 16.6/16.6 MB 11.8 MB/s eta 0:00:01`; its figures after the
+    # bar change with the pip version and the line's speed): the bar is progress, whatever follows
+    (re.compile(r"^\s*[━╸╺╾╼─]{3,}.*$"), "<PROGRESS>"),
+    # pip's check of its own version: what the index's newest pip is on the day the command ran
+    (re.compile(r"^\[notice\] (?:A new release of pip is available|To update, run): .*$"), "[notice] <PIP-SELF-CHECK>"),
     (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|s|sec|secs|seconds|minutes|min|it/s|MB/s|kB/s)\b"), "<DURATION>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<ADDR>"),
     (re.compile(r"\bpid \d+"), "pid <PID>"),
 )
+
+
+# `pip install`'s summary of what it installed (`Successfully installed numpy-2.4.4 scipy-1.17.1`).
+_PIP_INSTALLED = re.compile(r"^Successfully installed (.+)$", re.MULTILINE)
+
+
+def recorded_installs(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """Package -> version, from what the recorded outputs say pip installed (the last one wins).
+
+    A replay pins these (a pip constraints file): `pip install numpy` resolves to the newest
+    numpy on the day it runs, and the recording says which one the predecessor got; without the
+    pin a replay months later builds another machine than the recorded one."""
+    pins: dict[str, str] = {}
+    for entry in entries:
+        observed = entry.get("observed")
+        if not isinstance(observed, dict) or not isinstance(observed.get("output"), str):
+            continue
+        for found in _PIP_INSTALLED.finditer(observed["output"].replace("\r\n", "\n")):
+            for item in found.group(1).split():
+                name, dash, version = item.rpartition("-")
+                if dash and name and re.fullmatch(r"[0-9][0-9A-Za-z.+!]*", version):
+                    pins[name] = version
+    return pins
+
+
+def constraints_text(pins: dict[str, str]) -> str:
+    return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
 def is_file_tool(entry: dict[str, Any]) -> bool:

@@ -56,7 +56,8 @@ from swe_residual.environments.patches import commit_inherited
 from swe_residual.environments.docker.terminal import TerminalSession
 from swe_residual.dataset.states.state import KEYSTROKES, ResidualState, is_keystrokes
 from swe_residual.dataset.states.tool_calls import is_file_tool
-from swe_residual.dataset.states.tool_replay import DEFAULT_COMMAND_TIMEOUT_SEC, Replayed, run_command, run_file_tool
+from swe_residual.dataset.states.tool_replay import (
+    DEFAULT_COMMAND_TIMEOUT_SEC, Replayed, pin_recorded_installs, run_command, run_file_tool, unpin)
 from swe_residual.dataset.task import Task
 from swe_residual.dataset.values import Track
 
@@ -220,7 +221,9 @@ def replay(environment: DockerEnvironment, state: ResidualState) -> list[Replaye
     assert state.commands_path is not None
     terminal = TerminalSession(environment, state.commands_path)
     replayed: list[Replayed] = []
-    for number, entry in enumerate(state.read_commands(), start=1):
+    entries = list(state.read_commands())
+    pinned = pin_recorded_installs(environment, entries, str(state.commands_path))
+    for number, entry in enumerate(entries, start=1):
         if is_keystrokes(entry):
             wait = entry.get("duration_sec")
             terminal.send(entry[KEYSTROKES], None if wait is None else float(wait))
@@ -228,13 +231,15 @@ def replay(environment: DockerEnvironment, state: ResidualState) -> list[Replaye
         if is_file_tool(entry):
             run_file_tool(environment, number, entry, str(state.commands_path))
             continue
-        timed_out, seen = run_command(environment, number, entry)
+        timed_out, seen = run_command(environment, number, entry, pinned)
         # `timed_out: true` was recorded: the predecessor's command was killed at its deadline too.
         if timed_out and not entry.get("timed_out"):
             timeout = entry.get("timeout_sec", DEFAULT_COMMAND_TIMEOUT_SEC)
             raise DatasetError(state.commands_path, f"command {number} did not finish within {timeout}s while replaying")
         if seen is not None:
             replayed.append(seen)
+    if pinned:
+        unpin(environment)
     environment.replayed_outputs = replayed
     return replayed
 
