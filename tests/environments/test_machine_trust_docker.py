@@ -9,12 +9,12 @@ import json
 import secrets
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from taskfactory import make_machine_task
 
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import LABEL, DockerBackend, remove_cached_images
@@ -30,25 +30,12 @@ SHOW = f"for v in {' '.join(BUNDLE_VARIABLES)}; do printenv $v || echo unset; do
 
 
 def make_task(root: Path, task_id: str, network: str) -> Task:
-    """A tiny task FROM the Debian base whose agent runs on `network` (public: the engine's bridge)."""
-    task = root / task_id
-    (task / "environment").mkdir(parents=True)
-    (task / "tests").mkdir()
-    (task / "task.toml").write_text(textwrap.dedent(f'''\
-        schema_version = "1.1"
-        [environment]
-        network_mode = "no-network"
-        [agent]
-        network_mode = "{network}"
-        [verifier]
-        timeout_sec = 60
-    '''))
-    (task / "instruction.md").write_text("Nothing to do.\n")
-    # The id in a step: each session's image is its own, removed at the end.
-    (task / "environment" / "Dockerfile").write_text(
-        f"ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${{BASE_IMAGE}}\nRUN mkdir -p /app && : {task_id}\nWORKDIR /app\n")
-    (task / "tests" / "test.sh").write_text("#!/bin/bash\nexit 0\n")
-    return load_task(task)
+    """The tests' tiny machine task (an image built FROM the Debian base) whose agent runs on
+    `network` (public: the engine's bridge)."""
+    path = make_machine_task(root, task_id, None, tmux=False)
+    toml = path / "task.toml"
+    toml.write_text(toml.read_text().replace("[agent]\n", f'[agent]\nnetwork_mode = "{network}"\n'))
+    return load_task(path)
 
 
 @pytest.fixture(scope="module")
