@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from swe_residual.environments.agent_environment import AgentEnvironment, require_docker
 from swe_residual.environments.base import Backend
@@ -40,11 +41,14 @@ def checked_docker_hosts(docker_hosts: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def make_backend(name: str, run_id: str, *, progress: Callable[[str], None] | None = None,
-                 agent_environment: AgentEnvironment | None = None, docker_hosts: tuple[str, ...] = ()) -> Backend:
+                 agent_environment: AgentEnvironment | None = None, docker_hosts: tuple[str, ...] = (),
+                 machine_trust: str | None = None) -> Backend:
     """The backend `name` names; `progress` receives a line per long step (image builds, state
     snapshots); `agent_environment` is the agents' set-up script and mounts (docker only);
     `docker_hosts` are the engines (`--docker-host`): one is used as it is, several make a
-    `DockerFleet` spreading xdist workers over them (none: the environment's engine)."""
+    `DockerFleet` spreading xdist workers over them (none: the environment's engine);
+    `machine_trust` is what the docker backend gives containers with a network of this
+    machine's trust: auto, none or a bundle's path (None: SWE_RESIDUAL_MACHINE_TRUST, else auto)."""
     hosts = checked_docker_hosts(docker_hosts)
     name = resolve_backend_name(name, hosts)
     agent_environment = agent_environment or AgentEnvironment()
@@ -59,7 +63,9 @@ def make_backend(name: str, run_id: str, *, progress: Callable[[str], None] | No
         from swe_residual.environments.docker import DockerBackend
         from swe_residual.environments.verifier.state_check import check_state_verdict
 
-        given = {"progress": progress} if progress is not None else {}
+        given: dict[str, Any] = {"progress": progress} if progress is not None else {}
+        if machine_trust is not None:
+            given["machine_trust"] = machine_trust
         if len(hosts) > 1:
             from swe_residual.environments.docker.fleet import DockerFleet
 

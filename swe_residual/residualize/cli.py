@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from swe_residual.dataset.errors import ConfigError
+from swe_residual.environments.machine_trust import TRUST_HELP
 from swe_residual.residualize.review_cli import add_review_arguments
 
 
@@ -30,10 +31,12 @@ def _filter(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from swe_residual.environments.machine_trust import choose_trust
     from swe_residual.residualize.reconstruct import build
     from swe_residual.residualize.review_record import stamp_states
 
-    build(args.workdir, args.out, backend_name=args.backend, only_tasks=args.task)
+    build(args.workdir, args.out, backend_name=args.backend, only_tasks=args.task,
+          machine_trust=choose_trust(args.machine_trust, Path.cwd()))
     stamp_states(args.workdir)  # each reviewer's verdict into the states' state.toml ([review])
     return 0
 
@@ -101,6 +104,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                      help="default: the backend Stage I used")
     bld.add_argument("--task", action="append", default=[], metavar="ID",
                      help="only this task's candidates (repeatable); the others keep what the last build recorded")
+    bld.add_argument("--machine-trust", metavar="auto|none|PATH", help=TRUST_HELP)
     bld.set_defaults(func=_build)
 
     chk = stages.add_parser("checkpoints", help="report whether the engine can checkpoint live processes (CRIU)")

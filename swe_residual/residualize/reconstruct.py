@@ -279,7 +279,8 @@ def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
 
 
 def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = None, backend: Any = None,
-          only_tasks: Sequence[str] = (), progress: Callable[[str], None] = print) -> dict[str, Any]:
+          only_tasks: Sequence[str] = (), progress: Callable[[str], None] = print,
+          machine_trust: str | None = None) -> dict[str, Any]:
     """Stage IV on every retained candidate, or only on those of `only_tasks`: then the other
     tasks' outcomes are kept as the last build recorded them (table5.json), and their states in
     OUT are left as written (a build of one task at a time, as its image becomes available)."""
@@ -299,9 +300,14 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     own_backend = backend is None
     if own_backend:
         name = resolve_backend_name(backend_name or config.get("backend", "auto"))
-        backend = make_backend(name, run_id="residualize-build")
+        backend = make_backend(name, run_id="residualize-build", machine_trust=machine_trust)
         if hasattr(backend, "validate_state"):
             backend.validate_state = None  # Stage IV validates itself, step by step
+    # What the containers with a network were given of the machine's trust (docker only).
+    trust = getattr(backend, "machine_trust", None)
+    if trust is not None:
+        progress(f"machine trust ({trust.choice}): " + (f"{trust.bundle} given to containers with a network"
+                                                       if trust.bundle else "nothing given") + f": {trust.reason}")
     outcomes: list[Outcome] = []
     try:
         for entry in retained:
@@ -347,7 +353,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     _write_dataset(work, out, tasks, written, config, outcomes, rules)
     before_review = stage_ii_table(filtered)
     result: dict[str, Any] = {"table5": {}, "rows": [label for _, label in TABLE5_ROWS], "stage_ii": before_review,
-              "out": str(out),
+              "out": str(out), "machine_trust": trust.describe() if trust is not None else None,
               "candidates": kept + [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
                                      "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable,
                                      "oracle_on_state": o.oracle_on_state,

@@ -29,6 +29,7 @@ BAD_VALUES = {
     "--agent-setup": "no-such-script.sh", "--agent-mount": "nocolon", "--handoff": "summary",
     "--gate-on": "upper", "--confidence": "1", "--bootstrap-resamples": "0", "--bootstrap-seed": "x",
     "--rollouts": "0", "--agent-setup-network": "host", "--gate-min-tasks": "0",
+    "--machine-trust": "no-such-bundle.crt",
 }
 ANY_TEXT = {"--dataset", "--results-dir", "--run-id", "--resume", "--agent", "--agent-name", "--docker-host"}
 
@@ -129,6 +130,19 @@ def test_the_command_line_wins_and_its_lists_replace_the_ini_s(paths: Paths) -> 
     assert dict(both.agent_options) == {"command_timeout": "5", "env": "B"}  # merged per key
     assert [(gate.kind, gate.scope, gate.threshold) for gate in both.gates] == [
         ("residual_fail_under", "overall", 50.0), ("gap_fail_over", "repo", 10.0)]
+
+
+def test_an_environment_variable_comes_after_the_command_line_and_before_the_ini(
+        paths: Paths, monkeypatch: pytest.MonkeyPatch) -> None:
+    setting = BY_FLAG["--machine-trust"]
+    (paths.invocation_dir / "env.crt").write_text("-----BEGIN CERTIFICATE-----\nYQ==\n-----END CERTIFICATE-----\n")
+    assert resolve_setting(setting, None, "none", paths) == "none"
+    monkeypatch.setenv(setting.env, "env.crt")  # a relative path starts where pytest runs
+    assert resolve_setting(setting, None, "none", paths) == str(paths.invocation_dir / "env.crt")
+    assert resolve_setting(setting, "auto", "none", paths) == "auto"
+    monkeypatch.setenv(setting.env, "missing.crt")
+    with pytest.raises(ConfigError, match=rf"^machine-trust: bad value 'missing.crt' from the environment variable {setting.env}: "):
+        resolve_setting(setting, None, None, paths)
 
 
 def test_run_json_keeps_the_settings_the_table_marks_kept(paths: Paths) -> None:

@@ -55,6 +55,7 @@ def describe(settings: RunSettings) -> dict[str, Any]:
             "setup_network": environment.setup_network,
         },
         "shard": list(settings.shard) if settings.shard is not None else None,
+        "machine_trust": settings.machine_trust,
     }
 
 

@@ -3,13 +3,15 @@ default and how a value is read and checked. plugins/options.py registers the op
 keys from the table and hands pytest's values to `resolve_settings`.
 
 Every setting is resolved the same way, in the way pytest-timeout resolves its own: the
-command line, else the ini file, else the default; a bad value is a ConfigError naming the
+command line, else its environment variable (where it has one), else the ini file, else the
+default; a bad value is a ConfigError naming the
 setting, the value and its source (`max-steps: bad value '0' from the ini option
 residual_max_steps: ...`). A repeatable option's command-line values replace the ini's.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from swe_residual.environments.agent_environment import (
 )
 from swe_residual.agents.registry import AGENT_FORMS, MINI_SWE_AGENT, AgentFactory, resolve_agent
 from swe_residual.dataset.errors import ConfigError
+from swe_residual.environments.machine_trust import AUTO, TRUST_ENV, TRUST_HELP, parse_trust_choice
 from swe_residual.metrics.intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Uncertainty
 from swe_residual.cli.run.gates import DEFAULT_GATE_MIN_TASKS, GATE_ON, Gate, parse_gate, parse_gate_on
 from swe_residual.cli.run.setting_values import (
@@ -82,6 +85,8 @@ class RunSettings:
         return Uncertainty(confidence=self.confidence, resamples=self.bootstrap_resamples, seed=self.bootstrap_seed)
     # Runs of each start, each from its own instance (`--rollouts`; one by default).
     rollouts: int = 1
+    # What docker containers with a network get of the machine's trust: auto, none or a bundle's path.
+    machine_trust: str = AUTO
 
     def agent_name(self, spec: str) -> str | None:
         """The label given to the agent `spec` with `--agent-name`, if any."""
@@ -115,6 +120,7 @@ class Setting:
     ini: str | None = None  # None: command line only
     ini_help: str = ""
     ini_type: Literal["args", "linelist"] | None = None  # None: a string
+    env: str | None = None  # an environment variable read after the command line, before the ini
     repeatable: bool = False  # given again, it adds a value
     default: Any = None  # a callable is called with the rootdir (paths under it)
     # text -> value, raising ValueError or ConfigError; None: the text as it is.
@@ -144,6 +150,10 @@ class Setting:
     def ini_source(self) -> str:
         return f"ini option {self.ini}"
 
+    @property
+    def env_source(self) -> str:
+        return f"environment variable {self.env}"
+
 
 @dataclass(frozen=True)
 class Paths:
@@ -154,6 +164,7 @@ class Paths:
     ini_dir: Path  # the ini file's directory: the ini's paths
 
     def base(self, setting: Setting, from_cli: bool) -> Path:
+        """`from_cli`: the command line or the environment (both where pytest runs)."""
         if setting.relative_to == "source":
             return self.invocation_dir if from_cli else self.ini_dir
         return self.root
@@ -231,6 +242,10 @@ SETTINGS: tuple[Setting, ...] = (
             "them, and an engine that stops answering is left for the others", metavar="URL",
             ini="residual_docker_hosts", ini_help="docker engines to run on, one URL per line", ini_type="linelist",
             repeatable=True, default=()),
+    Setting("--machine-trust", "machine_trust", TRUST_HELP, metavar="auto|none|PATH",
+            ini="residual_machine_trust", ini_help="docker: the machine's CA bundle for networked containers "
+            "(auto, none, PATH)", env=TRUST_ENV, default=AUTO, parse=parse_trust_choice, relative_to="source",
+            kept=True),
     Setting("--shard", "shard",
             "run shard K of N (all items of a task in one shard); merge with `swe-residual report`", metavar="K/N",
             parse=parse_shard, own_errors=True, kept=True),
@@ -275,9 +290,9 @@ def _given(value: object) -> bool:
     return value not in (None, "", [], ())
 
 
-def _parser(setting: Setting, paths: Paths | None, from_cli: bool) -> Callable[[str], Any]:
+def _parser(setting: Setting, paths: Paths | None, from_cli: bool, source: str | None = None) -> Callable[[str], Any]:
     """The setting's parse, given the directory its paths start from, raising a ConfigError
-    that names the source."""
+    that names the source (`source`, else the command line's or the ini's)."""
     parse = setting.parse or (lambda text: text)
     if setting.relative_to is not None:
         assert paths is not None, f"{setting.flag} needs the directories its paths start from"
@@ -287,7 +302,7 @@ def _parser(setting: Setting, paths: Paths | None, from_cli: bool) -> Callable[[
             return parse_at(text, base)
     if setting.own_errors:
         return parse
-    source = setting.cli_source if from_cli else setting.ini_source
+    source = source or (setting.cli_source if from_cli else setting.ini_source)
 
     def checked(text: str) -> Any:
         try:
@@ -320,9 +335,13 @@ def resolve_setting(setting: Setting, cli_value: Any, ini_value: Any, paths: Pat
             return default_of(setting, paths)
         parse = _parser(setting, paths, from_cli=bool(cli))
         return tuple(parse(str(value)) for value in cli or ini)
-    for value, from_cli in ((cli_value, True), (ini_value, False)):
-        if _given(value):
-            return _parser(setting, paths, from_cli)(str(value))
+    if _given(cli_value):
+        return _parser(setting, paths, True)(str(cli_value))
+    env_value = os.environ.get(setting.env, "").strip() if setting.env else ""
+    if env_value:
+        return _parser(setting, paths, True, setting.env_source)(env_value)
+    if _given(ini_value):
+        return _parser(setting, paths, False)(str(ini_value))
     return default_of(setting, paths)
 
 

@@ -7,6 +7,7 @@ suite's security options (containers.py), the verifier (verification.py), and cl
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 import threading
@@ -19,7 +20,7 @@ from filelock import FileLock
 from swe_residual.environments.agent_environment import AgentEnvironment, AgentInstall, mount_conflict
 from swe_residual.environments.base import Environment, StartSpec, VerifierOutput
 from swe_residual.environments.docker import agent_setup, disk, hygiene, images, states, verification
-from swe_residual.environments.docker.containers import DEFAULT_PIDS_LIMIT, create_container
+from swe_residual.environments.docker.containers import DEFAULT_PIDS_LIMIT, TRUST_BUNDLE, create_container
 from swe_residual.environments.docker.engine import (
     ENGINE_EXCEPTIONS,
     PROBE_TIMEOUT_SEC,
@@ -37,6 +38,7 @@ from swe_residual.environments.docker.hygiene import LABEL
 from swe_residual.environments.docker.images import PreparedImage, Progress
 from swe_residual.environments.docker.named_images import named_image_id
 from swe_residual.environments.cache import default_cache_dir, tree_digest
+from swe_residual.environments.machine_trust import MachineTrust, choose_trust, resolve_trust
 from swe_residual.dataset.errors import ConfigError, DatasetError, InfraError
 from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
@@ -44,6 +46,13 @@ from swe_residual.dataset.values import Track
 
 # (backend, environment of the freshly applied state, task, state) -> None; raises to reject.
 StateValidator = Callable[["DockerBackend", DockerEnvironment, Task, ResidualState], None]
+
+
+def local_engine(engine_url: str | None) -> bool:
+    """Whether the engine runs on this machine (a unix socket, the default one included), so
+    that it can bind-mount this machine's files."""
+    url = engine_url or os.environ.get("DOCKER_HOST", "").strip() or "unix://"
+    return url.startswith(("unix://", "npipe://"))
 
 
 def _stderr_progress(message: str) -> None:
@@ -68,6 +77,7 @@ class DockerBackend:
         client: docker.DockerClient | None = None,
         agent_environment: AgentEnvironment | None = None,
         snapshot_repo_states: bool = False,
+        machine_trust: str | None = None,
     ) -> None:
         # Labels the containers this backend makes outside any StartSpec (state builds, probes).
         # Never used to sweep on close: xdist workers share a run id.
@@ -83,6 +93,10 @@ class DockerBackend:
         # The agent's set-up layer and mounts (`--agent-setup`, `--agent-mount`), for its containers only.
         self.agent_environment = agent_environment or AgentEnvironment()
         self.engine_url = engine_url
+        # What containers with a network get of this machine's trust (`--machine-trust`: auto,
+        # none or a bundle; None: SWE_RESIDUAL_MACHINE_TRUST, else auto).
+        self.machine_trust: MachineTrust = resolve_trust(
+            machine_trust or choose_trust(None, Path.cwd()), local_engine=local_engine(engine_url))
         self.client = client or connect(engine_url)
         self.token = secrets.token_hex(6)  # this backend instance, for close()
         self.closed = False
@@ -379,12 +393,15 @@ class DockerBackend:
         # both (disk.py).
         storage_mb = config.storage_mb if kind == "agent" and config.storage_mb and config.storage_mb > 0 else None
         quota = storage_mb is not None and self.storage_quota(image)
+        # The machine's CA bundle and pip index, for containers that can reach a network at all.
+        trust = self.machine_trust if network != "none" and self.machine_trust.bundle is not None else None
         container_id = create_container(
             self.client, image, name=name, workdir=workdir, labels=labels,
             env={**config.environment_env, **(env or {})}, network=network, pids_limit=self.pids_limit,
             cpus=cpus, memory_mb=memory_mb, storage_mb=storage_mb, quota=quota,
             # The agent's own tools, in its containers only (never a build, a validation or a verifier).
             mounts=self.agent_environment.mounts if kind == "agent" else None,
+            ca_bundle=trust.bundle if trust is not None else None,
         )
         with self._lock:
             self._containers.add(container_id)
@@ -397,6 +414,8 @@ class DockerBackend:
                                         base_commit=head, spec=spec)
         environment.task = task
         environment.storage_quota = quota
+        if trust is not None:
+            environment.given_env = trust.variables(TRUST_BUNDLE)
         return environment
 
     def storage_quota(self, image: str) -> bool:

@@ -5,6 +5,8 @@ through exec. The backend creates and starts them (backend.py); this module says
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import docker
 
 from swe_residual.environments.agent_environment import AgentMount
@@ -23,19 +25,27 @@ KEPT_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGI
 # agents run scripts from it).
 SCRATCH_DIR = "/tmp/swe-residual"
 SCRATCH_TMPFS = "rw,exec,nosuid,nodev,mode=1777"
+# Where a container with a network finds the machine's CA bundle (environments/machine_trust.py):
+# on the scratch tmpfs, so that its mount point is never in a commit or a container's diff.
+TRUST_BUNDLE = f"{SCRATCH_DIR}/machine-trust/ca-certificates.crt"
 
 
 def create_container(
     client: docker.DockerClient, image: str, *, name: str, workdir: str, labels: dict[str, str],
     env: dict[str, str], network: str, pids_limit: int, cpus: float | None, memory_mb: int | None,
-    storage_mb: int | None, quota: bool, mounts: tuple[AgentMount, ...] | None,
+    storage_mb: int | None, quota: bool, mounts: tuple[AgentMount, ...] | None, ca_bundle: Path | None = None,
 ) -> str:
     """Create a container of `image` (not started yet); returns its id.
 
     `env` is its environment variables; `storage_mb` sizes the scratch tmpfs, and with `quota` the engine bounds the writable layer
     too (disk.py); `mounts` are the agent's own tools, given to its containers only (None: no
-    binds at all). A container the engine half made is removed before the error is raised.
+    binds at all); `ca_bundle`, a file of this machine, is mounted read-only at TRUST_BUNDLE. A
+    container the engine half made is removed before the error is raised.
     """
+    # HOST:CONTAINER:MODE strings: one host path may be mounted twice.
+    binds = [f"{mount.host}:{mount.container}:{'ro' if mount.read_only else 'rw'}" for mount in mounts or ()]
+    if ca_bundle is not None:
+        binds.append(f"{ca_bundle}:{TRUST_BUNDLE}:ro")
     host_config = client.api.create_host_config(
         network_mode=network, pids_limit=pids_limit, cap_drop=["ALL"],
         cap_add=list(KEPT_CAPABILITIES), security_opt=["no-new-privileges"], privileged=False,
@@ -44,8 +54,7 @@ def create_container(
         nano_cpus=int(cpus * 1e9) if cpus else None,
         # Swap equal to memory: no swap, so the limit is a limit.
         mem_limit=f"{memory_mb}m" if memory_mb else None, memswap_limit=f"{memory_mb}m" if memory_mb else None,
-        binds={str(mount.host): {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
-               for mount in mounts} if mounts is not None else None,
+        binds=binds or None,
     )
     try:
         # An explicit entrypoint: the container idles and everything runs through exec.

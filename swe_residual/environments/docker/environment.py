@@ -97,6 +97,10 @@ class DockerEnvironment:
         # True from a stop of every process until the next command: nothing can be running.
         self.quiet = False
         self.task: Task | None = None  # the task it was started for (set by the backend)
+        # Variables every command here gets (the machine's trust: backend.py), under the caller's
+        # own. Given per command, not to the container: a commit would carry them into images
+        # whose containers may have no network and no bundle.
+        self.given_env: dict[str, str] = {}
 
     def _path(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -118,6 +122,7 @@ class DockerEnvironment:
     ) -> RawExec:
         """`argv` in the container (no shell); a missing `cwd` raises FileNotFoundError."""
         self.quiet = False  # a command may leave processes behind
+        env = {**self.given_env, **(env or {})} or None
         raw = run_exec(self.client, self.container_id, argv, timeout_sec=timeout_sec, env=env, cwd=cwd,
                        stdin=stdin, capped=capped)
         if not raw.started:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from swe_residual.dataset.errors import ConfigError
+from swe_residual.environments.machine_trust import TRUST_HELP
 
 
 def _sources(values: list[str]) -> dict[str, Path]:
@@ -19,9 +20,11 @@ def _sources(values: list[str]) -> dict[str, Path]:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from swe_residual.environments.machine_trust import choose_trust
     from swe_residual.residualize.published.materialise import build
 
-    report = build(Path(args.dataset), _sources(args.source), validate=args.validate, backend_name=args.backend)
+    report = build(Path(args.dataset), _sources(args.source), validate=args.validate, backend_name=args.backend,
+                   machine_trust=choose_trust(args.machine_trust, Path.cwd()))
     for problem in report.problems:
         print(f"problem: {problem}")
     if args.validate:
@@ -50,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                        help="then run Stage IV again on every state (verifier fails, oracle solves, two replays "
                             "agree, replayed pane matches) and compare with the manifest; exit 1 on a difference")
     build.add_argument("--backend", default="docker", help="backend for --validate (default docker)")
+    build.add_argument("--machine-trust", metavar="auto|none|PATH", help=TRUST_HELP)
     build.set_defaults(func=_build)
     rec = commands.add_parser("record", help="write manifest.toml for a dataset the pipeline built from fetched "
                                              "sources (docs/datasets.md)")

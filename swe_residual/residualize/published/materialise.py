@@ -137,7 +137,7 @@ def _write_state(manifest: Manifest, state: StateRef, repo: Path, directory: Pat
 
 
 def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, backend_name: str = "docker",
-          progress: Callable[[str], None] = print) -> BuildReport:
+          progress: Callable[[str], None] = print, machine_trust: str | None = None) -> BuildReport:
     manifest = read_manifest(directory)
     repos = _sources(manifest, sources)
     report = BuildReport()
@@ -153,7 +153,8 @@ def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, 
     if validate:
         from swe_residual.residualize.published.revalidate import revalidate
 
-        report.validation = revalidate(directory, manifest, backend_name=backend_name, progress=progress)
+        report.validation = revalidate(directory, manifest, backend_name=backend_name, progress=progress,
+                                       machine_trust=machine_trust)
         report.problems = [f"{key}: {result['problem']}" for key, result in report.validation.items()
                            if result.get("problem")]
     return report

@@ -20,10 +20,10 @@ from swe_residual.residualize.workdir import RECORDED_PANE, RunRef
 
 
 def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "docker",
-               progress: Callable[[str], None] = print) -> dict[str, dict[str, Any]]:
+               progress: Callable[[str], None] = print, machine_trust: str | None = None) -> dict[str, dict[str, Any]]:
     dataset = load_dataset(directory)
     recorded = {f"{s.task_id}/{s.state_id}": s for s in manifest.states}
-    backend = make_backend(backend_name, run_id="dataset-validate")
+    backend = make_backend(backend_name, run_id="dataset-validate", machine_trust=machine_trust)
     if hasattr(backend, "validate_state"):
         backend.validate_state = None  # validated here, step by step
     results: dict[str, dict[str, Any]] = {}
