@@ -54,7 +54,10 @@ def test_channel_sessions_statuses_and_files() -> None:
 def test_report_ids_of_a_node_id() -> None:
     # pytest's JUnit XML: the file path dotted without .py, the classes, the name with its parameters.
     assert junit_id("tests/test_a.py::TestB::test_c[x.y/z]") == "tests.test_a.TestB.test_c[x.y/z]"
-    assert aliases("test_a.py::test_c[1]") == {"test_a.py::test_c[1]", "test_a.test_c[1]", "test_c[1]"}
+    # A parametrized node also answers to its ids without parameters (a CTRF report may name it once).
+    assert aliases("test_a.py::test_c[1]") == {"test_a.py::test_c[1]", "test_a.test_c[1]", "test_c[1]",
+                                               "test_a.py::test_c", "test_a.test_c", "test_c"}
+    assert aliases("test_a.py::test_c") == {"test_a.py::test_c", "test_a.test_c", "test_c"}
 
 
 @pytest.mark.unit
@@ -115,6 +118,23 @@ def test_the_suites_reporter_contradicts_a_forged_report() -> None:
         {"e": "start", "pid": 2}, {"e": "test", "pid": 2, "id": "t.py::a", "when": "call", "outcome": "passed"},
         {"e": "finish", "pid": 2, "exitstatus": 0}))
     assert check_claim(passing({"[f2p] t.a": "passed"}), None, two).reward == 1.0
+
+
+@pytest.mark.unit
+def test_a_report_naming_a_parametrized_test_once_stands_for_all_its_cases() -> None:
+    """torch-tensor-parallelism's CTRF names `test_row_parallel_linear` once; pytest ran it for
+    each world size. Passed only when every case passed in the session."""
+    start = {"e": "start", "pid": 1}
+
+    def run(*outcomes: str) -> object:
+        cases = [{"e": "test", "pid": 1, "id": f"test_outputs.py::test_row_parallel_linear[{size}]", "when": "call",
+                  "outcome": outcome} for size, outcome in enumerate(outcomes, start=1)]
+        return read_channel(events(start, *cases, {"e": "finish", "pid": 1, "exitstatus": 0}))
+
+    claim = passing({"test_outputs.py::test_row_parallel_linear": "passed"})
+    assert check_claim(claim, None, run("passed", "passed", "passed")).reward == 1.0
+    failed = check_claim(claim, None, run("passed", "failed", "passed"))
+    assert failed.reward == 0.0 and "test_row_parallel_linear failed" in failed.notes[-1]
 
 
 @pytest.mark.unit

@@ -167,6 +167,11 @@ def junit_id(node_id: str) -> str:
 
 
 def aliases(node_id: str) -> set[str]:
-    """Every id a report may give this node: the node id (CTRF), the JUnit id, the bare name."""
+    """Every id a report may give this node: the node id (CTRF), the JUnit id, the bare name;
+    for a parametrized node also those ids without its parameters (a CTRF report may name
+    `test_row_parallel_linear` once for all its `[...]` cases: what stands for all of them)."""
     path, bracket, params = node_id.partition("[")
-    return {node_id, junit_id(node_id), path.split("::")[-1] + bracket + params}
+    names = {node_id, junit_id(node_id), path.split("::")[-1] + bracket + params}
+    if bracket:
+        names |= {path, junit_id(path), path.split("::")[-1]}
+    return names

@@ -99,12 +99,18 @@ def against_channel(tests: dict[str, str], channel: ChannelReport | None,
                         "(the process exited from inside the tests)")
     # Per alias, the best status any session gave the test (a DeepSWE verifier runs the tests
     # twice: on the base commit, where they fail, then on the work).
+    # Within a session an id without parameters stands for all its cases: passed only when every
+    # case passed.
     seen: dict[str, str] = {}
     for session in channel.sessions:
+        in_session: dict[str, str] = {}
         for node_id, status in session.tests.items():
             for alias in aliases(node_id):
-                if seen.get(alias) != PASSED:
-                    seen[alias] = status
+                if in_session.get(alias, PASSED) == PASSED:
+                    in_session[alias] = status
+        for alias, status in in_session.items():
+            if seen.get(alias) != PASSED:
+                seen[alias] = status
     claimed = sorted(bare_id(t) for t, status in tests.items() if status == PASSED)
     unseen = [t for t in claimed if t not in seen]
     contradicted = [f"{t} {seen[t]}" for t in claimed if t in seen and seen[t] != PASSED]
