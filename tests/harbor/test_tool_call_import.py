@@ -272,6 +272,16 @@ def test_pip_progress_bars_and_self_checks_are_masked_and_recorded_installs_pinn
     assert output_divergence({"exit_code": 0, "output": recorded}, 0, replayed) is None
     assert output_divergence({"exit_code": 0, "output": recorded}, 0, replayed.replace("numpy-2.4.4 ", "numpy-2.4.6 ")) \
         is not None
+    # Another pip (a venv's 25.1 where the recording's system pip 25.2 ran as root): its lines
+    # differ, what it installed does not; a line the command printed after pip still counts.
+    venv_pip = ("Collecting numpy\n  Downloading numpy-2.4.4-cp313-cp313-manylinux_2_28_x86_64.whl (16.6 MB)\n"
+                "     ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 16.6/16.6 MB 73.2 MB/s eta 0:00:00\n"
+                "Installing collected packages: numpy, typing_extensions\n\n"
+                "Successfully installed numpy-2.4.4 typing_extensions-4.12.2\n")
+    assert output_divergence({"exit_code": 0, "output": recorded + "\nfit: 1.5"}, 0, venv_pip + "fit: 1.5") is None
+    assert output_divergence({"exit_code": 0, "output": recorded + "\nfit: 1.5"}, 0, venv_pip + "fit: 2.0") is not None
+    assert output_divergence({"exit_code": 0, "output": recorded}, 0, venv_pip.replace("2.4.4", "2.4.6")) == (
+        "pip installed numpy-2.4.6 typing_extensions-4.12.2, recorded numpy-2.4.4 typing_extensions-4.12.2")
     entries = [{"command": "pip install numpy", "observed": {"exit_code": 0, "output": recorded}},
                {"command": "pip install -U numpy", "observed": {"exit_code": 0, "output": "Successfully installed numpy-2.4.6"}},
                {"write": "/app/x", "content": "Successfully installed fake-1.0"}]

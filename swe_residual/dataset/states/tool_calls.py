@@ -160,8 +160,31 @@ def as_printed(output: str, printed_by: Any) -> str:
     return "\n".join(line.expandtabs(RICH_TAB_SIZE) for line in output.translate(_RICH_DROPPED).split("\n"))
 
 
+# pip's account of its own work: which lines it prints, and how, change with its version and
+# with where it installs (a venv's pip does not warn about root); what it installed does not.
+_PIP_PRESENTATION = re.compile(
+    r"^(?:Collecting \S|\s*Downloading \S|\s*Using cached \S|Installing collected packages: |Successfully installed "
+    r"|Requirement already satisfied: |WARNING: Running pip as the 'root' user|\[notice\] "
+    r"|Building wheels? for |\s+(?:Building wheel|Created wheel|Stored in directory|Preparing metadata|"
+    r"Installing build dependencies|Getting requirements to build|Attempting uninstall|Found existing installation"
+    r"|Uninstalling \S|Successfully uninstalled )|Successfully built |\s*[━╸╺╾╼─]{3,})")
+
+
+def _pip_installed(output: str) -> list[str]:
+    """The packages of pip's `Successfully installed` lines, sorted."""
+    return sorted(item for found in _PIP_INSTALLED.finditer(output.replace("\r\n", "\n")) for item in found.group(1).split())
+
+
+def _without_pip_presentation(output: str) -> str:
+    return "\n".join(line for line in output.replace("\r\n", "\n").split("\n") if not _PIP_PRESENTATION.match(line))
+
+
 def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> str | None:
-    """None when a replayed command ended as `observed` says it did, else how it differs."""
+    """None when a replayed command ended as `observed` says it did, else how it differs.
+
+    Where the recording shows pip installing (`Successfully installed ...`), pip's own lines are
+    compared by what they say was installed (the same packages and versions: the replay pins
+    them) and set aside from the last lines, which are compared for the rest of the output."""
     output = as_printed(output, observed.get("printed_by"))
     want_code = observed.get("exit_code")
     if isinstance(want_code, int) and want_code != exit_code:
@@ -169,7 +192,14 @@ def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> 
     if "output" not in observed:  # seen only in pieces (a command polled in the background)
         return None
     harness = observed.get("harness_files") or []
-    want = _masked_lines(_without_names(str(observed.get("output", "")), harness))
+    recorded = _without_names(str(observed.get("output", "")), harness)
+    installed = _pip_installed(recorded)
+    if installed:
+        replayed_installed = _pip_installed(output)
+        if replayed_installed != installed:
+            return f"pip installed {' '.join(replayed_installed) or 'nothing'}, recorded {' '.join(installed)}"
+        recorded, output = _without_pip_presentation(recorded), _without_pip_presentation(output)
+    want = _masked_lines(recorded)
     got = _masked_lines(output)
     for number in range(max(len(want), len(got))):
         left = want[number] if number < len(want) else None
