@@ -63,6 +63,9 @@ _MORE_MASKS = (
     (re.compile(r"^\[notice\] (?:A new release of pip is available|To update, run): .*$"), "[notice] <PIP-SELF-CHECK>"),
     (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|s|sec|secs|seconds|minutes|min|it/s|MB/s|kB/s)\b"), "<DURATION>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<ADDR>"),
+    # a long float (a fitted parameter, `82702.92832832198`): its last digits are the machine's
+    # (BLAS kernels, instruction set), not the state's; compared to 6 significant digits
+    (re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])"), lambda found: _significant(found.group(0))),
     (re.compile(r"\bpid \d+"), "pid <PID>"),
 )
 
@@ -92,6 +95,13 @@ def recorded_installs(entries: list[dict[str, Any]]) -> dict[str, str]:
 
 def constraints_text(pins: dict[str, str]) -> str:
     return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
+
+
+def _significant(number: str, digits: int = 6) -> str:
+    """`number` to `digits` significant digits when it has more (a shorter one is as printed)."""
+    if len(re.sub(r"[^0-9]", "", number.split("e")[0].split("E")[0]).lstrip("0")) <= digits:
+        return number
+    return f"{float(number):.{digits}g}"
 
 
 def is_file_tool(entry: dict[str, Any]) -> bool:
