@@ -63,14 +63,15 @@ def _unwrapped(pane: str) -> str:
     return _HARNESS_SUFFIX.sub(drop, pane.replace("\r\n", "\n"))
 
 
-# `ls -l`: mode, links, owner, group, size, then the rest (date and name).
-_LS_LONG = re.compile(r"^([-dlcbps][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+)(\d+)(\s.*)$")
+# An `ls -l` line: mode, link count, owner and group (with their spacing), size, then the rest
+# (date and name). The tool-call rule masks its fields too (states/tool_calls.py).
+LS_LONG = re.compile(r"^([-dlcbps][-rwxsStT]{9}[.+@]?)(\s+)(\d+)(\s+\S+\s+\S+\s+)(\d+)(.*)$")
 
 
 def _unstable_size_masked(line: str, unstable_names: frozenset[str]) -> str:
-    found = _LS_LONG.match(line)
-    if found and found.group(3).rstrip().rsplit(" ", 1)[-1] in unstable_names:
-        return found.group(1) + "<SIZE>" + found.group(3)
+    found = LS_LONG.match(line)
+    if found and found.group(6).rstrip().rsplit(" ", 1)[-1] in unstable_names:
+        return "".join(found.group(1, 2, 3, 4)) + "<SIZE>" + found.group(6)
     return line
 
 

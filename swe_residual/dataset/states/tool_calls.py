@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.errors import DatasetError
-from swe_residual.dataset.states.pane_fidelity import normalized
+from swe_residual.dataset.states.pane_fidelity import LS_LONG, normalized
 
 WRITE, EDIT = "write", "edit"
 # An output the agent saw through the `rich` library (mini-swe-agent's printout): tabs expanded
@@ -49,7 +49,6 @@ MAX_EDIT_OUTPUT = 64 * 1024 * 1024
 _AGENT_NOTES = re.compile(r"(?:\n*\((?:Command exited with code -?\d+|no output)\)|\n*Command not found)\s*$")
 # `ls -l`: a directory's link count and size, and the `total` of blocks, depend on the storage
 # driver (overlayfs on one engine counts a directory's links as 1, on another as 2 + subdirs).
-_LS_LONG = re.compile(r"^([-dlcbps][rwxsStT-]{9}[.+@]?)\s+\d+(\s+\S+\s+\S+\s+)(\d+)")
 _LS_TOTAL = re.compile(r"^total \d+$")
 # A Python traceback's position markers (`~~~~^^`): which lines get them depends on the version.
 _CARETS = re.compile(r"^\s*[~^]+[~^\s]*$")
@@ -148,10 +147,11 @@ def _masked_lines(output: str) -> list[str]:
 def _ls_masked(line: str) -> str:
     if _LS_TOTAL.match(line):
         return "total <BLOCKS>"
-    def mask(found: re.Match[str]) -> str:
-        size = "<SIZE>" if found.group(1).startswith("d") else found.group(3)
-        return f"{found.group(1)} <LINKS>{found.group(2)}{size}"
-    return _LS_LONG.sub(mask, line)
+    found = LS_LONG.match(line)
+    if not found:
+        return line
+    size = "<SIZE>" if found.group(1).startswith("d") else found.group(5)
+    return f"{found.group(1)} <LINKS>{found.group(4)}{size}{found.group(6)}"
 
 
 def _without_names(output: str, names: list[str]) -> str:
