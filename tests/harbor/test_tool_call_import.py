@@ -144,6 +144,32 @@ def test_declared_done_is_a_last_turn_without_a_tool_call(tmp_path: Path) -> Non
 
 
 @pytest.mark.unit
+def test_a_reward_from_a_verifier_whose_tests_never_ran_is_no_verdict(tmp_path: Path) -> None:
+    # A Terminal-Bench test.sh installs curl and uv, then runs pytest with a CTRF report, and
+    # writes reward 0 whatever happened: when apt fails, no test ran and the 0 is no verdict.
+    dataset, jobs = tmp_path / "dataset", tmp_path / "jobs"
+    task = make_machine_task(dataset, "tools", None, tmux=False)
+    test_sh = task / "tests" / "test.sh"
+    test_sh.write_text(test_sh.read_text() + "\n# uvx -w pytest-json-ctrf pytest --ctrf /logs/verifier/ctrf.json\n")
+    crashed = _trial(jobs, "tools__1", task, TURNS)
+    (crashed / "verifier" / "test-stdout.txt").write_text(
+        "E: Unable to fetch some archives\n/tests/test.sh: line 20: uvx: command not found\n")
+    tested = _trial(jobs, "tools__2", task, TURNS)
+    (tested / "verifier" / "ctrf.json").write_text(json.dumps({"results": {"tests": [
+        {"name": "test_outputs.py::test_config", "status": "failed"}]}}))
+    work = tmp_path / "work"
+    import_harbor_jobs(jobs, dataset, work, progress=lambda _: None, warn=lambda _: None)
+    records = {n: json.loads((work / "runs" / "tools" / PRED / str(n) / "record.json").read_text()) for n in (1, 2)}
+    assert (records[1]["outcome"], records[1]["reward"]) == ("infra_error", None)
+    assert "tests did not run" in records[1]["error"] and "uvx: command not found" in records[1]["error"]
+    assert (records[2]["outcome"], records[2]["reward"]) == ("failure", 0.0)
+    assert cli_main(["residualize", "filter", str(work)]) == 0
+    filtered = json.loads((work / "filter.json").read_text())
+    assert [c["attempt"] for c in filtered["candidates"]] == [2]
+    assert [(e["attempt"], e["rule"]) for e in filtered["excluded"]] == [(1, "infra_failure")]
+
+
+@pytest.mark.unit
 def test_another_version_of_the_task_is_imported_only_when_asked_and_said(tmp_path: Path) -> None:
     dataset, jobs = tmp_path / "dataset", tmp_path / "jobs"
     task = make_machine_task(dataset, "tools", None, tmux=False)
@@ -204,6 +230,15 @@ def test_an_output_is_compared_after_the_tolerance_rule() -> None:
                              fit.format("82702.92829936616")) is None
     assert output_divergence({"exit_code": 0, "output": fit.format("82702.92832832198")}, 0,
                              fit.format("82712.92832832198")) is not None
+    # A float near zero is rounding noise (a fitted offset at its bound), read before the hex
+    # rule could take its mantissa for a digest; one above 1e-6 is compared as any other.
+    offset = '"amplitude": 82702.92832832198, "offset": {}'
+    assert output_divergence({"exit_code": 0, "output": offset.format("1.892285846310897e-08")}, 0,
+                             offset.format("2.3061402914407158e-08")) is None
+    assert output_divergence({"exit_code": 0, "output": offset.format("1.892285846310897e-05")}, 0,
+                             offset.format("2.3061402914407158e-05")) is not None
+    assert output_divergence({"exit_code": 0, "output": offset.format("1.892285846310897e-08")}, 0,
+                             offset.format("0.5")) is not None
     assert output_divergence({"exit_code": 0, "output": "pytest 8.4.1"}, 0, "pytest 8.4.2") is not None
     found = output_divergence({"exit_code": 0, "output": "3 passed"}, 0, "2 passed")
     assert found == "output differs at line 1 of its last 10: recorded '3 passed', replayed '2 passed'"

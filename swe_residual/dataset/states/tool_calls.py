@@ -62,9 +62,6 @@ _MORE_MASKS = (
     (re.compile(r"^\[notice\] (?:A new release of pip is available|To update, run): .*$"), "[notice] <PIP-SELF-CHECK>"),
     (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|s|sec|secs|seconds|minutes|min|it/s|MB/s|kB/s)\b"), "<DURATION>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<ADDR>"),
-    # a long float (a fitted parameter, `82702.92832832198`): its last digits are the machine's
-    # (BLAS kernels, instruction set), not the state's; compared to 6 significant digits
-    (re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])"), lambda found: _significant(found.group(0))),
     (re.compile(r"\bpid \d+"), "pid <PID>"),
 )
 
@@ -94,6 +91,21 @@ def recorded_installs(entries: list[dict[str, Any]]) -> dict[str, str]:
 
 def constraints_text(pins: dict[str, str]) -> str:
     return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
+
+
+# A printed float (`82702.92832832198`, `1.892285846310897e-08`). Read before the pane's masks,
+# whose long-hex rule would take a mantissa with its `e` for a digest.
+_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])")
+# Below this magnitude a printed float reads as zero: a fitted parameter at its bound or a
+# residual is the machine's rounding noise (raman-fitting's offset: 1.89e-08 when recorded,
+# 2.3e-08 on another CPU, beside an amplitude of 82702.9).
+NEAR_ZERO = 1e-6
+
+
+def _float_masked(number: str) -> str:
+    """A float as compared: `<~0>` below NEAR_ZERO, else its first 6 significant digits (the
+    last digits of a long one are the machine's: BLAS kernels, instruction set)."""
+    return "<~0>" if abs(float(number)) < NEAR_ZERO else _significant(number)
 
 
 def _significant(number: str, digits: int = 6) -> str:
@@ -138,6 +150,7 @@ def apply_edit(text: str, replace: list[dict[str, str]], where: str) -> str:
 def _masked_lines(output: str) -> list[str]:
     # The agent's tool trims what it shows (a traceback's first `  File` line loses its indent).
     text = _AGENT_NOTES.sub("", output.replace("\r\n", "\n").replace("\r", "\n")).strip()
+    text = _FLOAT.sub(lambda found: _float_masked(found.group(0)), text)
     lines = [line for line in normalized(text) if not _CARETS.match(line)]
     for pattern, replacement in _MORE_MASKS:
         lines = [pattern.sub(replacement, line) for line in lines]

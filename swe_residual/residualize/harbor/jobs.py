@@ -118,6 +118,26 @@ def trial_tests(trial: HarborTrial) -> dict[str, str] | None:
     return dict(sorted(tests.items())) or None
 
 
+def tests_did_not_run(trial: HarborTrial, task: Task, tests: dict[str, str] | None) -> str | None:
+    """Why a trial's reward is no verdict though the verifier wrote one, else None.
+
+    A Terminal-Bench test.sh installs its tools (curl, uv) and then runs pytest with a CTRF
+    report; when the installation fails it still writes reward 0, with no test run. A task whose
+    test.sh writes a CTRF report and a trial whose verifier left none: its tests did not run."""
+    test_sh = task.tests_dir / "test.sh"
+    if tests is not None or trial.reward is None or not test_sh.is_file():
+        return None
+    if "ctrf" not in test_sh.read_text(encoding="utf-8", errors="replace"):
+        return None
+    stdout = trial.verifier_dir / "test-stdout.txt"
+    last = ""
+    if stdout.is_file():
+        lines = [line for line in stdout.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        last = f" (its output ends: {lines[-1].strip()[:200]!r})" if lines else ""
+    return ("the verifier's tests did not run: the task's test.sh writes a CTRF report and this trial's "
+            f"verifier left none{last}; its reward {trial.reward:g} is no verdict")
+
+
 def _seconds(started: datetime | None, finished: datetime | None) -> float | None:
     return (finished - started).total_seconds() if started and finished else None
 
@@ -144,10 +164,14 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
     if undeclared:
         termination = Termination.AGENT_ERROR
     reward = trial.reward
-    outcome = outcome_of(termination, reward)
+    tests = trial_tests(trial)
+    untested = tests_did_not_run(trial, task, tests)
+    outcome = Outcome.INFRA_ERROR if untested else outcome_of(termination, reward)
     error = None
     if trial.exception_type:
         error = f"{trial.exception_type}: {(trial.exception_message or '').strip()}"[:2000]
+    elif untested:
+        error = untested
     elif outcome == Outcome.INFRA_ERROR:
         error = "no verifier reward in result.json"
     elif undeclared:
@@ -166,7 +190,7 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         rewards=trial.rewards if valid else None,
         submitted=termination == Termination.SUBMITTED,
         termination=termination,
-        tests=trial_tests(trial),
+        tests=tests,
         attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error, reverified=False, durations=durations),),
         durations=durations,
         agent_config=AgentConfig.hashed({"agent": trial.agent_name, "version": trial.agent_version,
