@@ -17,7 +17,10 @@ from conftest import REPO_ROOT
 from harbortool import harbor  # noqa: F401 - the fixture
 
 DATASETS = REPO_ROOT / "datasets"
-TASKS = sorted(path.parent for path in DATASETS.glob("*/*/task.toml"))
+# A dataset with a manifest.toml holds published tasks as their authors wrote them (written by
+# `swe-residual dataset build`, not committed): Harbor's findings on those are not this project's.
+TASKS = sorted(path.parent for path in DATASETS.glob("*/*/task.toml")
+               if not (path.parent.parent / "manifest.toml").is_file())
 
 
 @pytest.mark.unit

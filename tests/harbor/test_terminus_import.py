@@ -21,7 +21,7 @@ from swe_residual.residualize.harbor.export import export_dataset
 from swe_residual.residualize.harbor.results import read_harbor_results
 from swe_residual.residualize.harbor.checksum import task_checksum
 from swe_residual.residualize.harbor.jobs import import_harbor_jobs
-from swe_residual.residualize.harbor.terminus import read_keystrokes
+from swe_residual.residualize.harbor.terminus import read_keystrokes, recorded_screen
 
 TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
 # Three model turns of a Terminus-2 run: an unclosed quote that swallows the next line, a
@@ -40,7 +40,6 @@ def _terminus_trial(job: Path, name: str, task: Path, **extra: object) -> Path:
     trial = write_trial(job, name, task, task_name=task.name, minute=0, rewards={"reward": 0.0},
                         trajectory=terminus_atif(EPISODES), **TERMINUS, **extra)  # type: ignore[arg-type]
     write_episodes(trial, EPISODES)
-    (trial / "agent" / "terminus_2.pane").write_text("$ echo 'one\n> touch /app/swallowed\n")
     # Terminal-Bench's verifier writes CTRF beside the reward (tests/test.sh runs pytest --ctrf).
     (trial / "verifier" / "ctrf.json").write_text(json.dumps({"results": {
         "tool": {"name": "pytest"}, "summary": {"tests": 2, "passed": 1, "failed": 1},
@@ -68,6 +67,31 @@ def test_keystrokes_of_a_terminus_trial(tmp_path: Path) -> None:
         '<response><commands><keystrokes duration="90">top\n</keystrokes></commands></response>')
     read = read_keystrokes(trial)
     assert read is not None and read.interactions[-1] == {"keystrokes": "top\n", "duration_sec": 60.0}
+
+
+@pytest.mark.unit
+def test_the_pane_log_is_rendered_as_the_screen_it_left(tmp_path: Path) -> None:
+    # Terminus-2 logs its pane's raw output (tmux pipe-pane): bracketed-paste switches, a
+    # `clear`, a line longer than the 160-column pane, a redrawn prompt. Stage IV compares the
+    # replayed pane with the screen this leaves, as tmux would have shown it.
+    task = make_machine_task(tmp_path / "dataset", "ticker", None, tmux=False)
+    trial = _terminus_trial(tmp_path / "jobs" / "job", "ticker__1", task)
+    prompt = "\x1b[?2004hroot@4f1c2a9e0b7d:/app# "
+    log = (prompt + "ls\r\n\x1b[?2004l\rold.txt\r\n" + prompt + "clear\r\n\x1b[?2004l\r\x1b[H\x1b[J\x1b[3J"
+           + prompt + "echo " + "y" * 170 + "\r\n\x1b[?2004l\r" + "y" * 170 + "\r\n"
+           + prompt + "typo\x08\x08\x1b[K" + "\r\n\x1b[?2004l\rbash: ty: command not found\r\n" + prompt)
+    (trial / "agent" / "terminus_2.pane").write_text(log)
+    assert recorded_screen(trial) == "".join(line + "\n" for line in [
+        "root@4f1c2a9e0b7d:/app# echo " + "y" * 131, "y" * 39, "y" * 160, "y" * 10,
+        "root@4f1c2a9e0b7d:/app# ty", "bash: ty: command not found", "root@4f1c2a9e0b7d:/app#"]).encode()
+    import_harbor_jobs(tmp_path / "jobs", tmp_path / "dataset", tmp_path / "work", progress=lambda _: None,
+                       warn=lambda _: None)
+    run = tmp_path / "work" / "runs" / "ticker" / "terminus_2__openai_gpt_5" / "1"
+    assert (run / "recorded-pane.txt").read_bytes() == recorded_screen(trial)
+    provenance = json.loads((run / "record.json").read_text())["residualize"]["import"]
+    assert provenance["pane"] == "agent/terminus_2.pane (rendered on a 160x40 terminal)"
+    (trial / "agent" / "terminus_2.pane").unlink()
+    assert recorded_screen(trial) is None
 
 
 @pytest.mark.unit

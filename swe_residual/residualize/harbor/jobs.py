@@ -34,7 +34,7 @@ from swe_residual.dataset.harbor_layout import HarborTrial, format_time, read_jo
 from swe_residual.residualize.harbor.match import Checksums, export_source, local_task_dir, pick
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
-from swe_residual.residualize.harbor.terminus import read_keystrokes
+from swe_residual.residualize.harbor.terminus import PANE_COLUMNS, PANE_LOG, PANE_ROWS, read_keystrokes, recorded_screen
 from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
 from swe_residual.dataset.task import Task
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
@@ -207,13 +207,16 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
                                   "command": command}
     if moment is not None:
         provenance["date"] = format_time(moment)
-    patch, commands, unrecoverable = None, None, None
+    patch, commands, unrecoverable, pane = None, None, None, None
     if version_note:
         provenance["task_version"] = version_note
     if task.track != Track.REPO:
         if keys is not None:  # every keystroke a Terminus-2 trial sent: replayable through tmux
             commands = interactions_jsonl(keys.interactions)
             provenance["commands"] = keys.source
+            pane = recorded_screen(trial.path)
+            if pane is not None:
+                provenance["pane"] = f"{PANE_LOG} (rendered on a {PANE_COLUMNS}x{PANE_ROWS} terminal)"
         elif tools is not None:
             provenance["commands"] = tools.source
             provenance["tool_calls"] = tools.counts
@@ -241,7 +244,8 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
              "exception_type": trial.exception_type, "rewards": trial.rewards,
              "started_at": format_time(trial.started_at) if trial.started_at else None,
              "finished_at": format_time(trial.finished_at) if trial.finished_at else None}
-    return ImportedRun(task, identity, record, patch, unrecoverable, provenance, trajectory, facts, commands)
+    return ImportedRun(task, identity, record, patch, unrecoverable, provenance, trajectory, facts, commands,
+                       recorded_pane=pane)
 
 
 def trial_task(trial: HarborTrial, index: TaskIndex, by_dir: dict[Path, Task],

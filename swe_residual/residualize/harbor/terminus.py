@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pyte
+
 from swe_residual.dataset.harbor_layout import read_object
 from swe_residual.dataset.states.state import DEFAULT_KEYSTROKE_WAIT_SEC
+from swe_residual.environments.docker.terminal import PANE_HEIGHT, PANE_WIDTH
 
 TOOL = "bash_command"
 MAX_WAIT_SEC = 60.0  # Terminus-2 caps every wait at a minute
@@ -153,3 +156,27 @@ def read_keystrokes(trial_dir: Path) -> Keystrokes | None:
     if parsed_any and from_episodes:
         return Keystrokes(from_episodes, f"agent/episode-{{{episodes[0][0]}..{episodes[-1][0]}}}/response.txt")
     return None
+
+
+# Terminus-2's tmux pane size, the replay's too.
+PANE_COLUMNS, PANE_ROWS = PANE_WIDTH, PANE_HEIGHT
+# What Terminus-2 logs of its pane: everything the pane printed (`tmux pipe-pane 'cat > FILE'`).
+PANE_LOG = "agent/terminus_2.pane"
+
+
+def recorded_screen(trial_dir: Path) -> bytes | None:
+    """The screen a Terminus-2 trial's pane showed when the agent stopped, as `tmux capture-pane`
+    would print it, or None when the trial kept no pane log.
+
+    The log is the raw stream (prompts, echoed keys, line editing, `clear`), so it is played on
+    a terminal of the pane's size: a line longer than the pane wraps where tmux wrapped it, and
+    what the shell redrew or erased is gone, as on the recorded screen."""
+    log = trial_dir / PANE_LOG
+    if not log.is_file():
+        return None
+    screen = pyte.Screen(PANE_COLUMNS, PANE_ROWS)
+    pyte.Stream(screen).feed(log.read_bytes().decode("utf-8", errors="replace"))
+    rows = [row.rstrip() for row in screen.display]
+    while rows and not rows[-1]:
+        rows.pop()
+    return "".join(row + "\n" for row in rows).encode()

@@ -12,7 +12,8 @@ Reads `DIR/manifest.toml` (manifest.py) and, from local clones of the repositori
   `agent/trajectory.json` as `import harbor-jobs` reads it (keystrokes or tool calls), whose
   SHA-256 must be the manifest's; `state.toml` as the manifest records it (provenance, review,
   per-test statuses and Stage IV results); `recorded-pane.txt`, the trial's `panes/post-agent.txt`
-  (what Stage IV compares the replayed pane with).
+  or the screen a Terminus-2 trial's `agent/terminus_2.pane` log leaves (what Stage IV compares
+  the replayed pane with).
 
 Everything written is ignored by git (the directory's own `.gitignore`); only the manifest is
 the repository's. With `--validate`, Stage IV runs again on every state (reconstruct.py: it
@@ -33,7 +34,7 @@ from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.importing import git_source
 from swe_residual.residualize.importing.tb_keys import read_trial_keys
 from swe_residual.residualize.published.manifest import Manifest, StateRef, read_manifest
-from swe_residual.residualize.harbor.terminus import read_keystrokes
+from swe_residual.residualize.harbor.terminus import PANE_LOG, read_keystrokes, recorded_screen
 from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.workdir import COMMANDS, RECORDED_PANE
@@ -41,7 +42,7 @@ from swe_residual.residualize.workdir import COMMANDS, RECORDED_PANE
 # What a trial folder holds that the keys' reader uses (the rest: agent logs, casts of tests).
 TRIAL_FILES = ("results.json", "commands.txt", "sessions/agent.cast", "panes/post-agent.txt")
 # A Harbor trial: its ATIF trajectory, and the session's working directory (OpenClaw).
-HARBOR_TRIAL_FILES = ("agent/trajectory.json", "agent/openclaw-session.jsonl")
+HARBOR_TRIAL_FILES = ("agent/trajectory.json", "agent/openclaw-session.jsonl", PANE_LOG)
 TERMINAL_BENCH, HARBOR_JOBS = "terminal-bench", "harbor-jobs"
 
 
@@ -87,16 +88,16 @@ def _write_licence(manifest: Manifest, name: str, repo: Path, directory: Path) -
     (directory / f"LICENSE.{name}").write_bytes(data)
 
 
-def harbor_trial_commands(folder: Path, trial: str) -> bytes:
-    """A Harbor trial's interactions as `import harbor-jobs` reads them: Terminus-2's keystrokes,
-    else the tool calls of an agent that acted through tools."""
+def harbor_trial_commands(folder: Path, trial: str) -> tuple[bytes, bytes | None]:
+    """A Harbor trial's interactions as `import harbor-jobs` reads them: Terminus-2's keystrokes
+    (with the screen its pane log leaves), else the tool calls of an agent that acted through tools."""
     keys = read_keystrokes(folder)
     if keys is not None:
-        return interactions_jsonl(keys.interactions)
+        return interactions_jsonl(keys.interactions), recorded_screen(folder)
     tools = read_tool_calls(folder)
     if tools is None or tools.refused is not None:
         raise ConfigError(f"{trial}: {tools.refused if tools else 'no keystrokes and no tool calls'}")
-    return interactions_jsonl(tools.interactions)
+    return interactions_jsonl(tools.interactions), None
 
 
 def trial_commands(repo: Path, commit: str, trial: str, runs_format: str = TERMINAL_BENCH) -> tuple[bytes, bytes | None]:
@@ -109,7 +110,7 @@ def trial_commands(repo: Path, commit: str, trial: str, runs_format: str = TERMI
                 if name in listed:
                     (folder / name).parent.mkdir(parents=True, exist_ok=True)
                     (folder / name).write_bytes(git_source.read_blob(repo, listed[name].blob))
-            return harbor_trial_commands(folder, trial), None
+            return harbor_trial_commands(folder, trial)
         for name in TRIAL_FILES:
             if name in listed:
                 (folder / name).parent.mkdir(parents=True, exist_ok=True)
