@@ -276,7 +276,12 @@ def python_dockerfile(base_image: str, version: str) -> str:
         "apt-mark auto '.*' > /dev/null",
         "apt-mark manual $saved > /dev/null",
         runtime_libraries,
-        "apt-get purge -y --auto-remove -o APT::AutoRemove::RecommendsImportant=false",
+        # Suggests too: a debootstrapped system keeps apt's default (Suggests are important), and
+        # perl suggests make, apt dpkg-dev, dpkg-dev's library gcc, which would all stay.
+        "apt-get purge -y --auto-remove -o APT::AutoRemove::RecommendsImportant=false "
+        "-o APT::AutoRemove::SuggestsImportant=false",
+        # No docker-clean apt configuration either: the downloaded packages go by hand.
+        "apt-get clean",
         "rm -rf /var/lib/apt/lists/*",
         "cd /usr/local/bin",
         'for name in idle3 pip3 pydoc3 python3 python3-config; do short="$(echo "$name" | tr -d 3)"; '
