@@ -131,13 +131,16 @@ def test_the_build_is_configured_as_the_official_images_are() -> None:
     # No PGO/LTO: the official images' slowest options, hours on 2 cores.
     assert "--enable-optimizations" not in run and "--with-lto" not in run
     # The interpreter finds libpython beside it: make's `$$` is the linker's `$ORIGIN`.
-    assert "-rpath='\\$\\$ORIGIN/../lib'" in run
+    assert "-rpath,'\\$\\$ORIGIN/../lib'" in run
     # The compilers go again; what /usr/local links against stays; the short names are linked.
     assert "apt-get purge -y --auto-remove" in run and "xargs -r apt-mark manual" in run
     # A debootstrapped base keeps apt's defaults: Suggests would keep gcc, and the .debs would stay.
     assert "-o APT::AutoRemove::SuggestsImportant=false" in run and "apt-get clean" in run
     assert "rm -rf /var/lib/apt/lists/*" in run
-    assert "for name in idle3 pip3 pydoc3 python3 python3-config" in run
+    for short, long in (("python", "python3"), ("pip", "pip3"), ("python-config", "python3-config")):
+        assert f"ln -s {long} /usr/local/bin/{short}" in run
+    # What the purge must keep is found from what the interpreter and its modules load.
+    assert "ldd /usr/local/bin/python${PYTHON_VERSION%.*}" in run
     assert {"gcc", "libssl-dev", "libsqlite3-dev", "libffi-dev", "uuid-dev", "libgdbm-dev"} <= set(BUILD_PACKAGES)
 
 

@@ -47,7 +47,7 @@ from swe_residual.environments.docker.base_image import (
 
 PYTHON_REPOSITORY = "swe-residual-python"
 # Bump when the build procedure changes in a way the fields of the recipe do not show.
-PYTHON_RECIPE_VERSION = 1
+PYTHON_RECIPE_VERSION = 2
 PYTHON_LABEL = "swe-residual.python"
 SOURCE_LABEL = "swe-residual.python.source-sha256"
 BASE_ID_LABEL = "swe-residual.python.base-id"
@@ -238,44 +238,45 @@ def python_recipe_digest(minor: str, release: str) -> str:
 
 
 def python_dockerfile(base_image: str, version: str) -> str:
-    """The build: the official images' steps, without PGO/LTO, from the tarball in the context."""
+    """The build, from the tarball in the context: configured as the official images are,
+    without PGO/LTO; the build packages purged again, the libraries Python links kept."""
     packages = " ".join(BUILD_PACKAGES)
     options = " ".join(CONFIGURE_OPTIONS)
-    # Every library a file of /usr/local links against comes from some package: those are marked
-    # installed by hand, so that purging the build packages keeps them.
-    runtime_libraries = (
-        "find /usr/local -type f -executable -exec ldd '{}' ';' "
-        "| awk '/=>/ { so = $(NF-1); if (index(so, \"/usr/local/\") == 1) next; gsub(\"^/(usr/)?\", \"\", so); "
-        "print \"*\" so }' "
-        "| sort -u | xargs -r dpkg-query --search | cut -d: -f1 | sort -u | xargs -r apt-mark manual"
+    minor = "${PYTHON_VERSION%.*}"  # 3.13.5 -> 3.13, by the shell, from the image's ENV
+    # The shared libraries the interpreter and its extension modules load, each named by file
+    # (`*/libssl.so.3`: dpkg records /lib or /usr/lib, whichever the package ships), and the
+    # packages holding them marked as wanted, so the purge of the build packages keeps them.
+    keep_runtime = (
+        f"ldd /usr/local/bin/python{minor} /usr/local/lib/libpython{minor}.so.1.0 "
+        f"/usr/local/lib/python{minor}/lib-dynload/*.so "
+        r"| sed -n 's#.*=> /[^ ]*/\([^/ ]*\) (.*#*/\1#p' | sort -u "
+        r"| xargs -r dpkg-query --search 2>/dev/null | sed 's/: .*//; s/, /\n/g' | sort -u "
+        "| xargs -r apt-mark manual"
     )
     steps = [
-        'saved="$(apt-mark showmanual)"',
+        'wanted="$(apt-mark showmanual)"',
         "apt-get update",
         f"apt-get install -y --no-install-recommends {packages}",
-        "mkdir -p /usr/src/python",
-        f"tar -xJf /usr/src/{TARBALL} -C /usr/src/python --strip-components=1",
+        "mkdir /usr/src/python",
+        f"tar -xJf /usr/src/{TARBALL} --strip-components=1 -C /usr/src/python",
         f"rm /usr/src/{TARBALL}",
         "cd /usr/src/python",
-        'arch="$(dpkg-architecture --query DEB_BUILD_GNU_TYPE)"',
-        f'./configure --build="$arch" {options}',
-        # Debian's hardening flags, as the official images take them; the binaries stripped.
-        'EXTRA_CFLAGS="$(dpkg-buildflags --get CFLAGS)"',
-        'LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"',
-        'LDFLAGS="${LDFLAGS:--Wl},--strip-all"',
-        'make -j "$(nproc)" "EXTRA_CFLAGS=$EXTRA_CFLAGS" "LDFLAGS=$LDFLAGS"',
-        # The interpreter linked again, finding libpython next to it wherever /usr/local is.
-        "rm python",
-        "make -j \"$(nproc)\" \"EXTRA_CFLAGS=$EXTRA_CFLAGS\" \"LDFLAGS=$LDFLAGS,-rpath='\\$\\$ORIGIN/../lib'\" python",
+        f'./configure --build="$(dpkg-architecture -qDEB_BUILD_GNU_TYPE)" {options}',
+        # Debian's hardening flags for the compiler and linker; binaries stripped; the
+        # interpreter finds libpython beside itself (../lib) wherever /usr/local is.
+        'make -j "$(nproc)" EXTRA_CFLAGS="$(dpkg-buildflags --get CFLAGS)" '
+        "LDFLAGS=\"$(dpkg-buildflags --get LDFLAGS) -Wl,--strip-all -Wl,-rpath,'\\$\\$ORIGIN/../lib'\"",
         "make install",
         "cd /",
         "rm -rf /usr/src/python",
-        "find /usr/local -depth \\( \\( -type d -a \\( -name test -o -name tests -o -name idle_test \\) \\) "
-        "-o \\( -type f -a \\( -name '*.pyc' -o -name '*.pyo' -o -name 'libpython*.a' \\) \\) \\) -exec rm -rf '{}' +",
+        # Python's own test suite and the static library are not in the official images.
+        f"rm -rf /usr/local/lib/python{minor}/test /usr/local/lib/python{minor}/idlelib/idle_test "
+        "/usr/local/lib/libpython*.a",
+        "find /usr/local -name __pycache__ -type d -prune -exec rm -rf {} +",
         "ldconfig",
-        "apt-mark auto '.*' > /dev/null",
-        "apt-mark manual $saved > /dev/null",
-        runtime_libraries,
+        "apt-mark auto $(apt-mark showmanual) > /dev/null",
+        "apt-mark manual $wanted > /dev/null",
+        keep_runtime,
         # Suggests too: a debootstrapped system keeps apt's default (Suggests are important), and
         # perl suggests make, apt dpkg-dev, dpkg-dev's library gcc, which would all stay.
         "apt-get purge -y --auto-remove -o APT::AutoRemove::RecommendsImportant=false "
@@ -283,9 +284,10 @@ def python_dockerfile(base_image: str, version: str) -> str:
         # No docker-clean apt configuration either: the downloaded packages go by hand.
         "apt-get clean",
         "rm -rf /var/lib/apt/lists/*",
-        "cd /usr/local/bin",
-        'for name in idle3 pip3 pydoc3 python3 python3-config; do short="$(echo "$name" | tr -d 3)"; '
-        '[ -e "$short" ] || ln -s "$name" "$short"; done',
+        # The short names the official images have.
+        *(f"ln -s {name}3{suffix} /usr/local/bin/{name}{suffix}"
+          for name, suffix in (("python", ""), ("pip", ""), ("pydoc", ""), ("idle", ""), ("python", "-config"))),
+        f"python{minor} -c 'import ssl, sqlite3, ctypes, lzma, bz2, zlib, readline, uuid, dbm.gnu, curses'",
         "python --version",
         "pip --version",
     ]
