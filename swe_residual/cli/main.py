@@ -2,7 +2,7 @@
 
     swe-residual report RESULTS... [--out DIR]   recompute the summary from results files
     swe-residual validate DATASET [--verify]     check a dataset's tasks, states and patches
-    swe-residual build-base [--rebuild] [--release R]  build the Debian base image for the docker backend
+    swe-residual build-base [--rebuild] [--release R] [--python X.Y]  build the Debian base image for the docker backend
     swe-residual images list|prune [--all]       list or prune the docker backend's cached images
     swe-residual setup harbor                    Harbor in its own Python >= 3.12 environment (--agent=harbor:NAME)
     swe-residual import SOURCE ...               Harbor jobs, prediction files or fix commits in (docs/importing.md)
@@ -229,7 +229,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_build_base(args: argparse.Namespace) -> int:
     from swe_residual.environments.docker.base_image import BASE_RELEASE, ensure_base_image
 
-    tag = ensure_base_image(rebuild=args.rebuild, release=args.release or BASE_RELEASE)
+    release = args.release or BASE_RELEASE
+    if args.python:
+        from swe_residual.environments.docker.python_image import ensure_python_image
+
+        print(ensure_python_image(args.python, release=release, rebuild=args.rebuild))
+        return 0
+    tag = ensure_base_image(rebuild=args.rebuild, release=release)
     print(tag)
     return 0
 
@@ -273,6 +279,11 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--release", metavar="RELEASE",
                       help="Debian release to bootstrap, tagged swe-residual-base:RELEASE (default: the sample "
                            "tasks' bookworm; trixie for scripts/rebuild-task-image's Python 3.13 stand-in)")
+    base.add_argument("--python", metavar="X.Y",
+                      help="instead: CPython X.Y compiled from the upstream tarball of Debian's source package "
+                           "pythonX.Y on swe-residual-base:RELEASE, tagged swe-residual-python:X.Y-RELEASE "
+                           "(scripts/rebuild-task-image's stand-in for python:X.Y-slim-RELEASE; --rebuild "
+                           "rebuilds this image, not the base)")
     base.set_defaults(func=cmd_build_base)
     from swe_residual.cli.images import add_parser as add_images_parser
 

@@ -1,10 +1,11 @@
 """scripts/rebuild-task-image's Dockerfile rewriting (docs/real-tasks.md; issue 32): `COPY file .`
 is a file copied as written, the venv's PATH survives a `RUN bash -lc` (built for real), git
 submodules clone from local mirrors, a RUN step that printed an error yet exited 0 is a
-`deviation:`, and each published FROM gets the Debian release whose python3 is the published
-Debian release its tag names (python:3.13-slim-bookworm: bookworm, its python3 3.11, said so), else
-the release whose python3 is the tag's minor version (trixie for 3.13, bookworm for 3.11; the
-nearest, said so, otherwise)."""
+`deviation:`, and each published FROM gets the Debian release its tag names, else the release
+whose python3 is the tag's minor version (trixie for 3.13, bookworm for 3.11; the nearest, said
+so, otherwise); when that release's python3 is not the tag's and Debian has the tag's source,
+the tag's Python compiled on that release (python:3.13-slim-bookworm:
+swe-residual-python:3.13-bookworm, no venv, said so)."""
 
 from __future__ import annotations
 
@@ -46,11 +47,10 @@ def _task(root: Path, dockerfile: str) -> Path:
 # The FROM kinds of the published Terminal-Bench 2 tasks (and DeepSWE's mars-base): the stand-in's
 # release, whether Python comes in a venv, and its deviation notes (empty: none).
 NO_RELEASE = "which no Debian release here ships (bookworm 3.11, trixie 3.13): the nearest,"
+COMPILED_313 = ("Python 3.13 is compiled without PGO/LTO from Debian's source package python3.13 (Debian's point "
+                "release, Debian's patches not applied); Debian bookworm's python3 3.11 stays in /usr/bin")
 FROM_KINDS = [
-    ("python:3.13-slim-bookworm", "bookworm", True,
-     ["python:3.13-slim-bookworm is Debian bookworm with Python 3.13 built from source; the stand-in keeps "
-      "Debian bookworm (what the Dockerfile apt-gets comes from it) with its python3 3.11 (`--release trixie` "
-      "has python3 3.13 and that release's packages)"]),
+    ("python:3.13-slim-bookworm", "bookworm", False, [COMPILED_313]),
     ("python:3.13-slim", "trixie", True, []),
     ("python:3.11-slim", "bookworm", True, []),
     ("python:3.11", "bookworm", True, []),
@@ -72,8 +72,14 @@ FROM_KINDS = [
 def test_each_published_base_gets_its_release_and_says_how_it_deviates(
         base_from: str, release: str, venv: bool, said: list[str]) -> None:
     stand_in = rebuild.stand_in_for(base_from)
-    assert (stand_in.release, stand_in.image, stand_in.python_venv) == (release, f"swe-residual-base:{release}", venv)
+    assert (stand_in.release, stand_in.image, stand_in.python_venv) == (release, _image(base_from, release), venv)
     assert list(stand_in.deviations) == said
+
+
+def _image(base_from: str, release: str) -> str:
+    """The stand-in's image: Python compiled on the release's base when the release's python3
+    is not the tag's version and Debian carries that version's source (3.13 on bookworm)."""
+    return f"swe-residual-python:3.13-{release}" if base_from == "python:3.13-slim-bookworm" else f"swe-residual-base:{release}"
 
 
 @pytest.mark.unit
@@ -84,18 +90,20 @@ def test_the_generated_dockerfile_starts_from_the_stand_in_and_its_notes_name_ba
     plan = rebuild.make_plan(task, [])
     prelude, notes = rebuild.base_prelude(plan, "")
     generated = rebuild.generated_dockerfile(plan, prelude).splitlines()
-    assert generated[0] == f"FROM swe-residual-base:{release}"
+    assert generated[0] == f"FROM {_image(base_from, release)}"
     assert f"RUN . {rebuild.BUILD_DIR}/net.sh; pip install numpy==2.3.0" in generated
     venv_lines = [line for line in generated if line.startswith("ENV PATH=/opt/venv/bin")]
     assert len(venv_lines) == (1 if venv else 0)
-    python = {"bookworm": "3.11", "trixie": "3.13"}[release]
+    compiled = plan.stand_in.python_build != ""
+    python = "3.13" if compiled else {"bookworm": "3.11", "trixie": "3.13"}[release]
     # The last note is the stand-in's own: its base, its release and its Python.
     assert notes[:-1] == list(plan.stand_in.deviations)
-    assert f"-> swe-residual-base:{release}" in notes[-1] and f"Debian {release}" in notes[-1]
-    assert f"python3 {python}" in notes[-1]
+    assert f"-> {_image(base_from, release)}" in notes[-1] and f"Debian {release}" in notes[-1]
+    assert (f"CPython {python} built" if compiled else f"python3 {python}") in notes[-1]
     # What the engine says of the base's python3, once asked, replaces the release's version.
     found = rebuild.base_prelude(plan, "", "Python 3.13.5")[1][-1]
-    assert ("its Python 3.13.5 (with its C headers)" if venv else "the base also has Python 3.13.5") in found
+    assert ("CPython 3.13.5 built" if compiled else "its Python 3.13.5 (with its C headers)" if venv
+            else "the base also has Python 3.13.5") in found
 
 
 @pytest.mark.unit
@@ -107,12 +115,47 @@ def test_release_by_hand_trades_the_published_system_for_its_python_and_says_so(
     assert plan.stand_in == rebuild.StandIn("trixie", True, (
         "python:3.13-slim-bookworm is Debian bookworm with its own Python build; the stand-in is Debian trixie "
         "(for its python3): what the Dockerfile apt-gets comes from trixie",))
-    assert rebuild.make_plan(_task(tmp_path / "t2", "FROM python:3.11-slim\n"), [], "trixie").stand_in.deviations == (
-        "python:3.11-slim has Python 3.11; --release trixie: Debian trixie's python3 3.13 instead of bookworm's 3.11",)
+    # A release whose python3 is not the tag's: the tag's version compiled on that release.
+    assert rebuild.make_plan(_task(tmp_path / "t2", "FROM python:3.11-slim\n"), [], "trixie").stand_in == rebuild.StandIn(
+        "trixie", False, ("python:3.11-slim: --release trixie: Debian trixie instead of bookworm (what the Dockerfile "
+                          "apt-gets comes from trixie)",
+                          "Python 3.11 is compiled without PGO/LTO from Debian's source package python3.11 (Debian's "
+                          "point release, Debian's patches not applied); Debian trixie's python3 3.13 stays in /usr/bin"),
+        "3.11")
+    # The tag's own release by hand: as without --release.
+    assert rebuild.stand_in_for("python:3.13-slim-bookworm", "bookworm") == rebuild.stand_in_for("python:3.13-slim-bookworm")
     assert rebuild.stand_in_for("ubuntu:24.04", "trixie").deviations == ("--release trixie: Debian trixie instead of bookworm",)
     assert rebuild.stand_in_for("debian:13.0-slim", "trixie") == rebuild.StandIn("trixie", False)
     with pytest.raises(SystemExit, match="--release buster: one of bookworm, trixie"):
         rebuild.stand_in_for("ubuntu:24.04", "buster")
+
+
+@pytest.mark.unit
+def test_a_compiled_python_stands_in_without_a_venv_and_keeps_poetry_and_uvx(tmp_path: Path) -> None:
+    """python:3.13-slim-bookworm: bookworm with CPython 3.13 compiled into /usr/local
+    (swe-residual-python:3.13-bookworm), pip and python on PATH there, no venv; a Dockerfile that
+    calls poetry gets it, and test.sh's uvx tools install with that Python (curl from Debian only)."""
+    task = _task(tmp_path / "task", "FROM python:3.13-slim-bookworm\nWORKDIR /app\nRUN poetry install\n")
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("uvx -p 3.13 -w pytest==8.4.1 pytest /tests/test_outputs.py\n")
+    plan = rebuild.make_plan(task, [])
+    assert plan.stand_in == rebuild.StandIn("bookworm", False, (COMPILED_313,), "3.13")
+    assert plan.stand_in.build_command == "swe-residual build-base --release bookworm --python 3.13"
+    prelude, notes = rebuild.base_prelude(plan, "RUN poetry install\n", "Python 3.13.5")
+    generated = rebuild.generated_dockerfile(plan, prelude)
+    lines = generated.splitlines()
+    assert lines[0] == "FROM swe-residual-python:3.13-bookworm"
+    assert "/opt/venv" not in generated and "python3-venv" not in generated and "python3-dev" not in generated
+    assert any("python3 -m venv /opt/poetry" in line for line in lines)
+    assert f"RUN . {rebuild.BUILD_DIR}/net.sh; apt-get update && apt-get install -y --no-install-recommends curl " \
+           "&& rm -rf /var/lib/apt/lists/*" in lines
+    assert f"RUN . {rebuild.BUILD_DIR}/net.sh; python3 -m venv /opt/uvx-tools && /opt/uvx-tools/bin/pip install " \
+           "pytest==8.4.1" in lines
+    assert notes[-1] == ("python:3.13-slim-bookworm -> swe-residual-python:3.13-bookworm (Debian bookworm + CPython "
+                         "3.13.5 built from Debian's source package python3.13 (upstream tarball, Debian's patches not "
+                         "applied), without PGO/LTO, in /usr/local with its pip and C headers, no venv, poetry from PyPI "
+                         "in its own venv at /opt/poetry, on PATH; the base also has python3-pytest, git, patch, procps)")
+    assert rebuild.image_labels(plan, "Python 3.13.5")["swe-residual.rebuild.base"] == "swe-residual-python:3.13-bookworm"
 
 
 @pytest.mark.unit
@@ -124,15 +167,17 @@ def test_the_image_labels_record_the_stand_in_and_its_python(tmp_path: Path) -> 
     assert rebuild.image_labels(plan, "")["swe-residual.rebuild.python"] == "3.13"
 
 
-def test_print_dockerfile_needs_no_engine(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("base_from", "stand_in"), [("python:3.13-slim", "swe-residual-base:trixie"),
+                                                    ("python:3.13-slim-bookworm", "swe-residual-python:3.13-bookworm")])
+def test_print_dockerfile_needs_no_engine(tmp_path: Path, base_from: str, stand_in: str) -> None:
     """`--print-dockerfile` as run by hand (the guard fails this test if it reaches an engine)."""
-    task = _task(tmp_path / "task", "FROM python:3.13-slim\nWORKDIR /app\nCOPY data.csv .\n")
+    task = _task(tmp_path / "task", f"FROM {base_from}\nWORKDIR /app\nCOPY data.csv .\n")
     done = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "rebuild-task-image"), "--print-dockerfile",
                            str(task)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("[rebuild] pip settings from the host")
-    assert lines[1] == "FROM swe-residual-base:trixie" and "COPY data.csv ." in lines
+    assert lines[1] == f"FROM {stand_in}" and "COPY data.csv ." in lines
 
 
 @pytest.mark.unit

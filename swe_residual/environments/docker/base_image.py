@@ -11,7 +11,8 @@ an existing image carrying the same label is reused, so the build happens once p
 
 The sample tasks use bookworm. Other releases are built the same way under their own tag
 (`swe-residual-base:trixie`): scripts/rebuild-task-image stands in with trixie for a published
-base whose Python is the one trixie ships (3.13).
+base whose Python is the one trixie ships (3.13). A Python the release does not ship is compiled
+on its base by python_image.py (`swe-residual-python:3.13-bookworm`).
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ class AptSource:
     origin: Path
 
 
-def parse_deb822(text: str, origin: Path) -> list[AptSource]:
-    """Sources from a deb822 `.sources` file (stanzas separated by blank lines)."""
-    sources: list[AptSource] = []
+def deb822_stanzas(text: str) -> list[dict[str, str]]:
+    """The stanzas of a deb822 text (apt's `.sources`, an archive's `Sources` index): field
+    names in lower case, a folded field's lines joined by spaces."""
+    stanzas: list[dict[str, str]] = []
     for stanza in re.split(r"\n\s*\n", text):
         fields: dict[str, str] = {}
         current: str | None = None
@@ -88,6 +90,15 @@ def parse_deb822(text: str, origin: Path) -> list[AptSource]:
                 continue
             current = key.strip().lower()
             fields[current] = value.strip()
+        if fields:
+            stanzas.append(fields)
+    return stanzas
+
+
+def parse_deb822(text: str, origin: Path) -> list[AptSource]:
+    """Sources from a deb822 `.sources` file (stanzas separated by blank lines)."""
+    sources: list[AptSource] = []
+    for fields in deb822_stanzas(text):
         if "deb" not in fields.get("types", "").split():
             continue
         if fields.get("enabled", "yes").lower() == "no":

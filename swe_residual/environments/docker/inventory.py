@@ -6,6 +6,7 @@ own repositories:
 | repository | kind | what marks it today |
 |---|---|---|
 | `swe-residual-base` | base | imported with `swe-residual.kind=base`, `swe-residual.recipe` |
+| `swe-residual-python` | base | built FROM the base with `swe-residual.kind=python`, `swe-residual.recipe`, `swe-residual.python` |
 | `swe-residual-task` | task | no label (builds add none: a LABEL step costs a commit) |
 | `swe-residual-verifier` | verifier | no label (the same builds) |
 | `swe-residual-named` | recipe | no label (the same builds); also tagged with the name its task uses |
@@ -43,12 +44,13 @@ from swe_residual.environments.docker.images import STATE_REPO, TASK_REPO, slug
 from swe_residual.environments.docker.named_images import NAMED_REPO
 from swe_residual.environments.docker.verification import VERIFIER_REPO
 from swe_residual.environments.docker.base_image import BASE_IMAGE
+from swe_residual.environments.docker.python_image import PYTHON_REPOSITORY
 
 BASE, TASK, STATE, AGENT_SETUP, VERIFIER, RECIPE, TEMPORARY, OTHER = (
     "base", "task", "state", "agent-setup", "verifier", "recipe", "temporary", "other-labelled")
 KINDS = (BASE, RECIPE, TASK, VERIFIER, STATE, AGENT_SETUP, TEMPORARY, OTHER)  # listing order
 REPOSITORIES = {
-    parse_repository_tag(BASE_IMAGE)[0]: BASE, TASK_REPO: TASK, VERIFIER_REPO: VERIFIER, NAMED_REPO: RECIPE,
+    parse_repository_tag(BASE_IMAGE)[0]: BASE, PYTHON_REPOSITORY: BASE, TASK_REPO: TASK, VERIFIER_REPO: VERIFIER, NAMED_REPO: RECIPE,
     STATE_REPO: STATE, AGENT_REPO: AGENT_SETUP, TEMP_REPO: TEMPORARY,
 }
 SUITE_PREFIX = "swe-residual-"
