@@ -86,3 +86,20 @@ def test_only_the_unstable_files_size_is_masked() -> None:
     replayed = LS_RECORDED.replace("  812 ", "  999 ")
     divergence = first_divergence(LS_RECORDED, replayed, unstable_files=("/app/exponential_samples.txt",))
     assert divergence is not None and divergence.line == 3 and "999" in str(divergence.replayed)
+
+
+def test_df_sizes_are_the_hosts_disk() -> None:
+    # `df /app` in a container reports the engine's file system (password-recovery, Terminus-2
+    # with Sonnet 4.6): its sizes, and the header's spacing they set, are the host's.
+    recorded = ("root@10b5b377acf1:/app# df /app\n"
+                "Filesystem     1K-blocks      Used Available Use% Mounted on\n"
+                "overlay        473768240 286912016 186856224  61% /\n")
+    replayed = ("root@0a1b2c3d4e5f:/app# df /app\n"
+                "Filesystem     1K-blocks     Used Available Use% Mounted on\n"
+                "overlay        263112772 12003412 240394092   5% /\n")
+    assert first_divergence(recorded, replayed) is None
+    human = "Filesystem      Size  Used Avail Use% Mounted on\noverlay         {}  {}  {}  {} /app\n"
+    assert first_divergence(human.format("452G", "274G", "179G", "61%"), human.format("251G", "12G", "230G", "5%")) is None
+    # Another file system, or another mount point, is still a divergence.
+    assert first_divergence(recorded, replayed.replace("overlay ", "tmpfs   ")) is not None
+    assert first_divergence(recorded, replayed.replace("5% /", "5% /data")) is not None
