@@ -301,3 +301,14 @@ def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, so
     assert stats["funnel"]["runs_of_tb2_tasks"] == 2 and stats["funnel"]["by_source"]["openclaw"]["runs"] == 1
     assert stats["funnel"]["by_source"]["openclaw"]["runs_of_tb2_tasks"] == 2
     assert "Funnel of source openclaw (manifest.toml)" in "\n".join(render_stats(stats))
+
+
+def test_validate_may_be_given_the_tasks_whose_states_it_runs(tmp_path: Path, sources: dict[str, Any]) -> None:
+    # After one task's image is rebuilt, Stage IV again on its states only; a task the manifest
+    # does not have is named with those it has, and --task alone (nothing to validate) is refused.
+    directory = _write(tmp_path / "tiny", _manifest(sources))
+    given = ["--source", f"bench={sources['tasks']}", "--source", f"collection={sources['runs']}"]
+    assert cli_main(["dataset", "build", str(directory), *given, "--task", "tiny-task"]) == 2
+    with pytest.raises(ConfigError, match=r"--task other-task: not a task of .*manifest.toml \(tiny-task\)"):
+        build(directory, {"bench": sources["tasks"], "collection": sources["runs"]}, validate=True,
+              progress=lambda _: None, tasks=frozenset({"other-task"}))

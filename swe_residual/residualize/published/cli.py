@@ -23,8 +23,10 @@ def _build(args: argparse.Namespace) -> int:
     from swe_residual.environments.machine_trust import choose_trust
     from swe_residual.residualize.published.materialise import build
 
+    if args.task and not args.validate:
+        raise ConfigError("--task chooses the states --validate runs Stage IV on: give --validate too")
     report = build(Path(args.dataset), _sources(args.source), validate=args.validate, backend_name=args.backend,
-                   machine_trust=choose_trust(args.machine_trust, Path.cwd()))
+                   machine_trust=choose_trust(args.machine_trust, Path.cwd()), tasks=frozenset(args.task) or None)
     for problem in report.problems:
         print(f"problem: {problem}")
     if args.validate:
@@ -52,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     build.add_argument("--validate", action="store_true",
                        help="then run Stage IV again on every state (verifier fails, oracle solves, two replays "
                             "agree, replayed pane matches) and compare with the manifest; exit 1 on a difference")
+    build.add_argument("--task", action="append", default=[], metavar="ID",
+                       help="with --validate: only the states of this task (repeatable), e.g. after its image "
+                            "was rebuilt")
     build.add_argument("--backend", default="docker", help="backend for --validate (default docker)")
     build.add_argument("--machine-trust", metavar="auto|none|PATH", help=TRUST_HELP)
     build.set_defaults(func=_build)

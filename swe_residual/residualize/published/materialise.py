@@ -138,8 +138,15 @@ def _write_state(manifest: Manifest, state: StateRef, repo: Path, directory: Pat
 
 
 def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, backend_name: str = "docker",
-          progress: Callable[[str], None] = print, machine_trust: str | None = None) -> BuildReport:
+          progress: Callable[[str], None] = print, machine_trust: str | None = None,
+          tasks: frozenset[str] | None = None) -> BuildReport:
+    """Write the tasks and states; with `validate`, Stage IV again on the states (of `tasks` only,
+    when given)."""
     manifest = read_manifest(directory)
+    unknown = sorted(set(tasks or ()) - set(manifest.tasks))
+    if unknown:
+        raise ConfigError(f"--task {', '.join(unknown)}: not a task of {directory / 'manifest.toml'} "
+                          f"({', '.join(sorted(manifest.tasks))})")
     repos = _sources(manifest, sources)
     report = BuildReport()
     for name in manifest.sources:
@@ -155,7 +162,7 @@ def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, 
         from swe_residual.residualize.published.revalidate import revalidate
 
         report.validation = revalidate(directory, manifest, backend_name=backend_name, progress=progress,
-                                       machine_trust=machine_trust)
+                                       machine_trust=machine_trust, tasks=tasks)
         report.problems = [f"{key}: {result['problem']}" for key, result in report.validation.items()
                            if result.get("problem")]
     return report

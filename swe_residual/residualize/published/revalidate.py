@@ -20,7 +20,8 @@ from swe_residual.residualize.workdir import RECORDED_PANE, RunRef
 
 
 def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "docker",
-               progress: Callable[[str], None] = print, machine_trust: str | None = None) -> dict[str, dict[str, Any]]:
+               progress: Callable[[str], None] = print, machine_trust: str | None = None,
+               tasks: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
     dataset = load_dataset(directory)
     recorded = {f"{s.task_id}/{s.state_id}": s for s in manifest.states}
     backend = make_backend(backend_name, run_id="dataset-validate", machine_trust=machine_trust)
@@ -29,6 +30,8 @@ def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "dock
     results: dict[str, dict[str, Any]] = {}
     try:
         for entry in dataset.entries:
+            if tasks is not None and entry.task.id not in tasks:
+                continue
             for state in entry.states:
                 key = f"{entry.task.id}/{state.id}"
                 if key not in recorded:
