@@ -8,6 +8,8 @@ no container or temporary image of this process left, and no untagged image this
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import secrets
@@ -518,6 +520,19 @@ def test_files_are_binary_safe(backend: DockerBackend, task: Task) -> None:
         assert env.read_file(f"{env.scratch_dir}/x") == b""
         with pytest.raises(FileNotFoundError):
             env.read_file("missing.txt")
+
+
+def test_more_cpus_than_the_engine_has_are_all_it_has(backend: DockerBackend, task: Task) -> None:
+    # A published task asks for what its authors' machine had (mcmc-sampling-stan: 4); the engine
+    # refuses a container asking for more CPUs than it has: the container gets all of them.
+    said: list[str] = []
+    backend.progress = said.append
+    engine_cpus = int(backend.client.info()["NCPU"])
+    greedy = dataclasses.replace(task, config=dataclasses.replace(task.config, cpus=engine_cpus + 62))
+    with backend.start(greedy, None, _spec("greedy")) as env:
+        assert _inspect(env.container_id)["HostConfig"]["NanoCpus"] == engine_cpus * 1_000_000_000
+    assert [line for line in said if "cpus" in line] == [
+        f"{task.id}: [environment] cpus = {engine_cpus + 62}, but the engine has {engine_cpus}: its containers get {engine_cpus}"]
 
 
 def test_network_none_and_limits(backend: DockerBackend, task: Task) -> None:

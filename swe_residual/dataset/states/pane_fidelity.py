@@ -12,7 +12,8 @@ between any two machines or moments is set aside (the tolerance rule):
 - the `; tmux wait -S done` Terminal-Bench appended to a blocking command it typed (the replay
   types the command as the agent wrote it), with the line break tmux put inside or after it when
   the suffix took the line past the pane's width;
-- `df`'s sizes (the host's disk) and the header's spacing they set;
+- `df`'s sizes (the host's disk), the header's spacing they set, and the container root's file
+  system (the engine's storage driver);
 - trailing spaces and trailing blank lines;
 - in an `ls -l` line, the size of a file whose content the two replays themselves did not
   reproduce (Stage IV's `content_differs`: samples drawn without a seed, a key made again): the
@@ -40,10 +41,11 @@ _MASKS = (
     (re.compile(r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+\d{1,2}\s+"
                 r"(?:\d{2}:\d{2}(?::\d{2})?(?:\s+\d{4})?|\d{4})\b"), "<DATE>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}\b"), "<TIME>"),
-    # `df`: the sizes are the host's disk (a container's overlay is the engine's file system), and
-    # the header's spacing follows the widest figure
+    # `df`: the sizes are the host's disk, and the header's spacing follows the widest figure; the
+    # container's root is the engine's storage driver (`overlay`, `fuse-overlayfs`)
     (re.compile(r"^Filesystem\s+(\S+)\s+Used\s+(Avail\S*)\s+(Use%|Capacity)\s+Mounted on$"), r"Filesystem \1 Used \2 \3 Mounted on"),
-    (re.compile(r"^(\S+)\s+(?:[\d.,]+[KMGTPE]?i?\s+){3}\d+%\s+(/\S*)$"), r"\1 <DF-SIZES> \2"),
+    (re.compile(r"^\S+\s+(?:[\d.,]+[KMGTPE]?i?\s+){3}\d+%\s+/$"), "<ROOT-FS> <DF-SIZES> /"),
+    (re.compile(r"^(\S+)\s+(?:[\d.,]+[KMGTPE]?i?\s+){3}\d+%\s+(/\S+)$"), r"\1 <DF-SIZES> \2"),
 )
 
 

@@ -99,6 +99,8 @@ class DockerBackend:
             machine_trust or choose_trust(None, Path.cwd()), local_engine=local_engine(engine_url))
         self.client = client or connect(engine_url)
         self.token = secrets.token_hex(6)  # this backend instance, for close()
+        self._engine_cpus: float | None = None  # asked of the engine once, when a task asks for CPUs
+        self._cpus_capped: set[str] = set()  # the tasks already told they get fewer
         self.closed = False
         self._containers: set[str] = set()
         self._temp_images: set[str] = set()
@@ -371,6 +373,26 @@ class DockerBackend:
         environment.base_image = self.task_image(task).image_id
         return environment
 
+    def _cpus_for(self, task: Task, wanted: float | None) -> float | None:
+        """`wanted` CPUs, or all the engine has when it has fewer. Published tasks ask for what
+        the machines they were made on had (mcmc-sampling-stan: 4); the engine refuses a container
+        asking for more CPUs than it has, and Harbor's compose runtime would fail there too. The
+        container gets every CPU instead, and the run says so once per task."""
+        if not wanted:
+            return wanted
+        if self._engine_cpus is None:
+            try:
+                self._engine_cpus = float(self.client.info().get("NCPU") or 0)
+            except ENGINE_EXCEPTIONS:
+                self._engine_cpus = 0.0
+        if self._engine_cpus and wanted > self._engine_cpus:
+            if task.id not in self._cpus_capped:
+                self._cpus_capped.add(task.id)
+                self.progress(f"{task.id}: [environment] cpus = {wanted:g}, but the engine has {self._engine_cpus:g}: "
+                              f"its containers get {self._engine_cpus:g}")
+            return self._engine_cpus
+        return wanted
+
     def start_container(
         self, image: str, task: Task, spec: StartSpec, network: str, head: str | None, *,
         cpus: float | None = None, memory_mb: int | None = None, env: dict[str, str] | None = None,
@@ -386,7 +408,7 @@ class DockerBackend:
         name = f"swe-residual-{images.slug(spec.item_id, 80)}-{secrets.token_hex(4)}"
         labels = {**hygiene.container_labels(kind, spec.item_id, spec.run_id, self.token),
                   f"{LABEL}.attempt": str(spec.attempt)}
-        cpus = cpus if cpus is not None else config.cpus
+        cpus = self._cpus_for(task, cpus if cpus is not None else config.cpus)
         memory_mb = memory_mb if memory_mb is not None else config.memory_mb
         # `[environment] storage_mb` bounds the agent's container: its scratch tmpfs is sized to
         # it, the engine's quota holds the writable layer where it has one, the runner watches
