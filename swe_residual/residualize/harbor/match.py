@@ -64,8 +64,9 @@ def checksum_problem(trial: HarborTrial, directory: Path, checksums: Checksums, 
         return f"the checksum of {directory} cannot be computed here: {exc}"
     if trial.task_checksum in found:
         return None
-    return (f"task_checksum {trial.task_checksum[:16]} in result.json differs from {directory}'s "
-            f"{found[0][:16]}: the task changed since the trial ran, or another task has its name")
+    # The folder by its name: the note is recorded with the run, and the path is this machine's.
+    return (f"task_checksum {trial.task_checksum[:16]} in result.json differs from {found[0][:16]}, the "
+            f"dataset's {directory.name}: the task changed since the trial ran, or another task has its name")
 
 
 def pick(trial: HarborTrial, candidates: Iterable[tuple[Path, bool]], checksums: Checksums) -> tuple[Path | None, str]:

@@ -163,13 +163,17 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
         manifest["tasks"][task_id] = {"source": tasks_name, "path": folder,
                                       "sha256": git_source.folder_checksum(contents), "version": "published",
                                       "licence": tasks_source.get("licence", "not stated")}
+    tasks_reference = f"{tasks_source['repository']}@{tasks_source['commit'][:12]}:{tasks_source['tasks']}"
     for candidate in included:
         task_id, state_id = candidate["task"], candidate["state"]
         state_dir = built / task_id / "residual" / state_id
         state = tomllib.loads((state_dir / "state.toml").read_text(encoding="utf-8"))
         state = _portable(state, local_runs, runs_reference)
+        given_dataset = ""  # the import's --dataset as it was typed
         if "import" in state.get("provenance", {}):
-            state["provenance"]["import"]["command"] = re.sub(r" --dataset \S+", "", state["provenance"]["import"]["command"])
+            command = state["provenance"]["import"]["command"]
+            given_dataset = (re.search(r" --dataset (\S+)", command) or [None, ""])[1]
+            state["provenance"]["import"]["command"] = re.sub(r" --dataset \S+", "", command)
         run_dir = work / candidate["run"]
         run = read_record(json.loads((run_dir / "record.json").read_text(encoding="utf-8")))
         facts = stage_one(run).get("source") or {}
@@ -192,6 +196,10 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
             "stage_iii": _review(packet) if packet.is_file() else {},
             "state": state,
         }
+        # The import's --dataset (this machine's folder of the tasks) named as the tasks' repository.
+        for folder in (str(generate.get("dataset") or ""), given_dataset):
+            if folder.strip("./"):  # `.` alone would be found everywhere
+                entry = _portable(entry, folder, tasks_reference)
         manifest["states"][f"{task_id}/{state_id}"] = entry
     review_file = work / "review.json"  # Stage III's own count (Stage IV may not have run them all yet)
     review = json.loads(review_file.read_text(encoding="utf-8")) if review_file.is_file() else None
@@ -206,7 +214,6 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
         **({"stage_iii_rejected": len(review["rejected"])} if review else {}),
         "stage_iv": {label: table5["table5"]["total"][row] for row, label in TABLE5_ROWS},
     }
-    tasks_reference = f"{tasks_source['repository']}@{tasks_source['commit'][:12]}:{tasks_source['tasks']}"
     notes = tomllib.loads(sources_file.read_text(encoding="utf-8")).get("notes") or {}
     manifest["candidates"] = {
         f"{c['task']}/{c['candidate']}": _portable({k: v for k, v in {
