@@ -30,6 +30,7 @@ def _existing() -> dict[str, Any]:
                        f"slow/{PRED}-a1": {"category": "stage_iv_not_finished"},
                        f"new/{PRED}-a1": {"category": "replay_failed"},
                        f"dull/{PRED}-a1": {"category": "stage_iii_rejected"},
+                       f"gone/{PRED}-a1": {"category": "replay_failed"},  # Stage II excludes it now
                        "other/openclaw-a1": {"category": "included"}},
         "funnel": {"runs": 9, "stage_iv": {"Included": 2}},
         "funnels": {"runs-b": {"runs": 3, "stage_iv": {"Included": 1}}},
@@ -53,6 +54,7 @@ def test_rows_not_judged_again_are_kept_and_the_funnel_counts_them_all() -> None
     assert sorted(merged["states"]) == [f"kept/{PRED}-1", f"new/{PRED}-1", "other/openclaw-1"]
     assert sorted(merged["tasks"]) == ["kept", "new", "other"]
     assert merged["candidates"][f"slow/{PRED}-a1"] == {"category": "stage_iv_not_finished"}
+    assert f"gone/{PRED}-a1" not in merged["candidates"] and "other/openclaw-a1" in merged["candidates"]
     # kept, lost, slow, new passed review (dull was rejected); 2 included, 1 replay failed.
     assert merged["funnel"]["stage_iv"]["Passed human review"] == 4
     assert merged["funnel"]["stage_iv"]["Included"] == 2

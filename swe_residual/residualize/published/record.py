@@ -96,6 +96,11 @@ def _stage_iv_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
             for row, label in TABLE5_ROWS}
 
 
+def _predecessor_of(candidate_key: str) -> str:
+    """`task/terminus__m-a2` -> `terminus__m`."""
+    return re.sub(r"-a\d+$", "", candidate_key.split("/", 1)[-1])
+
+
 def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str, source_keys: set[str]) -> dict[str, Any]:
     """`new` (one source of runs) added to a manifest recorded before: sources, tasks, states and
     candidates joined, its funnel under `[funnels.<source>]` (or `[funnel]` when it is the source
@@ -103,12 +108,20 @@ def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str, sourc
 
     The work directory may have run Stage IV again on some of the source's candidates only
     (`residualize build --task`): the others keep their recorded rows, a candidate judged anew
-    replaces its row, and a state it no longer yields is dropped; the funnel's Stage IV is
+    replaces its row, and a state it no longer yields is dropped; a row of the source's
+    predecessors that is no longer a Stage II candidate is dropped; the funnel's Stage IV is
     counted from all the source's rows (`source_keys`: its Stage II candidates)."""
     merged = dict(existing)
     for key in ("sources", "tasks", "states", "candidates"):
         merged[key] = {**(existing.get(key) or {}), **new[key]}
     judged_anew = {key for key, row in new["candidates"].items() if row.get("category") != STAGE_III_REJECTED}
+    # A row of one of this source's predecessors that Stage II no longer makes a candidate (a rule
+    # changed since it was recorded) goes, with the state it gave.
+    ours = source_keys | set(new["candidates"])
+    predecessors = {_predecessor_of(key) for key in ours}
+    for key in [key for key in merged["candidates"] if _predecessor_of(key) in predecessors and key not in ours]:
+        del merged["candidates"][key]
+        judged_anew.add(key)
     for key, entry in list(merged["states"].items()):
         candidate = f"{key.split('/', 1)[0]}/{(entry.get('state') or {}).get('provenance', {}).get('candidate', '')}"
         if candidate in judged_anew and key not in new["states"]:
