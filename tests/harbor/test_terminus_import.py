@@ -90,6 +90,12 @@ def test_the_pane_log_is_rendered_as_the_screen_it_left(tmp_path: Path) -> None:
     assert (run / "recorded-pane.txt").read_bytes() == recorded_screen(trial)
     provenance = json.loads((run / "record.json").read_text())["residualize"]["import"]
     assert provenance["pane"] == "agent/terminus_2.pane (rendered on a 160x40 terminal)"
+    # A binary file printed to the pane: control sequences no terminal parses are dropped with
+    # the rest of their line, and what follows is rendered.
+    (trial / "agent" / "terminus_2.pane").write_bytes(
+        log.encode() + b"cat secret.zip\r\nPK\x03\x04\xc2\x9b8K\x00\r\n" + prompt.encode() + b"echo done\r\ndone\r\n"
+        + prompt.encode())
+    assert recorded_screen(trial).decode().splitlines()[-2:] == ["done", "root@4f1c2a9e0b7d:/app#"]
     (trial / "agent" / "terminus_2.pane").unlink()
     assert recorded_screen(trial) is None
 

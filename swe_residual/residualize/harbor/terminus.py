@@ -175,7 +175,15 @@ def recorded_screen(trial_dir: Path) -> bytes | None:
     if not log.is_file():
         return None
     screen = pyte.Screen(PANE_COLUMNS, PANE_ROWS)
-    pyte.Stream(screen).feed(log.read_bytes().decode("utf-8", errors="replace"))
+    stream = pyte.Stream(screen)
+    for piece in log.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True):
+        try:
+            stream.feed(piece)
+        except Exception:  # noqa: BLE001 - the emulator's own fault on bytes no terminal would parse
+            # A binary file printed to the pane (`cat` of an archive) makes control sequences the
+            # emulator fails on; a terminal drops them. The rest of that line is dropped with
+            # them and the parser starts again on the same screen.
+            stream = pyte.Stream(screen)
     rows = [row.rstrip() for row in screen.display]
     while rows and not rows[-1]:
         rows.pop()
