@@ -266,3 +266,24 @@ def test_a_keystroke_state_is_not_exported_as_an_image(tmp_path: Path) -> None:
     assert summary["exported"] == {"clean": 1, "residual": 0}
     assert [s["state"] for s in summary["skipped"]] == ["terminus-1"]
     assert "keystrokes typed into a terminal session" in summary["skipped"][0]["reason"]
+
+
+def test_a_harbor_result_whose_tests_never_ran_is_no_verdict(exported: dict[str, Path], tmp_path: Path) -> None:
+    """`import harbor-results` applies Stage I's rule: a test.sh that writes a CTRF report and a
+    verifier that left none wrote a reward without a test run (an apt failure before pytest)."""
+    clean, residual = exported["export"] / "calc", exported["export"] / "calc--drafter-1"
+    for start in (clean, residual):
+        test_sh = start / "tests" / "test.sh"
+        test_sh.write_text(test_sh.read_text() + "\n# uvx -w pytest-json-ctrf pytest --ctrf /logs/verifier/ctrf.json\n")
+    job = exported["jobs"] / "job"
+    crashed = _run_trial(job, "a_crashed", clean)
+    (crashed / "verifier" / "test-stdout.txt").write_text("/tests/test.sh: line 20: uvx: command not found\n")
+    tested = _run_trial(job, "b_tested", residual)
+    (tested / "verifier" / "ctrf.json").write_text(json.dumps({"results": {"tests": [
+        {"name": "test_outputs.py::test_sum", "status": "failed"}]}}))
+    found = read_harbor_results(exported["jobs"], [exported["export"]], run_id="r", run_dir=tmp_path / "run")
+    verdicts = {r.start: (r.outcome, r.reward, r.error) for r in found.records}
+    assert verdicts["residual"] == ("failure", 0.0, None)
+    outcome, reward, error = verdicts["clean"]
+    assert (outcome, reward) == ("infra_error", None)
+    assert error is not None and "tests did not run" in error and "uvx: command not found" in error

@@ -34,7 +34,7 @@ from swe_residual.dataset.harbor_layout import HarborTrial, format_time, read_jo
 from swe_residual.residualize.harbor.match import Checksums, export_source, local_task_dir, pick
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
-from swe_residual.residualize.harbor.terminus import PANE_COLUMNS, PANE_LOG, PANE_ROWS, read_keystrokes, recorded_screen
+from swe_residual.residualize.harbor.terminus import PANE_HEIGHT, PANE_LOG, PANE_WIDTH, read_keystrokes, recorded_screen
 from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
 from swe_residual.dataset.task import Task
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
@@ -118,13 +118,13 @@ def trial_tests(trial: HarborTrial) -> dict[str, str] | None:
     return dict(sorted(tests.items())) or None
 
 
-def tests_did_not_run(trial: HarborTrial, task: Task, tests: dict[str, str] | None) -> str | None:
+def tests_did_not_run(trial: HarborTrial, test_sh: Path, tests: dict[str, str] | None) -> str | None:
     """Why a trial's reward is no verdict though the verifier wrote one, else None.
 
     A Terminal-Bench test.sh installs its tools (curl, uv) and then runs pytest with a CTRF
     report; when the installation fails it still writes reward 0, with no test run. A task whose
-    test.sh writes a CTRF report and a trial whose verifier left none: its tests did not run."""
-    test_sh = task.tests_dir / "test.sh"
+    test.sh (``test_sh``) writes a CTRF report and a trial whose verifier left none: its tests did
+    not run. Both readers of Harbor trials use it: Stage I's import and `import harbor-results`."""
     if tests is not None or trial.reward is None or not test_sh.is_file():
         return None
     if "ctrf" not in test_sh.read_text(encoding="utf-8", errors="replace"):
@@ -165,7 +165,7 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         termination = Termination.AGENT_ERROR
     reward = trial.reward
     tests = trial_tests(trial)
-    untested = tests_did_not_run(trial, task, tests)
+    untested = tests_did_not_run(trial, task.tests_dir / "test.sh", tests)
     outcome = Outcome.INFRA_ERROR if untested else outcome_of(termination, reward)
     error = None
     if trial.exception_type:
@@ -216,7 +216,7 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
             provenance["commands"] = keys.source
             pane = recorded_screen(trial.path)
             if pane is not None:
-                provenance["pane"] = f"{PANE_LOG} (rendered on a {PANE_COLUMNS}x{PANE_ROWS} terminal)"
+                provenance["pane"] = f"{PANE_LOG} (rendered on a {PANE_WIDTH}x{PANE_HEIGHT} terminal)"
         elif tools is not None:
             provenance["commands"] = tools.source
             provenance["tool_calls"] = tools.counts

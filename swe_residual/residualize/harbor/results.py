@@ -36,7 +36,7 @@ from swe_residual.dataset.states.diffparse import changed_files
 from swe_residual.residualize.harbor.export_states import PATCH_NAME
 from swe_residual.agents.atif import read_atif
 from swe_residual.residualize.harbor.jobs import (
-    DEFAULT_PATCH, identity_of, outcome_of, termination_of, trial_durations, trial_tests,
+    DEFAULT_PATCH, identity_of, outcome_of, termination_of, tests_did_not_run, trial_durations, trial_tests,
 )
 from swe_residual.dataset.harbor_layout import HarborTrial, read_jobs, read_object
 from swe_residual.residualize.harbor.match import Checksums, local_task_dir, pick
@@ -134,11 +134,15 @@ def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir
     agent = identity_of(trial, "agent+model")
     reward = trial.reward
     termination = termination_of(trial.exception_type)
-    outcome = outcome_of(termination, reward)
+    tests = trial_tests(trial)
+    untested = tests_did_not_run(trial, source.directory / "tests" / "test.sh", tests)
+    outcome = Outcome.INFRA_ERROR if untested else outcome_of(termination, reward)
     valid = outcome != Outcome.INFRA_ERROR
     error = None
     if not valid:
-        error = f"harbor: {trial.exception_type or 'no valid reward'}: {(trial.exception_message or '').strip()[:500]}"
+        error = f"harbor: {untested or trial.exception_type or 'no valid reward'}"
+        if not untested:
+            error += f": {(trial.exception_message or '').strip()[:500]}"
     final_patch = None
     if source.track == Track.REPO:
         found = next((path for path in map(trial.artifact, source.patch_sources) if path is not None), None)
@@ -161,7 +165,7 @@ def trial_record(trial: HarborTrial, source: ExportedStart, run_id: str, run_dir
         state=source.state, predecessor=source.predecessor,
         outcome=outcome, reward=reward if valid else None,
         submitted=termination == Termination.SUBMITTED, termination=termination,
-        tests=trial_tests(trial) if valid else None, initial_tests=None,
+        tests=tests if valid else None, initial_tests=None,
         steps=len(trajectory.steps) if trajectory is not None else None,
         final_patch=final_patch, trajectory=steps_file.as_posix() if steps_file is not None else None,
         attempts=(Attempt(attempt=1, outcome=outcome, termination=termination, error=error),),

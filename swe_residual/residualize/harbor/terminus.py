@@ -158,8 +158,6 @@ def read_keystrokes(trial_dir: Path) -> Keystrokes | None:
     return None
 
 
-# Terminus-2's tmux pane size, the replay's too.
-PANE_COLUMNS, PANE_ROWS = PANE_WIDTH, PANE_HEIGHT
 # What Terminus-2 logs of its pane: everything the pane printed (`tmux pipe-pane 'cat > FILE'`).
 PANE_LOG = "agent/terminus_2.pane"
 
@@ -174,7 +172,7 @@ def recorded_screen(trial_dir: Path) -> bytes | None:
     log = trial_dir / PANE_LOG
     if not log.is_file():
         return None
-    screen = pyte.Screen(PANE_COLUMNS, PANE_ROWS)
+    screen = pyte.Screen(PANE_WIDTH, PANE_HEIGHT)
     stream = pyte.Stream(screen)
     for piece in log.read_bytes().decode("utf-8", errors="replace").splitlines(keepends=True):
         try:
