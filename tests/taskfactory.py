@@ -251,15 +251,58 @@ def assert_replayed_as_recorded(environment) -> None:
     assert first.strip() and environment.exec("cat /app/tick").stdout != first
 
 
+MACHINE_TASK_HEAD = "ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${BASE_IMAGE}\n"
+TMUX_INSTALL = "RUN apt-get update -qq && apt-get install -y -qq tmux >/dev/null\n"
+# An image of a tmux task's first steps, kept as a cache as the base image is (tagged and
+# labelled, never dangling): each test removes its task's image when done, and with it the tmux
+# layer unless another image holds it; held here, every later tmux task builds from the engine's
+# cache instead of installing tmux again (tens of seconds each, seven tests).
+TMUX_LAYER = "swe-residual-test:tmux-layer"
+_tmux_layer_kept = False
+
+
+def keep_tmux_layer() -> None:
+    """For a docker test about to build a tmux task (make_machine_task writes the task only:
+    `unit` tests write them too). Builds TMUX_LAYER once per process (a second worker's build is a cache hit), the same
+    way the backend builds a task (the engine's classic builder), so their layers are shared."""
+    global _tmux_layer_kept
+    if _tmux_layer_kept:
+        return
+    import fcntl
+    import io
+    import tempfile
+
+    import docker
+
+    from swe_residual.environments.docker.base_image import ensure_base_image
+
+    ensure_base_image(progress=lambda _line: None)
+    client = docker.from_env()
+    # One build at a time across xdist workers: two at once would each tag an image, and the
+    # first one's would be left untagged (dangling).
+    lock_path = Path(tempfile.gettempdir()) / "swe-residual-test-tmux-layer.lock"
+    try:
+        with lock_path.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not client.api.images(name=TMUX_LAYER, quiet=True):
+                dockerfile = io.BytesIO((MACHINE_TASK_HEAD + TMUX_INSTALL).encode())
+                for chunk in client.api.build(fileobj=dockerfile, tag=TMUX_LAYER, rm=True, forcerm=True,
+                                              labels={"swe-residual.test": "tmux-layer"}, decode=True):
+                    if "error" in chunk:
+                        raise RuntimeError(f"building {TMUX_LAYER} failed: {chunk['error']}")
+    finally:
+        client.close()
+    _tmux_layer_kept = True
+
+
 def make_machine_task(root: Path, task_id: str, commands: list[dict] | None, *, tmux: bool) -> Path:
     """A machine-track task (FROM the base image, tmux installed when `tmux`) whose verifier
     fails unless the reference solution ran (it leaves /app/solved); with `commands`, one state
     `terminus-1` of those interactions."""
     task = root / task_id
     (task / "environment").mkdir(parents=True)
-    install = "RUN apt-get update -qq && apt-get install -y -qq tmux >/dev/null\n" if tmux else ""
     (task / "environment" / "Dockerfile").write_text(
-        f"ARG BASE_IMAGE=swe-residual-base:bookworm\nFROM ${{BASE_IMAGE}}\n{install}RUN mkdir -p /app\nWORKDIR /app\n")
+        f"{MACHINE_TASK_HEAD}{TMUX_INSTALL if tmux else ''}RUN mkdir -p /app\nWORKDIR /app\n")
     (task / "task.toml").write_text(textwrap.dedent(f"""\
         schema_version = "1.3"
         [task]

@@ -332,11 +332,12 @@ echo "<testsuites><testsuite name='t'><testcase classname='t' name='test_solved_
 
 def test_terminus_2_starts_its_own_session_beside_the_predecessor_s_live_one(harbor_ready, backend,
                                                                             tmp_path: Path) -> None:
-    from taskfactory import make_machine_task
+    from taskfactory import keep_tmux_layer, make_machine_task
 
     from swe_residual.environments.docker import remove_cached_images
 
     task_id = f"ticker-{os.getpid()}"
+    keep_tmux_layer()
     path = make_machine_task(tmp_path / "data", task_id, [{"keystrokes": TICKER, "duration_sec": 0.5}], tmux=True)
     (path / "tests" / "test.sh").write_text(TICKING_TEST_SH)
     try:

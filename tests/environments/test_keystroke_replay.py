@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
-from taskfactory import assert_replayed_as_recorded, make_machine_task
+from taskfactory import assert_replayed_as_recorded, keep_tmux_layer, make_machine_task
 
 from swe_residual.environments.base import StartSpec
 from swe_residual.environments.docker import DockerBackend, remove_cached_images
@@ -52,6 +52,7 @@ def task_id(base_image: str) -> Iterator[str]:
 
 @pytest.mark.slow
 def test_keystrokes_replay_through_tmux_with_a_foreground_server_left_running(tmp_path: Path, task_id: str) -> None:
+    keep_tmux_layer()
     task = load_task(make_machine_task(tmp_path, task_id, KEYSTROKES, tmux=True))
     state = load_state(task, task.path / "residual" / "terminus-1")
     with DockerBackend(cache_dir=tmp_path / "cache", progress=lambda _: None, run_id="keys") as backend:
@@ -138,6 +139,7 @@ WAITING = [
 @pytest.mark.slow
 def test_replay_waits_for_each_command_and_is_bounded_for_one_that_never_returns(tmp_path: Path,
                                                                                    task_id: str) -> None:
+    keep_tmux_layer()
     task = load_task(make_machine_task(tmp_path, task_id, WAITING, tmux=True))
     state = load_state(task, task.path / "residual" / "terminus-1")
     with DockerBackend(cache_dir=tmp_path / "cache", progress=lambda _: None, run_id="keys") as backend:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from dockerneeded import docker_test, engine_needed  # noqa: F401 - engine_needed is autouse
 
-from taskfactory import make_machine_task
+from taskfactory import keep_tmux_layer, make_machine_task
 
 from swe_residual.dataset.task import Task, load_task
 from swe_residual.environments.base import StartSpec
@@ -97,6 +97,7 @@ FINGERPRINT = ("cd / && sha256sum etc/app.conf srv/data/numbers.txt && ls -la --
 def machine_task(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Task]:
     ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
     task_id = f"restore-{secrets.token_hex(3)}"
+    keep_tmux_layer()
     root = make_machine_task(tmp_path_factory.mktemp("restore"), task_id, FILES_ONLY, tmux=True)
     server = root / "residual" / "server-1"
     server.mkdir(parents=True)

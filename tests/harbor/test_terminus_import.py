@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from dockerneeded import _check_engine, requires_docker
 from harborjobs import machine_task_id, terminus_atif, write_episodes, write_trial  # noqa: F401  (a fixture)
-from taskfactory import assert_replayed_as_recorded, make_machine_task, make_task
+from taskfactory import assert_replayed_as_recorded, keep_tmux_layer, make_machine_task, make_task
 
 from swe_residual.cli.main import main as cli_main
 from swe_residual.residualize.harbor.export import export_dataset
@@ -226,6 +226,7 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
 
     ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
     dataset = tmp_path / "dataset"
+    keep_tmux_layer()
     task_dir = make_machine_task(dataset, machine_task_id, None, tmux=True)
     _terminus_trial(tmp_path / "jobs" / "job", f"{machine_task_id}__1", task_dir)
     work, out = tmp_path / "work", tmp_path / "out"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
-from taskfactory import make_machine_task
+from taskfactory import keep_tmux_layer, make_machine_task
 
 from swe_residual.cli.main import main as cli_main
 from swe_residual.environments.docker import remove_cached_images
@@ -56,6 +56,7 @@ def _trial(runs: Path, name: str, keys: list[str], pane: str) -> None:
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
     ensure_base_image(progress=lambda line: print(line, file=sys.stderr))
     root = tmp_path_factory.mktemp("fidelity")
+    keep_tmux_layer()
     make_machine_task(root / "dataset", "serve-files", None, tmux=True)
     _trial(root / "runs", "serve-files.1-of-2", KEYS, REPRODUCED)
     _trial(root / "runs", "serve-files.2-of-2", DRIFTED_KEYS, DRIFTED)

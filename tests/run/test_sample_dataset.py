@@ -28,9 +28,12 @@ def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     out = tmp_path_factory.mktemp("sample-run")
     cache = tmp_path_factory.mktemp("cache")
     run_id = f"sample-{backend}-{uuid.uuid4().hex[:8]}"  # unique: the containers' label names it
+    # On docker as the README's first command runs it, one worker per core (its items wait on
+    # containers more than they compute); on the host serially, as the quick look runs.
+    workers = ["-n", "2"] if backend == "docker" else []
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--agent=oracle", "--agent=noop", f"--backend={backend}",
-         f"--results-dir={out}", f"--run-id={run_id}", "-q", "-p", "no:cacheprovider"],
+         f"--results-dir={out}", f"--run-id={run_id}", "-q", "-p", "no:cacheprovider", *workers],
         cwd=REPO_ROOT, capture_output=True, text=True, env={**os.environ, "SWE_RESIDUAL_CACHE": str(cache)},
         timeout=1500,
     )

@@ -50,7 +50,7 @@ def test_the_tolerance_rule_masks_what_differs_between_moments() -> None:
     assert first_divergence(recorded, replayed) is None
     # Anything else is compared as written: another size is a divergence.
     assert first_divergence(recorded, replayed.replace("1704", "1700")) == Divergence(
-        2, "-rw------- 1 root root 1704 <DATE> server.key", "-rw------- 1 root root 1700 <DATE> server.key")
+        2, "-rw------- <LINKS> root root 1704 <DATE> server.key", "-rw------- <LINKS> root root 1700 <DATE> server.key")
 
 
 def test_the_harness_suffix_is_dropped_where_tmux_wrapped_it() -> None:
@@ -78,8 +78,8 @@ def test_the_size_of_a_file_the_replays_did_not_reproduce_is_masked_in_ls_lines(
     replayed = LS_RECORDED.replace(" 3771 ", " 3790 ")
     assert first_divergence(LS_RECORDED, replayed, unstable_files=("/app/exponential_samples.txt",)) is None
     assert first_divergence(LS_RECORDED, replayed) == Divergence(
-        2, "-rw-r--r-- 1 root root  3771 <DATE> exponential_samples.txt",
-        "-rw-r--r-- 1 root root  3790 <DATE> exponential_samples.txt")
+        2, "-rw-r--r-- <LINKS> root root 3771 <DATE> exponential_samples.txt",
+        "-rw-r--r-- <LINKS> root root 3790 <DATE> exponential_samples.txt")
 
 
 def test_only_the_unstable_files_size_is_masked() -> None:
@@ -105,3 +105,21 @@ def test_df_sizes_are_the_hosts_disk() -> None:
     mounted = "Filesystem     1K-blocks  Used Available Use% Mounted on\n{} 65536  0 65536  0% /data\n"
     assert first_divergence(mounted.format("tmpfs"), mounted.format("shm")) is not None
     assert first_divergence(recorded, replayed.replace("5% /", "5% /data")) is not None
+
+
+def test_ls_blocks_links_and_directory_sizes_are_the_storage_drivers() -> None:
+    # A Terminus-2 pane recorded on one engine's storage (directories of 64 bytes, one link,
+    # 12 blocks in all) and the same files replayed on ext4-backed overlay.
+    recorded = ("root@5c1e470db76f:/app# ls -la /app\ntotal 12\n"
+                "drwxr-xr-x 1 root root  64 Jun 28 21:50 .\n"
+                "-rw-r--r-- 1 root root 922 Sep 13  2025 forward.py\n"
+                "-rw-r--r-- 1 root root 208 Jun 28 21:50 stolen_A1.npy\nroot@5c1e470db76f:/app#\n")
+    replayed = ("root@0a1b2c3d4e5f:/app# ls -la /app\ntotal 24\n"
+                "drwxr-xr-x 2 root root 4096 Dec  3 04:20 .\n"
+                "-rw-r--r-- 1 root root  922 Sep 13  2025 forward.py\n"
+                "-rw-r--r-- 1 root root  208 Dec  3 04:20 stolen_A1.npy\nroot@0a1b2c3d4e5f:/app#\n")
+    assert first_divergence(recorded, replayed) is None
+    # A file's size is the state's: still compared.
+    grown = replayed.replace(" 208 Dec", " 288 Dec")
+    divergence = first_divergence(recorded, grown)
+    assert divergence is not None and divergence.line == 5 and "208" in divergence.recorded

@@ -14,6 +14,8 @@ between any two machines or moments is set aside (the tolerance rule):
   the suffix took the line past the pane's width;
 - `df`'s sizes (the host's disk), the header's spacing they set, and the container root's file
   system (the engine's storage driver);
+- in `ls -l` output, what the storage driver decides: the `total` of blocks, link counts and a
+  directory's size (a file's size stays compared);
 - trailing spaces and trailing blank lines;
 - in an `ls -l` line, the size of a file whose content the two replays themselves did not
   reproduce (Stage IV's `content_differs`: samples drawn without a seed, a key made again): the
@@ -75,6 +77,25 @@ def _unwrapped(pane: str) -> str:
 LS_LONG = re.compile(r"^([-dlcbps][-rwxsStT]{9}[.+@]?)(\s+)(\d+)(\s+\S+\s+\S+\s+)(\d+)(.*)$")
 
 
+# `ls -l`: a directory's link count and size, and the `total` of blocks, depend on the storage
+# driver (overlayfs on one engine counts a directory's links as 1, on another as 2 + subdirs; a
+# directory is 4096 bytes on ext4, 64 on another), not on what the keys did.
+_LS_TOTAL = re.compile(r"^total \d+$")
+
+
+def storage_masked(line: str) -> str:
+    """An `ls -l` line (or its `total`) without what the storage driver decides."""
+    if _LS_TOTAL.match(line):
+        return "total <BLOCKS>"
+    found = LS_LONG.match(line)
+    if not found:
+        return line
+    size = "<SIZE>" if found.group(1).startswith("d") else found.group(5)
+    # single spaces: `ls` pads its columns to the widest entry, a directory's size among them
+    owners = " ".join(found.group(4).split())
+    return f"{found.group(1)} <LINKS> {owners} {size} {found.group(6).lstrip()}"
+
+
 def _unstable_size_masked(line: str, unstable_names: frozenset[str]) -> str:
     found = LS_LONG.match(line)
     if found and found.group(6).rstrip().rsplit(" ", 1)[-1] in unstable_names:
@@ -96,7 +117,8 @@ def first_divergence(recorded: str, replayed: str, last_lines: int = LAST_LINES,
     `unstable_files`: paths whose content two replays did not reproduce (their `ls -l` size is
     masked; `ls` shows a name, so the paths' last parts are what is matched)."""
     names = frozenset(path.rstrip("/").rsplit("/", 1)[-1] for path in unstable_files)
-    want, got = normalized(recorded, names)[-last_lines:], normalized(replayed, names)[-last_lines:]
+    want, got = ([storage_masked(line) for line in normalized(pane, names)][-last_lines:]
+                 for pane in (recorded, replayed))
     for number in range(max(len(want), len(got))):
         left = want[number] if number < len(want) else None
         right = got[number] if number < len(got) else None

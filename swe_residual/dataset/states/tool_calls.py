@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.errors import DatasetError
-from swe_residual.dataset.states.pane_fidelity import LS_LONG, normalized
+from swe_residual.dataset.states.pane_fidelity import normalized, storage_masked
 
 WRITE, EDIT = "write", "edit"
 # An output the agent saw through the `rich` library (mini-swe-agent's printout): tabs expanded
@@ -47,9 +47,6 @@ LAST_LINES = 10
 MAX_EDIT_OUTPUT = 64 * 1024 * 1024
 # How OpenClaw ends an exec's text: its notes about the exit, never the command's own output.
 _AGENT_NOTES = re.compile(r"(?:\n*\((?:Command exited with code -?\d+|no output)\)|\n*Command not found)\s*$")
-# `ls -l`: a directory's link count and size, and the `total` of blocks, depend on the storage
-# driver (overlayfs on one engine counts a directory's links as 1, on another as 2 + subdirs).
-_LS_TOTAL = re.compile(r"^total \d+$")
 # A Python traceback's position markers (`~~~~^^`): which lines get them depends on the version.
 _CARETS = re.compile(r"^\s*[~^]+[~^\s]*$")
 _MORE_MASKS = (
@@ -154,17 +151,7 @@ def _masked_lines(output: str) -> list[str]:
     lines = [line for line in normalized(text) if not _CARETS.match(line)]
     for pattern, replacement in _MORE_MASKS:
         lines = [pattern.sub(replacement, line) for line in lines]
-    return [_ls_masked(line) for line in lines][-LAST_LINES:]
-
-
-def _ls_masked(line: str) -> str:
-    if _LS_TOTAL.match(line):
-        return "total <BLOCKS>"
-    found = LS_LONG.match(line)
-    if not found:
-        return line
-    size = "<SIZE>" if found.group(1).startswith("d") else found.group(5)
-    return f"{found.group(1)} <LINKS>{found.group(4)}{size}{found.group(6)}"
+    return [storage_masked(line) for line in lines][-LAST_LINES:]
 
 
 def _without_names(output: str, names: list[str]) -> str:
