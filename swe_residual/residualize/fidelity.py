@@ -6,7 +6,7 @@ what every rollout gets):
 - **Two replays agree.** Each instance is summarised by a fingerprint taken right after its
   replay: the files the replay changed against the image (the engine's own `docker diff`), each
   with its kind, mode and content digest, and the processes left running (command lines, without
-  pids or times). Paths under volatile places (`/proc`, `/sys`, `/dev`, `/run`, `/tmp`,
+  pids or times, of those running `LASTING_SEC` or more). Paths under volatile places (`/proc`, `/sys`, `/dev`, `/run`, `/tmp`,
   `/var/tmp`, `/var/log`, `/var/cache`, `/root/.cache`), Python bytecode and `*.log` files are
   set aside: they change with every run whatever the state. The rule: the two replays must change the same paths,
   each with the same kind and mode, and leave the same processes; a file whose content differs
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,12 @@ _BATCH_STAT = f"xargs -r -d '\\n' -a {_LISTING} stat -c '%F|%a|%n' 2>/dev/null; 
 _BATCH_DIGEST = f"xargs -r -d '\\n' -a {_LISTING} sha256sum 2>/dev/null; s=$?; [ $s -eq 123 ] && s=0; exit $s"
 _BATCH_LINKS = f"xargs -r -d '\\n' -a {_LISTING} readlink 2>/dev/null; s=$?; [ $s -eq 123 ] && s=0; exit $s"
 _KINDS = {"regular file": "file", "regular empty file": "file", "directory": "dir", "symbolic link": "link"}
-_PROCESSES = "ps -eo args= 2>/dev/null"
+# Each process's age in seconds, then its command line. What a replay left running has run since
+# the replay ended; a loop it left (`while true; do date ...; sleep 0.1; done`) starts children
+# that live a fraction of a second, and which of them a listing catches is chance: processes
+# younger than LASTING_SEC are not the state's (listed again after that long when some were).
+_PROCESSES = "ps -eo etimes=,args= 2>/dev/null"
+LASTING_SEC = 2
 DESCRIBE_TIMEOUT_SEC = 600
 REPLAYS_DIFFER = "two replays differ"
 OUTPUT_DIFFERS = "a replayed command's output differs from the recorded one"
@@ -171,10 +177,28 @@ def fingerprint(environment: Any) -> Fingerprint:
     if present:
         gnu = environment.exec(_GNU_TOOLS, timeout_sec=60).exit_code == 0
         files.update(_described_in_batches(environment, present) if gnu else _described_one_by_one(environment, present))
-    listed = environment.exec(_PROCESSES, timeout_sec=60).stdout.splitlines()
-    # The listing's own shell and `ps` are not the state's processes.
-    processes = tuple(sorted(line.strip() for line in listed if line.strip() and "ps -eo args=" not in line))
-    return Fingerprint(files, processes)
+    return Fingerprint(files, lasting_processes(environment))
+
+
+def _aged(environment: Any) -> list[tuple[int | None, str]]:
+    """(age in seconds, or None where `ps` gives none; command line) of each process but the
+    listing's own shell and `ps`."""
+    aged: list[tuple[int | None, str]] = []
+    for line in environment.exec(_PROCESSES, timeout_sec=60).stdout.splitlines():
+        if not line.strip() or "ps -eo etimes=,args=" in line:
+            continue
+        age, _, args = line.strip().partition(" ")
+        aged.append((int(age), args.strip()) if age.isdigit() else (None, line.strip()))
+    return aged
+
+
+def lasting_processes(environment: Any, sleep: Any = time.sleep) -> tuple[str, ...]:
+    """The sorted command lines of the processes that have run LASTING_SEC or more."""
+    aged = _aged(environment)
+    if any(age is not None and age < LASTING_SEC for age, _ in aged):
+        sleep(LASTING_SEC)
+        aged = _aged(environment)
+    return tuple(sorted(args for age, args in aged if age is None or age >= LASTING_SEC))
 
 
 def compare(first: Fingerprint, second: Fingerprint) -> ReplayAgreement:

@@ -74,3 +74,16 @@ def test_batches_describe_every_path_as_the_loop_does(container: _Container) -> 
     assert batched.files["/app/link"][0] == "link" and batched.files["/app/dangling"][0] == "link"
     assert batched.files["/app/link"][2] != batched.files["/app/dangling"][2]
     print(f"fingerprint of {len(present)} paths: {batched_sec:.1f} s in batches")
+
+
+def test_a_loops_short_lived_children_are_not_the_states_processes(container: _Container) -> None:
+    # A ticker left running, as a predecessor's keys can leave one: its `date` and `sleep 0.1`
+    # come and go, and which one a listing catches is chance (two replays once differed on just
+    # that). The loop's shell and a long-lived process are the state's, listed every time.
+    loop = "while true; do date +%s%N > /tmp/tick; sleep 0.1; done"
+    container.container.exec_run(["sh", "-c", loop], detach=True)
+    container.container.exec_run(["sleep", "900"], detach=True)
+    listings = [fidelity.lasting_processes(container) for _ in range(3)]
+    assert listings[0] == listings[1] == listings[2], listings
+    assert f"sh -c {loop}" in listings[0] and "sleep 900" in listings[0] and "sleep 600" in listings[0]
+    assert not any(args in ("sleep 0.1", "date +%s%N") for args in listings[0]), listings[0]
