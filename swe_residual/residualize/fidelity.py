@@ -6,8 +6,8 @@ what every rollout gets):
 - **Two replays agree.** Each instance is summarised by a fingerprint taken right after its
   replay: the files the replay changed against the image (the engine's own `docker diff`), each
   with its kind, mode and content digest, and the processes left running (command lines, without
-  pids or times, of those running `LASTING_SEC` or more). Paths under volatile places (`/proc`, `/sys`, `/dev`, `/run`, `/tmp`,
-  `/var/tmp`, `/var/log`, `/var/cache`, `/root/.cache`), Python bytecode and `*.log` files are
+  pids or times, of those running `LASTING_SEC` or more). Paths under volatile places (`/proc`,
+  `/sys`, `/dev`, `/run`, `/tmp`, `/var/tmp`, `/var/log`, `/var/cache`, `/root/.cache`), Python bytecode and `*.log` files are
   set aside: they change with every run whatever the state. The rule: the two replays must change the same paths,
   each with the same kind and mode, and leave the same processes; a file whose content differs
   (a key made by `openssl genrsa`, a timestamp written by the agent's own command) is not a
@@ -63,7 +63,7 @@ _KINDS = {"regular file": "file", "regular empty file": "file", "directory": "di
 # the replay ended; a loop it left (`while true; do date ...; sleep 0.1; done`) starts children
 # that live a fraction of a second, and which of them a listing catches is chance: processes
 # younger than LASTING_SEC are not the state's (listed again after that long when some were).
-_PROCESSES = "ps -eo etimes=,args= 2>/dev/null"
+_PS = "ps -eo etimes=,args="
 LASTING_SEC = 2
 DESCRIBE_TIMEOUT_SEC = 600
 REPLAYS_DIFFER = "two replays differ"
@@ -184,19 +184,19 @@ def _aged(environment: Any) -> list[tuple[int | None, str]]:
     """(age in seconds, or None where `ps` gives none; command line) of each process but the
     listing's own shell and `ps`."""
     aged: list[tuple[int | None, str]] = []
-    for line in environment.exec(_PROCESSES, timeout_sec=60).stdout.splitlines():
-        if not line.strip() or "ps -eo etimes=,args=" in line:
+    for line in environment.exec(f"{_PS} 2>/dev/null", timeout_sec=60).stdout.splitlines():
+        if not line.strip() or _PS in line:
             continue
         age, _, args = line.strip().partition(" ")
         aged.append((int(age), args.strip()) if age.isdigit() else (None, line.strip()))
     return aged
 
 
-def lasting_processes(environment: Any, sleep: Any = time.sleep) -> tuple[str, ...]:
+def lasting_processes(environment: Any) -> tuple[str, ...]:
     """The sorted command lines of the processes that have run LASTING_SEC or more."""
     aged = _aged(environment)
     if any(age is not None and age < LASTING_SEC for age, _ in aged):
-        sleep(LASTING_SEC)
+        time.sleep(LASTING_SEC)
         aged = _aged(environment)
     return tuple(sorted(args for age, args in aged if age is None or age >= LASTING_SEC))
 
