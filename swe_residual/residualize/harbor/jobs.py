@@ -157,10 +157,16 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
          problems: list[tuple[Path, str, str]], version_note: str | None = None) -> ImportedRun:
     termination = termination_of(trial.exception_type)
     # Machine track: the keystrokes a Terminus-2 trial sent, else the tool calls of one that acted
-    # through tools (harbor/tool_calls.py), whose last turn says whether it declared the task done.
+    # through tools (harbor/tool_calls.py). Either says whether the agent declared the task done
+    # (harbor/declared.py): Terminus's task_complete, a final message reporting the work.
     keys = read_keystrokes(trial.path) if task.track != Track.REPO else None
     tools = read_tool_calls(trial.path) if task.track != Track.REPO and keys is None else None
-    undeclared = tools is not None and not tools.declared_done and termination == Termination.SUBMITTED
+    declared: tuple[bool, str] | None = None
+    if keys is not None and keys.declaration is not None:
+        declared = (keys.declaration.declared, keys.declaration.how)
+    elif tools is not None:
+        declared = (tools.declared_done, tools.declared_how)
+    undeclared = declared is not None and not declared[0] and termination == Termination.SUBMITTED
     if undeclared:
         termination = Termination.AGENT_ERROR
     reward = trial.reward
@@ -175,7 +181,7 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
     elif outcome == Outcome.INFRA_ERROR:
         error = "no verifier reward in result.json"
     elif undeclared:
-        error = "the agent's last turn called a tool: it stopped without declaring the task done"
+        error = f"it stopped without declaring the task done: {declared[1] if declared else ''}"
     trajectory = None
     if trial.trajectory_path is not None:
         trajectory, why = read_atif(trial.trajectory_path, trial.agent_name or identity)
@@ -211,6 +217,8 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
     if version_note:
         provenance["task_version"] = version_note
     if task.track != Track.REPO:
+        if declared is not None:
+            provenance["declared_done"], provenance["declared_how"] = declared
         if keys is not None:  # every keystroke a Terminus-2 trial sent: replayable through tmux
             commands = interactions_jsonl(keys.interactions)
             provenance["commands"] = keys.source
@@ -220,7 +228,6 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         elif tools is not None:
             provenance["commands"] = tools.source
             provenance["tool_calls"] = tools.counts
-            provenance["declared_done"] = tools.declared_done
             if tools.refused is not None:
                 unrecoverable = f"{task.track} track: {trial.relative}: {tools.refused}"
             else:

@@ -26,6 +26,7 @@ from typing import Any
 import pyte
 
 from swe_residual.dataset.harbor_layout import read_object
+from swe_residual.residualize.harbor.declared import Declaration, episodes_declaration, terminus_declaration
 from swe_residual.dataset.states.state import DEFAULT_KEYSTROKE_WAIT_SEC
 from swe_residual.environments.docker.terminal import PANE_HEIGHT, PANE_WIDTH
 
@@ -41,6 +42,13 @@ _XML_DURATION = re.compile(r"""duration\s*=\s*["']([^"']*)["']""")
 class Keystrokes:
     interactions: list[dict[str, Any]]
     source: str  # where they were read, relative to the trial directory
+    # Whether the agent's last turn marked the task complete (harbor/declared.py); None: not read.
+    declaration: Declaration | None = None
+
+
+def _agent_turns(steps: Any) -> list[dict[str, Any]]:
+    return [step for step in steps if isinstance(step, dict) and step.get("source") == "agent"
+            and not step.get("is_copied_context")] if isinstance(steps, list) else []
 
 
 def _wait(value: Any) -> float:
@@ -136,25 +144,29 @@ def read_keystrokes(trial_dir: Path) -> Keystrokes | None:
         interactions += found
         said = said or spoke
     names = " + ".join(f"agent/{name}" for name, _ in chain)
+    turns = [turn for _, data in chain for turn in _agent_turns(data.get("steps"))]
     if said and interactions:
-        return Keystrokes(interactions, names)
+        return Keystrokes(interactions, names, terminus_declaration(turns))
     agent = chain[0][1].get("agent") if chain else None
     if isinstance(agent, dict) and str(agent.get("name", "")).startswith("terminus") and not _episodes(agent_dir):
         # A Terminus trajectory that typed nothing: no interaction at all (Stage II: unchanged).
-        return Keystrokes([], names)
+        return Keystrokes([], names, terminus_declaration(turns))
     episodes = _episodes(agent_dir)
     from_episodes: list[dict[str, Any]] = []
     parsed_any = False
+    answers: list[str] = []
     for _, response in episodes:
         try:
-            parsed = parse_response(response.read_text(encoding="utf-8", errors="replace"))
+            answers.append(response.read_text(encoding="utf-8", errors="replace"))
+            parsed = parse_response(answers[-1])
         except OSError:
             parsed = None
         if parsed is not None:
             parsed_any = True
             from_episodes += parsed
     if parsed_any and from_episodes:
-        return Keystrokes(from_episodes, f"agent/episode-{{{episodes[0][0]}..{episodes[-1][0]}}}/response.txt")
+        return Keystrokes(from_episodes, f"agent/episode-{{{episodes[0][0]}..{episodes[-1][0]}}}/response.txt",
+                          episodes_declaration(answers))
     return None
 
 

@@ -24,7 +24,9 @@ refused, with the step that made it: an `exec` in the background or on a pty, on
 a signal or was left running, `process` `kill`/`write`/`send-keys`, and any other tool
 (`browser`, `canvas`, `image`, ...): what it did cannot be replayed.
 
-Declared done: the agent's last turn calls no tool (it answered in words and stopped).
+Declared done (harbor/declared.py): the agent's last turn calls no tool and its message reports
+the work rather than announcing a next action ("Let me try a Python approach..." is a run that
+stopped, not a claim).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_residual.dataset.harbor_layout import read_object
+from swe_residual.residualize.harbor.declared import Declaration, final_message_declaration
 
 MAX_TIMEOUT_SEC = 1800.0  # OpenClaw's own default deadline for a command
 # A command the recording saw end gets at least this long in a replay: a slower or busier
@@ -62,6 +65,7 @@ class ToolCalls:
     declared_done: bool
     counts: dict[str, int] = field(default_factory=dict)  # replayed / skipped per tool and reason
     refused: str | None = None  # why the calls cannot rebuild the final state
+    declared_how: str = ""  # the evidence for declared_done, in one line
 
 
 @dataclass(frozen=True)
@@ -261,6 +265,11 @@ def read_tool_calls(trial_dir: Path) -> ToolCalls | None:
         session = sorted(reader.background)[0]
         reader.refused = (f"exec {reader.background[session]['command'][:80]!r} went on in the background "
                           f"(session {session}) and was never seen to end: the replay would run it to its end")
-    declared = bool(turns) and not turns[-1].get("tool_calls")
-    return ToolCalls(reader.lines, "agent/trajectory.json", declared, dict(sorted(reader.counts.items())),
-                     reader.refused)
+    if turns[-1].get("tool_calls"):
+        declaration = Declaration(False, f"its last turn (step {turns[-1].get('step_id')}) called a tool: "
+                                         "the run stopped")
+    else:
+        message = turns[-1].get("message")
+        declaration = final_message_declaration(message if isinstance(message, str) else None)
+    return ToolCalls(reader.lines, "agent/trajectory.json", declaration.declared, dict(sorted(reader.counts.items())),
+                     reader.refused, declaration.how)

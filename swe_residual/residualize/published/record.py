@@ -205,6 +205,7 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
             "stage_i": {"outcome": run.outcome, "termination": run.termination,
                         "submitted": run.submitted, "reward": run.reward,
                         "declared_complete": facts.get("declared_complete", imported.get("declared_done")),
+                        **({"declared_how": imported["declared_how"]} if imported.get("declared_how") else {}),
                         "failure_mode": facts.get("failure_mode"), "tests": run.tests or {}},
             "stage_iii": _review(packet) if packet.is_file() else {},
             "state": state,
