@@ -66,20 +66,24 @@ def against_expected(tests: dict[str, str], expected: ExpectedTests | None) -> l
                     f"did not pass in the report ({_quote(not_passing)})"]
         return []
     assert expected.source == CLEAN_RUN
+    # Both reports are the task's own verifier's, names as it writes them: a DeepSWE grader's
+    # `[f2p] ` / `[p2p] ` labels come off both sides alike, or a clean start's labelled names
+    # would never meet the final state's.
     reported = {bare_id(t): status for t, status in tests.items()}
+    clean = {bare_id(t): status for t, status in expected.statuses.items()}
     if not reported:
-        return [f"the report names no test (the clean state's report named {len(expected.statuses)})"]
+        return [f"the report names no test (the clean state's report named {len(clean)})"]
     problems: list[str] = []
     if expected.complete:
-        outside = sorted(set(reported) - set(expected.statuses))
+        outside = sorted(set(reported) - set(clean))
         if outside:
             problems.append(f"the report names {len(outside)} test(s) the clean state's report does not ({_quote(outside)})")
-        missing = sorted(set(expected.statuses) - set(reported))
+        missing = sorted(set(clean) - set(reported))
         if missing:
             problems.append(f"the report leaves out {len(missing)} test(s) of the clean state's report ({_quote(missing)})")
     # A test skipped on the clean state may be skipped here too; anything else must pass.
-    not_passing = sorted(f"{t} {status}" for t, status in reported.items() if t in expected.statuses
-                         and status != PASSED and not (status == SKIPPED and expected.statuses[t] == SKIPPED))
+    not_passing = sorted(f"{t} {status}" for t, status in reported.items() if t in clean
+                         and status != PASSED and not (status == SKIPPED and clean[t] == SKIPPED))
     if not_passing:
         problems.append(f"{len(not_passing)} test(s) did not pass in the report ({_quote(not_passing)})")
     return problems
