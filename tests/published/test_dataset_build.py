@@ -304,11 +304,13 @@ def test_record_add_joins_a_source_of_harbor_tool_call_trials(tmp_path: Path, so
 
 
 def test_validate_may_be_given_the_tasks_whose_states_it_runs(tmp_path: Path, sources: dict[str, Any]) -> None:
-    # After one task's image is rebuilt, Stage IV again on its states only; a task the manifest
-    # does not have is named with those it has, and --task alone (nothing to validate) is refused.
+    # After one task's image is rebuilt, that task and its states only (written, then Stage IV);
+    # a task the manifest does not have is named with those it has.
     directory = _write(tmp_path / "tiny", _manifest(sources))
     given = ["--source", f"bench={sources['tasks']}", "--source", f"collection={sources['runs']}"]
-    assert cli_main(["dataset", "build", str(directory), *given, "--task", "tiny-task"]) == 2
+    assert cli_main(["dataset", "build", str(directory), *given, "--task", "tiny-task"]) == 0
+    assert (directory / "tiny-task" / "residual" / "terminus__openai_gpt_4o_mini-1" / "commands.jsonl").is_file()
+    assert cli_main(["dataset", "build", str(directory), *given, "--task", "other-task"]) == 2
     with pytest.raises(ConfigError, match=r"--task other-task: not a task of .*manifest.toml \(tiny-task\)"):
         build(directory, {"bench": sources["tasks"], "collection": sources["runs"]}, validate=True,
               progress=lambda _: None, tasks=frozenset({"other-task"}))

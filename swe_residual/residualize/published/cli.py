@@ -1,4 +1,4 @@
-"""`swe-residual dataset build DIR --source NAME=PATH ... [--validate]`: argument parsing and printing."""
+"""`swe-residual dataset build DIR [--fetch] [--source NAME=PATH ...] [--validate]`: argument parsing and printing."""
 
 from __future__ import annotations
 
@@ -23,10 +23,9 @@ def _build(args: argparse.Namespace) -> int:
     from swe_residual.environments.machine_trust import choose_trust
     from swe_residual.residualize.published.materialise import build
 
-    if args.task and not args.validate:
-        raise ConfigError("--task chooses the states --validate runs Stage IV on: give --validate too")
     report = build(Path(args.dataset), _sources(args.source), validate=args.validate, backend_name=args.backend,
-                   machine_trust=choose_trust(args.machine_trust, Path.cwd()), tasks=frozenset(args.task) or None)
+                   machine_trust=choose_trust(args.machine_trust, Path.cwd()), tasks=frozenset(args.task) or None,
+                   runs_from=frozenset(args.runs_from) or None, fetch=args.fetch)
     for problem in report.problems:
         print(f"problem: {problem}")
     if args.validate:
@@ -45,18 +44,25 @@ def _record(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("dataset", help="published datasets: rebuild one from its sources (manifest.toml)")
     commands = parser.add_subparsers(dest="dataset_command", required=True)
-    build = commands.add_parser("build", help="write a published dataset's tasks and states from the fetched "
+    build = commands.add_parser("build", help="write a published dataset's tasks and states from the "
                                               "repositories its manifest.toml names (checksums verified)")
     build.add_argument("dataset", help="the dataset directory holding manifest.toml (e.g. datasets/tb2-residual)")
+    build.add_argument("--fetch", action="store_true",
+                       help="clone each source not given by --source at its commit into the cache "
+                            "(~/.cache/swe-residual/sources, or $SWE_RESIDUAL_CACHE/sources; shallow, reused); "
+                            "git's url.<base>.insteadOf reaches a mirror")
     build.add_argument("--source", action="append", default=[], metavar="NAME=PATH",
-                       help="a local clone of the manifest's source NAME (bare or not) holding its commit; "
-                            "one per source")
+                       help="a local clone of the manifest's source NAME (bare or not) holding its commit, "
+                            "used instead of fetching it; without --fetch, one per source the build needs")
     build.add_argument("--validate", action="store_true",
-                       help="then run Stage IV again on every state (verifier fails, oracle solves, two replays "
+                       help="then run Stage IV again on every state written (verifier fails, oracle solves, two replays "
                             "agree, replayed pane matches) and compare with the manifest; exit 1 on a difference")
     build.add_argument("--task", action="append", default=[], metavar="ID",
-                       help="with --validate: only the states of this task (repeatable), e.g. after its image "
-                            "was rebuilt")
+                       help="only this task and its states (repeatable; written, and validated with --validate), "
+                            "e.g. after its image was rebuilt")
+    build.add_argument("--runs-from", action="append", default=[], metavar="SOURCE",
+                       help="only the states from this source of runs (repeatable) and the tasks they are on: "
+                            "only the sources those need are given or fetched")
     build.add_argument("--backend", default="docker", help="backend for --validate (default docker)")
     build.add_argument("--machine-trust", metavar="auto|none|PATH", help=TRUST_HELP)
     build.set_defaults(func=_build)

@@ -1,7 +1,9 @@
-"""`swe-residual dataset build DIR --source NAME=PATH ...`: a published dataset from its sources.
+"""`swe-residual dataset build DIR --fetch | --source NAME=PATH ...`: a published dataset from its sources.
 
-Reads `DIR/manifest.toml` (manifest.py) and, from local clones of the repositories it names
-(`--source NAME=PATH`, any clone that holds the commit: bare, partial or checked out elsewhere):
+Reads `DIR/manifest.toml` (manifest.py) and, from clones of the repositories it names (fetched
+into the cache with `--fetch`, fetch.py, or given by hand with `--source NAME=PATH`: any clone
+that holds the commit, bare, partial or checked out elsewhere; a given one wins), for the tasks
+and states chosen (`--task`, `--runs-from`; all by default) and only from the sources those need:
 
 - each task folder, as published, into `DIR/<task>/` (its content checksum must be the
   manifest's: a task changed upstream is refused, not silently used);
@@ -54,16 +56,60 @@ class BuildReport:
     problems: list[str] = field(default_factory=list)
 
 
-def _sources(manifest: Manifest, given: dict[str, Path]) -> dict[str, Path]:
-    missing = sorted(set(manifest.sources) - set(given))
-    if missing:
+@dataclass(frozen=True)
+class Selection:
+    """What one build writes: tasks, states, and the sources they are read from."""
+
+    tasks: list[str]
+    states: list[StateRef]
+    sources: list[str]
+
+
+def select(manifest: Manifest, tasks: frozenset[str] | None = None,
+           runs_from: frozenset[str] | None = None) -> Selection:
+    """The tasks `tasks` names (all when None) and their states from the sources `runs_from` names
+    (all when None); with `runs_from`, only the tasks those states are on. A source is needed when
+    a chosen task or state is read from it: no other source has to be given or fetched."""
+    unknown = sorted(set(tasks or ()) - set(manifest.tasks))
+    if unknown:
+        raise ConfigError(f"--task {', '.join(unknown)}: not a task of {manifest.path} "
+                          f"({', '.join(sorted(manifest.tasks))})")
+    runs = {s.source for s in manifest.states}
+    unknown = sorted(set(runs_from or ()) - runs)
+    if unknown:
+        raise ConfigError(f"--runs-from {', '.join(unknown)}: not a source of states in {manifest.path} "
+                          f"({', '.join(sorted(runs))})")
+    states = [s for s in manifest.states
+              if (tasks is None or s.task_id in tasks) and (runs_from is None or s.source in runs_from)]
+    chosen = [t for t in manifest.tasks if (tasks is None or t in tasks)
+              and (runs_from is None or any(s.task_id == t for s in states))]
+    needed = {manifest.tasks[t].source for t in chosen} | {s.source for s in states}
+    return Selection(chosen, states, [name for name in manifest.sources if name in needed])
+
+
+def _sources(manifest: Manifest, needed: list[str], given: dict[str, Path], fetch: bool, cache: Path | None,
+             progress: Callable[[str], None]) -> dict[str, Path]:
+    """The clone of each needed source: the one given (`--source`), else fetched into the cache."""
+    unknown = sorted(set(given) - set(manifest.sources))
+    if unknown:
+        raise ConfigError(f"--source {', '.join(unknown)}: not a source of {manifest.path} "
+                          f"({', '.join(manifest.sources)})")
+    missing = [name for name in needed if name not in given]
+    if missing and not fetch:
         raise ConfigError(f"{manifest.path}: no --source for {', '.join(missing)} "
-                          f"(give each as NAME=PATH, a local clone holding the commit)")
-    for name, source in manifest.sources.items():
-        if not git_source.has_commit(given[name], source.commit):
+                          f"(give each as NAME=PATH, a local clone holding the commit, or --fetch to clone them)")
+    for name in needed:
+        if name in given and not git_source.has_commit(given[name], manifest.sources[name].commit):
+            source = manifest.sources[name]
             raise ConfigError(f"--source {name}={given[name]}: commit {source.commit} of {source.repository} "
                               "is not in it (fetch it first)")
-    return given
+    repos = {name: given[name] for name in needed if name in given}
+    if missing:
+        from swe_residual.residualize.published.fetch import fetch_sources
+
+        wanted = {name: (manifest.sources[name].repository, manifest.sources[name].commit) for name in missing}
+        repos.update(fetch_sources(wanted, cache, progress))
+    return repos
 
 
 def _write_task(manifest: Manifest, task_id: str, repo: Path, target: Path) -> None:
@@ -139,22 +185,21 @@ def _write_state(manifest: Manifest, state: StateRef, repo: Path, directory: Pat
 
 def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, backend_name: str = "docker",
           progress: Callable[[str], None] = print, machine_trust: str | None = None,
-          tasks: frozenset[str] | None = None) -> BuildReport:
-    """Write the tasks and states; with `validate`, Stage IV again on the states (of `tasks` only,
-    when given)."""
+          tasks: frozenset[str] | None = None, runs_from: frozenset[str] | None = None,
+          fetch: bool = False, cache: Path | None = None) -> BuildReport:
+    """Write the tasks and states (those of `tasks`, from the sources of runs `runs_from`, when
+    given) from the clones `sources` gives and, with `fetch`, the others fetched into `cache`;
+    with `validate`, Stage IV again on the states written."""
     manifest = read_manifest(directory)
-    unknown = sorted(set(tasks or ()) - set(manifest.tasks))
-    if unknown:
-        raise ConfigError(f"--task {', '.join(unknown)}: not a task of {directory / 'manifest.toml'} "
-                          f"({', '.join(sorted(manifest.tasks))})")
-    repos = _sources(manifest, sources)
+    chosen = select(manifest, tasks, runs_from)
+    repos = _sources(manifest, chosen.sources, sources, fetch, cache, progress)
     report = BuildReport()
-    for name in manifest.sources:
+    for name in chosen.sources:
         _write_licence(manifest, name, repos[name], directory)
-    for task_id, ref in manifest.tasks.items():
-        _write_task(manifest, task_id, repos[ref.source], directory / task_id)
+    for task_id in chosen.tasks:
+        _write_task(manifest, task_id, repos[manifest.tasks[task_id].source], directory / task_id)
         report.tasks.append(task_id)
-    for state in manifest.states:
+    for state in chosen.states:
         _write_state(manifest, state, repos[state.source], directory)
         report.states.append(f"{state.task_id}/{state.state_id}")
     progress(f"{manifest.name}: {len(report.tasks)} task(s), {len(report.states)} state(s) written to {directory}")
@@ -162,7 +207,7 @@ def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, 
         from swe_residual.residualize.published.revalidate import revalidate
 
         report.validation = revalidate(directory, manifest, backend_name=backend_name, progress=progress,
-                                       machine_trust=machine_trust, tasks=tasks)
+                                       machine_trust=machine_trust, states=frozenset(report.states))
         report.problems = [f"{key}: {result['problem']}" for key, result in report.validation.items()
                            if result.get("problem")]
     return report

@@ -21,7 +21,9 @@ from swe_residual.residualize.workdir import RECORDED_PANE, RunRef
 
 def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "docker",
                progress: Callable[[str], None] = print, machine_trust: str | None = None,
-               tasks: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
+               states: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Stage IV on each recorded state written to `directory` (only the `<task>/<state>` keys of
+    `states`, when given), its result beside the manifest's."""
     dataset = load_dataset(directory)
     recorded = {f"{s.task_id}/{s.state_id}": s for s in manifest.states}
     backend = make_backend(backend_name, run_id="dataset-validate", machine_trust=machine_trust)
@@ -30,11 +32,9 @@ def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "dock
     results: dict[str, dict[str, Any]] = {}
     try:
         for entry in dataset.entries:
-            if tasks is not None and entry.task.id not in tasks:
-                continue
             for state in entry.states:
                 key = f"{entry.task.id}/{state.id}"
-                if key not in recorded:
+                if key not in recorded or (states is not None and key not in states):
                     continue
                 predecessor = str(recorded[key].state.get("predecessor", state.id))
                 pane_path = state.path / RECORDED_PANE
