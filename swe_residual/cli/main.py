@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from swe_residual import __version__
-from swe_residual.dataset.load import load_dataset
+from swe_residual.dataset.load import Dataset, load_dataset
 from swe_residual.dataset.errors import DatasetError, SuiteError
 from swe_residual.metrics.intervals import Uncertainty
 from swe_residual.cli.run.gates import evaluate_gates, parse_gate
@@ -31,6 +31,7 @@ from swe_residual.cli.run.verdict import run_verdict
 from swe_residual.metrics.summary.agent_order import in_agent_order
 from swe_residual.metrics.summary.aggregate import summarize
 from swe_residual.report.markdown import render_markdown
+from swe_residual.report.sections import MAKE_STATES
 from swe_residual.metrics.summary.model import read_summary
 from swe_residual.report.terminal import render_terminal
 from swe_residual.report.terminations import termination_report
@@ -211,6 +212,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 status = "incomplete, lacks " + ", ".join(missing)
             else:
                 status = f"{errors} error(s)" if errors else "ok"
+                if not entry.states and not entry.state_errors:  # valid, and measures its Clean Start alone
+                    status += ", no Residual State (Clean Start only)"
             problems += bool(missing) + sum(f.status == PROBLEM for f in findings)
             print(f"{task.id}: track {task.track}, {len(entry.states)} state(s), {status}")
             for line in task_settings(task):
@@ -222,8 +225,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     finally:
         if backend is not None:
             backend.close()
+    for line in _without_states(dataset):
+        print(line)
     print(f"{len(dataset.entries)} task(s), {dataset.n_states} state(s), {problems} problem(s)")
     return 1 if problems else 0
+
+
+def _without_states(dataset: Dataset) -> list[str]:
+    """What `validate` says of a dataset whose tasks (some or all) have no Residual State: not a
+    problem (a run still measures their Clean Starts), but never an "ok" said silently."""
+    bare = [entry.task.id for entry in dataset.entries if not entry.states and not entry.state_errors]
+    if not bare:
+        return []
+    if len(bare) == len(dataset.entries):
+        said = ("note: the dataset has no Residual States: a run measures the Clean rate over its Clean Starts "
+                "alone (no Residual, Gap or CondFail)")
+    else:
+        named = ", ".join(bare[:6]) + (f" and {len(bare) - 6} more" if len(bare) > 6 else "")
+        said = (f"note: {len(bare)} of {len(dataset.entries)} task(s) have no Residual State ({named}): a run "
+                "measures their Clean Starts alone, outside Residual, Gap and CondFail")
+    return [said, *(f"  {line}" for line in MAKE_STATES.split("\n"))]
 
 
 def cmd_build_base(args: argparse.Namespace) -> int:

@@ -50,6 +50,9 @@ __all__ = [
     "disagrees",
     "dropped_tasks",
     "short_starts",
+    "clean_start_outcomes",
+    "clean_pass_at_k",
+    "state_coverage",
     "UNKNOWN_PREDECESSOR",
     "NO_CLEAN",
     "NO_RESIDUAL",
@@ -191,6 +194,44 @@ def short_starts(tasks: Sequence[TaskRuns], k: int) -> list[dict[str, Any]]:
         out += [{"task": str(task), "state": s.state, "valid": len(s.outcomes), "k": k}
                 for s in t.states if len(s.outcomes) < k]
     return out
+
+
+def clean_start_outcomes(records: Iterable[RunRecord], *,
+                         key_by_track: bool = False) -> dict[Hashable, tuple[int, ...]]:
+    """Every task's Clean Start outcomes (1 success, 0 failure), by rollout, whether or not the
+    task has a Residual State: the tasks behind the Clean rate over Clean Starts alone (a
+    dataset without states), where :func:`task_table` keeps only the tasks with states.
+    Excluded runs (unresolved infrastructure errors) are left out; a task with none left is not
+    a key."""
+    clean: dict[Hashable, dict[int, int]] = {}
+    for rec in records:
+        if is_excluded(rec) or rec.start != Start.CLEAN:
+            continue
+        task: Hashable = (rec.track, rec.task) if key_by_track else rec.task
+        clean.setdefault(task, {})[rec.rollout] = success(rec)
+    return {task: tuple(runs[r] for r in sorted(runs)) for task, runs in clean.items()}
+
+
+def state_coverage(records: Iterable[RunRecord], *, key_by_track: bool = False) -> tuple[tuple[str, ...], int]:
+    """(the tasks that ran no Residual State at all, sorted; how many ran at least one), any
+    outcome counted: a task whose states all ended in an infrastructure error has states (it is
+    in ``dropped``), a task of a dataset without states has none."""
+    ran: set[Hashable] = set()
+    with_states: set[Hashable] = set()
+    names: dict[Hashable, str] = {}
+    for rec in records:
+        task: Hashable = (rec.track, rec.task) if key_by_track else rec.task
+        ran.add(task)
+        names[task] = str(rec.task)
+        if rec.start == Start.RESIDUAL:
+            with_states.add(task)
+    return tuple(sorted({names[t] for t in ran - with_states})), len(with_states)
+
+
+def clean_pass_at_k(outcomes: Iterable[Sequence[int]], k: int) -> list[float]:
+    """Per Clean Start with at least ``k`` valid rollouts, its unbiased pass@k as a fraction
+    (a start with fewer is left out, as :func:`pass_at_k_rates` leaves it out)."""
+    return [_pass(runs, k) for runs in outcomes if len(runs) >= k]
 
 
 def _mean(values: list[float]) -> float | None:

@@ -29,7 +29,7 @@ from swe_residual.report import meanings
 from swe_residual.report.words import uncertainty_line
 from swe_residual.report.sections import FIDELITY_SECTION
 from swe_residual.metrics.summary.model import Summary
-from swe_residual.report.sections import ORACLE_SECTION
+from swe_residual.report.sections import CLEAN_STARTS_SECTION, ORACLE_SECTION
 from swe_residual.report.tables import (
     ACCEPTANCE_NOTE, LEFT_OUT_SECTION, NOISE_SECTION, POWER_SECTION, PREDECESSOR_NOTE,
 )  # fmt: skip
@@ -185,6 +185,7 @@ def render_html(
         f'<p class="note">{_e(uncertainty_line(s))}.</p>' if uncertainty_line(s) else "",
         heading(3, "counts", "Tasks and states behind each figure"),
         counts_table(s),
+        *html_section(CLEAN_STARTS_SECTION, s),  # a dataset without states: what the run measured
         *html_section(LEFT_OUT_SECTION, s),
         *_figures(s, all_scopes, agents),
         heading(2, "matrix", "Every item: outcome per task, start and agent"),

@@ -7,7 +7,7 @@ from swe_residual.report.status import SKIPPED_SECTION, STATUS
 from swe_residual.report import meanings
 from swe_residual.report.sections import FIDELITY_SECTION
 from swe_residual.metrics.summary.model import Summary
-from swe_residual.report.sections import ORACLE_SECTION
+from swe_residual.report.sections import CLEAN_STARTS_SECTION, ORACLE_SECTION
 from swe_residual.report.render import markdown_lines, markdown_section, markdown_table, md_cell
 from swe_residual.report.tables import (
     ACCEPTANCE, ACCEPTANCE_NOTE, CONTRADICTED, CONTRADICTED_LINE, EXCLUDED, FAILED_ITEMS, FAILED_LINE, HEADLINE,
@@ -41,7 +41,7 @@ def render_markdown(summary: Summary) -> str:
     if k is not None:  # only with rollouts: a one-rollout summary.md is what it always was
         out += [rollouts_note(k), ""]
     out += markdown_table(HEADLINE, HEADLINE.rows_of(s)) + [""]
-    for section in (LEFT_OUT_SECTION, POWER_SECTION, NOISE_SECTION):
+    for section in (CLEAN_STARTS_SECTION, LEFT_OUT_SECTION, POWER_SECTION, NOISE_SECTION):
         out += markdown_section(section, s)
 
     if compared(s):

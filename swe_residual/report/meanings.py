@@ -11,7 +11,7 @@ from __future__ import annotations
 from swe_residual.metrics.acceptance import ACCEPTANCE_KEYS
 
 __all__ = [
-    "ACCEPTANCE", "AFTER_HOLM", "CLEAN", "COND_FAIL", "DISAGREE", "GAP", "HEADLINE_NOTE", "MDE", "PASS_AT_K", "RATES", "RESIDUAL", "TAKEOVER_RATIO",
+    "ACCEPTANCE", "AFTER_HOLM", "CLEAN", "CLEAN_STARTS", "COND_FAIL", "DISAGREE", "GAP", "HEADLINE_NOTE", "MDE", "PASS_AT_K", "RATES", "RESIDUAL", "TAKEOVER_RATIO",
 ]  # fmt: skip
 
 #: how every success rate is averaged
@@ -20,6 +20,9 @@ RESIDUAL = "success from a Residual State (work a predecessor left and claimed d
 CLEAN = "success from a clean start on the same tasks"
 GAP = "Ref. Clean - Residual in points, computed before rounding"
 COND_FAIL = "the share of Residual States failed on the tasks the agent solves from a clean start"
+#: where some task ran no Residual State (a dataset without states): not the matched Clean of the Gap
+CLEAN_STARTS = ("success from a clean start over every task that ran one, with Residual States or without; "
+                "not the Ref. Clean the Gap is matched on")
 #: with rollouts; ``{k}`` is the number of rollouts per start ("K" where it is not one number)
 PASS_AT_K = "the unbiased pass@{k} of each start, averaged the same way"
 DISAGREE = "the share of Residual States whose rollouts disagree (some succeeded, some failed)"

@@ -7,14 +7,17 @@ computed with the summary (`fidelity_summary`, `oracle_summary`, `handoff_summar
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from swe_residual.report import meanings
-from swe_residual.metrics.summary.model import Fidelity, OracleMiss, Summary
+from swe_residual.metrics.summary.model import CleanStarts, Fidelity, OracleMiss, Summary
 from swe_residual.report.tables import (
-    HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER, Align, Column, Layout, Part, Section, Table, key_column, text_over,
+    AGENT, HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER, Align, Column, Format, Layout, Part, Section, Table,
+    key_column, text_over,
 )  # fmt: skip
 
-__all__ = ["FIDELITY_SECTION", "HANDOFF_SECTIONS", "MEANING", "ORACLE_SECTION"]
+__all__ = ["CLEAN_STARTS", "CLEAN_STARTS_SECTION", "FIDELITY_SECTION", "HANDOFF_SECTIONS", "MAKE_STATES", "MEANING",
+           "ORACLE_SECTION", "NO_STATES", "CleanStartsRow", "clean_starts_rows"]
 
 # --------------------------------------------------------------------------- machine-track fidelity
 
@@ -78,6 +81,78 @@ def _oracle_parts(summary: Summary) -> list[Part]:
 
 
 ORACLE_SECTION = Section("oracle", "Reference solution", _oracle_parts)
+
+
+# --------------------------------------------------------------------------- Clean Starts alone
+
+
+@dataclass(frozen=True)
+class CleanStartsRow:
+    """One agent's Clean rate over Clean Starts alone on one scope."""
+
+    agent: str
+    scope: str
+    figures: CleanStarts
+
+
+def clean_starts_rows(summary: Summary, scopes: object = None) -> list[CleanStartsRow]:
+    """Per agent, each of its scopes where some task ran no Residual State (the agent's tracks,
+    then overall when it ran several, as summary.md lists the headline)."""
+    return [CleanStartsRow(agent, scope, figures.clean_starts) for agent, block in summary.agents.items()
+            for scope, figures in block.own_scopes() if figures.clean_starts is not None]
+
+
+#: how many task names the section's text lists before it counts the rest
+NAMED_TASKS = 6
+#: what a dataset without states is told, in every output
+NO_STATES = ("No Residual States: no task of this run ran one (a dataset without states), so Residual,\n"
+             "Ref. Clean, Gap and CondFail have no figure; what the run measured is below.")
+#: the commands that make Residual States (docs/residualization.md, docs/importing.md)
+MAKE_STATES = ("Make Residual States with `swe-residual residualize generate DATASET --predecessor NAME=AGENT\n"
+               "--out WORK`, then `residualize filter`, `review` and `build` (docs/residualization.md), or from\n"
+               "runs you have with `swe-residual import harbor-jobs JOBS --dataset DATASET --out WORK`\n"
+               "(docs/importing.md).")
+
+#: The Clean rate over Clean Starts alone, per agent and scope, where some task ran no state.
+CLEAN_STARTS = Table(
+    "clean_starts", "Clean rate over Clean Starts alone",
+    (AGENT, key_column("Track", "scope", terminal="track"),
+     Column("Clean, Clean Starts alone", lambda r: r.figures.clean, Format.PCT,
+            markdown="Clean, Clean Starts alone (%)", terminal="clean (starts alone)", note=meanings.CLEAN_STARTS,
+            interval=lambda r: r.figures.interval, terminal_interval=True),
+     Column("pass@K Clean, Clean Starts alone", lambda r: r.figures.pass_at_k.clean if r.figures.pass_at_k else None,
+            Format.PCT, markdown="pass@K Clean, Clean Starts alone (%)", terminal="cln@K", given_only=True,
+            note=meanings.PASS_AT_K.format(k="K"),
+            interval=lambda r: r.figures.pass_at_k.interval if r.figures.pass_at_k else None),
+     Column("Tasks", lambda r: r.figures.n_tasks, Format.COUNT, terminal="tasks",
+            note="the tasks with a Clean Start run with a verdict"),
+     Column("Without states", lambda r: len(r.figures.tasks_without_states), Format.COUNT, terminal="no states",
+            note="the tasks that ran no Residual State")),
+    clean_starts_rows,
+)  # fmt: skip
+
+
+def _named(tasks: list[str]) -> str:
+    shown = ", ".join(tasks[:NAMED_TASKS])
+    return shown + (f" and {len(tasks) - NAMED_TASKS} more" if len(tasks) > NAMED_TASKS else "")
+
+
+def _clean_starts_parts(summary: Summary) -> list[Part]:
+    rows = clean_starts_rows(summary)
+    if not rows:
+        return []
+    if all(row.figures.tasks_with_states == 0 for row in rows):
+        said = NO_STATES
+    else:
+        tasks = sorted({task for row in rows for task in row.figures.tasks_without_states})
+        said = (f"{len(tasks)} task(s) ran no Residual State ({_named(tasks)}): Residual, Ref. Clean, Gap and "
+                "CondFail leave them out;\nwhat the run measured of them is below.")
+    meaning = f"{CLEAN_STARTS.columns[2].title}: {meanings.CLEAN_STARTS}."
+    return [Part(f"{said}\n{meaning}", CLEAN_STARTS, rows), Part(MAKE_STATES)]
+
+
+#: Under the headline table (a part of it: level 3), before what the figures leave out.
+CLEAN_STARTS_SECTION = Section("clean-starts", CLEAN_STARTS.title, _clean_starts_parts, level=3)
 
 
 # --------------------------------------------------------------------------- by handoff view

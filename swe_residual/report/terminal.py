@@ -14,7 +14,7 @@ from swe_residual.metrics.summary.comparison import headline_line
 from swe_residual.report.sections import FIDELITY_SECTION
 from swe_residual.metrics.summary.model import Summary
 from swe_residual.metrics.summary.names import distinct_names
-from swe_residual.report.sections import ORACLE_SECTION
+from swe_residual.report.sections import CLEAN_STARTS_SECTION, ORACLE_SECTION
 from swe_residual.report.render import TERMINAL_WIDTH, terminal_across, terminal_section, terminal_table
 from swe_residual.report.tables import (
     AGENT, CLEAN, COND_FAIL, CONTRADICTED, CONTRADICTED_LINE, DISAGREE, EXCLUDED, FAILED_ITEMS, FAILED_LINE, GAP,
@@ -71,6 +71,8 @@ def render_terminal(summary: Summary) -> list[str]:
                                  keys=[row.agent for row in found], key=AGENT, across=PREDECESSOR_NAME, cell=_pair,
                                  corner="by predecessor: residual/clean", first=_agent_cell,
                                  head=lambda name: _clip(name, 17))
+    # a dataset without states: the Clean rate the run measured, and how to make states
+    lines += terminal_section(CLEAN_STARTS_SECTION, s, first=_agent_cell)
     left_out = LEFT_OUT.rows_of(s)
     if left_out:
         lines.append("left out of the figures:")

@@ -20,6 +20,11 @@ def plain_headline(agent: str, figures: ScopeMetrics) -> str:
     """One agent's overall figures in words, for a reader who has not read the paper:
     "noop: 0% from a clean start, 0% from inherited work, 0 points lost"."""
     clean, residual, gap = figures.clean, figures.residual, figures.gap
+    alone = figures.clean_starts
+    if clean is None and residual is None and alone is not None and alone.clean is not None:
+        # a dataset without states: what the run measured, never taken for the matched figures
+        return (f"{agent}: {_plain_number(alone.clean)}% from a clean start on Clean Starts alone "
+                f"({alone.n_tasks} task(s); no Residual State to compare)")
     if clean is None and residual is None:
         return f"{agent}: no scored task"
     parts = [f"{_plain_number(clean)}% from a clean start" if clean is not None else "no clean start scored",

@@ -92,7 +92,8 @@ def test_layout_and_headline_goldens() -> None:
     assert set(alpha) == {"tracks", "overall"}
     assert set(alpha["tracks"]) == {"repo", "machine"}
     for block in [*alpha["tracks"].values(), alpha["overall"]]:
-        assert set(block) - {"dropped"} == TRACK_KEYS  # dropped: only where a task is
+        # dropped: only where a task is; clean_starts: only where a task ran no state (e, not on machine)
+        assert set(block) - {"dropped", "clean_starts"} == TRACK_KEYS
         assert set(block["acceptance_bias"]) == ACCEPTANCE_KEYS
     # the tasks no figure counts, each with why: d's clean run is an infra error, e has no state
     dropped = [{"task": "d", "track": "repo", "reasons": ["no Clean Start run with a verdict"]},

@@ -1,6 +1,7 @@
 """One agent's figures on one scope (a track, or ``overall``) as a typed
 :class:`~swe_residual.metrics.summary.model.ScopeMetrics`: the headline, the acceptance bias, the
-intervals, the power, what the figures leave out and, with rollouts, pass@K and the noise."""
+intervals, the power, what the figures leave out, with rollouts pass@K and the noise, and where
+some task ran no Residual State the Clean rate over Clean Starts alone."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from typing import Any
 
 from swe_residual.metrics.acceptance import acceptance_bias
 from swe_residual.metrics.headline import (
-    TaskRuns, dropped_tasks, headline, pass_at_k_per_task, short_starts, task_table,
+    TaskRuns, clean_pass_at_k, clean_start_outcomes, dropped_tasks, headline, mean_outcome, pass_at_k_per_task,
+    rollout_count, short_starts, state_coverage, task_table,
 )  # fmt: skip
 from swe_residual.metrics.intervals import Uncertainty, gap_power, percent_bound, task_intervals
 from swe_residual.metrics.over_tasks import difference_interval, mean_interval
 from swe_residual.metrics.rollout_noise import disagreement_intervals, variance_splits
 from swe_residual.metrics.summary.model import (
-    AcceptanceBias, Disagreement, DroppedTask, PassAtK, Power, PredecessorGroup, ScopeMetrics, ShortStart,
-    VarianceSplit,
+    AcceptanceBias, CleanPassAtK, CleanStarts, Disagreement, DroppedTask, PassAtK, Power, PredecessorGroup,
+    ScopeMetrics, ShortStart, VarianceSplit,
 )  # fmt: skip
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.dataset.values import Track
@@ -59,6 +61,29 @@ def _with_rollouts(figures: dict[str, Any], runs: list[TaskRuns], confidence: fl
     }
 
 
+def _percent(values: list[float]) -> float | None:
+    return 100.0 * sum(values) / len(values) if values else None
+
+
+def _clean_starts(records: Sequence[RunRecord], *, pooled: bool, confidence: float) -> CleanStarts | None:
+    """The Clean rate (and pass@K with rollouts) over Clean Starts alone, where some task ran no
+    Residual State; None where every task ran one (the headline's matched figures say it all)."""
+    without, with_states = state_coverage(records, key_by_track=pooled)
+    if not without:
+        return None
+    outcomes = list(clean_start_outcomes(records, key_by_track=pooled).values())
+    per_task = [mean_outcome(runs) for runs in outcomes]
+    k = rollout_count(records)
+    passes = None
+    if k > 1:
+        values = clean_pass_at_k(outcomes, k)
+        passes = CleanPassAtK(k=k, clean=_percent(values), n_tasks=len(values),
+                              interval=percent_bound(mean_interval(values, confidence)))
+    return CleanStarts(clean=_percent(per_task), n_tasks=len(per_task),
+                       interval=percent_bound(mean_interval(per_task, confidence)), pass_at_k=passes,
+                       tasks_with_states=with_states, tasks_without_states=without)
+
+
 def scope_metrics(records: Sequence[RunRecord], *, pooled: bool, uncertainty: Uncertainty) -> ScopeMetrics:
     """The figures of one agent's records on one track, or pooled over its tracks (``overall``:
     tasks keyed by track and task)."""
@@ -78,4 +103,5 @@ def scope_metrics(records: Sequence[RunRecord], *, pooled: bool, uncertainty: Un
         power=Power(**gap_power(tasks, uncertainty.confidence)),
         dropped=tuple(DroppedTask(**d) for d in dropped_tasks(records, key_by_track=pooled)),
         **_with_rollouts(figures, list(tasks.values()), uncertainty.confidence),
+        clean_starts=_clean_starts(records, pooled=pooled, confidence=uncertainty.confidence),
     )  # fmt: skip

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from swe_residual.metrics.headline import NO_RESIDUAL
 from swe_residual.metrics.power import NO_SPREAD
 from swe_residual.report import meanings
 from swe_residual.metrics.summary.model import Comparison, Pair, ScopeMetrics, Summary
@@ -90,8 +91,17 @@ def left_out_rows(summary: Summary, scopes: Scopes) -> list[LeftOutRow]:
             if figures is None:
                 continue
             if not (pooled and scope == "overall"):
-                rows += [LeftOutRow(agent, scope, d.task, "; ".join(d.reasons) + ": in no figure")
-                         for d in figures.dropped]
+                # A task that ran no Residual State at all is counted in the Clean rate over Clean
+                # Starts alone; where no task ran one (a dataset without states) that section says
+                # so once, instead of a row per task here.
+                alone = figures.clean_starts
+                stateless = set(alone.tasks_without_states) if alone is not None else set()
+                for d in figures.dropped:
+                    if d.task in stateless and d.reasons == (NO_RESIDUAL,):
+                        if alone is not None and alone.tasks_with_states:
+                            rows.append(LeftOutRow(agent, scope, d.task, f"{NO_RESIDUAL}: {ONLY_CLEAN_STARTS}"))
+                        continue
+                    rows.append(LeftOutRow(agent, scope, d.task, "; ".join(d.reasons) + ": in no figure"))
                 rows += [LeftOutRow(agent, scope, f"{s.task} [{s.state or 'clean'}]",
                                     f"{s.valid} of {s.k} valid rollouts: left out of pass@{s.k}")
                          for s in figures.short_starts]
@@ -224,6 +234,8 @@ PAIRS_NOTE = ("Each pair on the tasks both ran: a - b in points, with the t inte
               f"level. After Holm: {meanings.AFTER_HOLM}.")
 #: what the left-out table is
 LEFT_OUT_NOTE = "What the figures leave out, and why."
+#: where a task without Residual States is counted (the Clean Starts alone section)
+ONLY_CLEAN_STARTS = "only in Clean Starts alone"
 
 #: What each agent's figures leave out, and why: tasks in no figure, short starts, thin figures.
 LEFT_OUT = Table(

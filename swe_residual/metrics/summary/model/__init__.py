@@ -17,13 +17,13 @@ from swe_residual.metrics.summary.model.infra import (
     AgentInfra, ContradictedItem, ExcludedItem, FailedItem, Fidelity, FidelityState, Infra, OracleMiss, OracleSummary,
 )  # fmt: skip
 from swe_residual.metrics.summary.model.scope import (
-    OVERALL, AcceptanceBias, AgentSummary, Disagreement, DroppedTask, Headline, PassAtK, Power, PredecessorGroup,
-    ScopeMetrics, ShortStart, SplitByKept, VarianceSplit,
+    OVERALL, AcceptanceBias, AgentSummary, CleanPassAtK, CleanStarts, Disagreement, DroppedTask, Headline, PassAtK,
+    Power, PredecessorGroup, ScopeMetrics, ShortStart, SplitByKept, VarianceSplit,
 )  # fmt: skip
 from swe_residual.metrics.summary.model.summary import Partial, Skipped, Summary, read_summary, summary_json, summary_text
 
 __all__ = [
-    "OVERALL", "AcceptanceBias", "AgentInfra", "AgentSummary", "Comparison", "ContradictedItem", "Disagreement",
+    "OVERALL", "AcceptanceBias", "AgentInfra", "AgentSummary", "CleanPassAtK", "CleanStarts", "Comparison", "ContradictedItem", "Disagreement",
     "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity", "FidelityState", "HandoffView", "Headline",
     "Infra", "Intervals", "Multiplicity", "OracleMiss", "OracleSummary", "Pair", "Partial", "PassAtK", "Power",
     "PredecessorGroup", "Rank", "Reversal", "ScopeMetrics", "ShortStart", "Skipped", "SplitByKept",

@@ -12,7 +12,7 @@ from swe_residual.metrics.intervals import Intervals
 from swe_residual.metrics.summary.part import Bound, Number, Omit, Part
 
 __all__ = [
-    "OVERALL", "AcceptanceBias", "AgentSummary", "Disagreement", "DroppedTask", "Headline", "PassAtK", "Power",
+    "OVERALL", "AcceptanceBias", "AgentSummary", "CleanPassAtK", "CleanStarts", "Disagreement", "DroppedTask", "Headline", "PassAtK", "Power",
     "PredecessorGroup", "ScopeMetrics", "ShortStart", "SplitByKept", "VarianceSplit",
 ]  # fmt: skip
 
@@ -117,6 +117,34 @@ class VarianceSplit(Part):
     n_tasks: int = 0
 
 
+class CleanPassAtK(Part):
+    """pass@k of the Clean Starts alone (K rollouts), over the ``n_tasks`` with K valid ones."""
+
+    k: int = 1
+    clean: Number | None = None
+    n_tasks: int = 0
+    interval: Bound | None = None
+
+
+class CleanStarts(Part):
+    """The Clean rate over Clean Starts alone: every task of the scope with a Clean Start run
+    with a verdict, with Residual States or without, each task equally (its rollouts averaged
+    first). Present only where some task ran no Residual State (a dataset without states): then
+    Residual, the matched Ref. Clean, Gap and CondFail have no such task, and this is what the
+    run measured of it. Not the matched Clean of the Gap."""
+
+    clean: Number | None = None
+    n_tasks: int = 0
+    #: the score interval over the ``n_tasks`` (None with fewer than two)
+    interval: Bound | None = None
+    #: with rollouts only
+    pass_at_k: Annotated[CleanPassAtK | None, Omit.NONE] = None
+    #: how many of the scope's tasks ran at least one Residual State (0: the dataset has none)
+    tasks_with_states: int = 0
+    #: the tasks that ran no Residual State, by name
+    tasks_without_states: tuple[str, ...] = ()
+
+
 class Headline(Part):
     """The headline figures (Table 3 and CondFail) and the tasks and states behind them."""
 
@@ -149,6 +177,8 @@ class ScopeMetrics(Headline):
     power: Annotated[Power | None, Omit.NONE] = None
     #: with rollouts: {residual, clean} split of the per-task variance (None where it cannot be said)
     rollout_variance: Annotated[Mapping[str, VarianceSplit | None] | None, Omit.NONE] = None
+    #: the Clean rate over Clean Starts alone, where some task ran no Residual State (else no key)
+    clean_starts: Annotated[CleanStarts | None, Omit.NONE] = None
 
     def interval(self, figure: str) -> Bound | None:
         """``[low, high]`` of ``residual``, ``clean``, ``gap`` or ``cond_fail``; None without one."""
