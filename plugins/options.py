@@ -22,6 +22,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             option["metavar"] = setting.metavar
         if setting.repeatable:
             option.update(action="append", default=[])
+        elif setting.switch:
+            option.update(action="store_true", default=None)
         else:
             option["default"] = None
         group.addoption(setting.flag, **option)

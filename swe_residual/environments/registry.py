@@ -42,13 +42,14 @@ def checked_docker_hosts(docker_hosts: tuple[str, ...]) -> tuple[str, ...]:
 
 def make_backend(name: str, run_id: str, *, progress: Callable[[str], None] | None = None,
                  agent_environment: AgentEnvironment | None = None, docker_hosts: tuple[str, ...] = (),
-                 machine_trust: str | None = None) -> Backend:
+                 machine_trust: str | None = None, force_build: bool = False) -> Backend:
     """The backend `name` names; `progress` receives a line per long step (image builds, state
     snapshots); `agent_environment` is the agents' set-up script and mounts (docker only);
     `docker_hosts` are the engines (`--docker-host`): one is used as it is, several make a
     `DockerFleet` spreading xdist workers over them (none: the environment's engine);
     `machine_trust` is what the docker backend gives containers with a network of this
-    machine's trust: auto, none or a bundle's path (None: SWE_RESIDUAL_MACHINE_TRUST, else auto)."""
+    machine's trust: auto, none or a bundle's path (None: SWE_RESIDUAL_MACHINE_TRUST, else auto);
+    `force_build` (`--force-build`, docker only) builds a task's Dockerfiles although it names an image."""
     hosts = checked_docker_hosts(docker_hosts)
     name = resolve_backend_name(name, hosts)
     agent_environment = agent_environment or AgentEnvironment()
@@ -66,6 +67,8 @@ def make_backend(name: str, run_id: str, *, progress: Callable[[str], None] | No
         given: dict[str, Any] = {"progress": progress} if progress is not None else {}
         if machine_trust is not None:
             given["machine_trust"] = machine_trust
+        if force_build:
+            given["force_build"] = True
         if len(hosts) > 1:
             from swe_residual.environments.docker.fleet import DockerFleet
 

@@ -13,17 +13,17 @@ from swe_residual.agents import Agent, AgentSession
 from swe_residual.environments.verifier.canary import canary
 from swe_residual.environments.base import Backend, StartSpec
 from swe_residual.environments.disk_usage import DiskReport, DiskWatcher
-from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError
+from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError, MemoryLimitReached
 from swe_residual.trial.handoff.file import give_handoff
 from swe_residual.environments.harness_git import CaptureFailed
 from swe_residual.environments.patches import capture_patch, committed_patch
-from swe_residual.trial.record_model import Attempt, Canary, Durations
+from swe_residual.trial.record_model import Attempt, Canary, Durations, ImagePart, image_part
 from swe_residual.trial.records import item_id
 from swe_residual.dataset.states.state import ResidualState
 from swe_residual.dataset.task import Task
 from swe_residual.agents.trajectory import Trajectory
 from swe_residual.trial.agent_run import agent_run_watched, watch_disk
-from swe_residual.trial.grading import Verification, checked_claim, reverify_saved, score, verify
+from swe_residual.trial.grading import Verification, checked_claim, machinery_note, reverify_saved, score, verify
 from swe_residual.trial.item_files import item_agent_logs_dir, item_artifacts_dir
 from swe_residual.trial.options import RunOptions
 from swe_residual.dataset.values import Outcome, Termination, Track
@@ -49,6 +49,7 @@ class AttemptResult:
     reverified: bool = False
     cost: float | None = None
     fidelity: str | None = None  # how a machine-track state was restored (docker backend)
+    image: ImagePart | None = None  # the image the start ran on and how it was got (docker backend)
     engine: str | None = None  # the Docker engine's URL when a fleet of engines ran it
     verification: Verification | None = None
     # Where the repository sat as the agent saw it: absolute paths in its commands resolve here.
@@ -100,13 +101,15 @@ def read_machine_kept(environment: Any, state: ResidualState | None) -> float | 
 
 def lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSession, trajectory: Trajectory,
                    durations: dict[str, float], started: float, agent_started: float, environment: Any) -> AttemptResult:
-    """The attempt whose container stopped with no cause from outside it (`EnvironmentLostByAgent`):
-    the agent's failure, never retried; nothing is left to verify, so no verdict."""
+    """The attempt whose container stopped with no cause from outside it (`EnvironmentLostByAgent`),
+    or because it reached the task's memory limit (`MemoryLimitReached`: termination
+    `memory_limit`): the agent's failure, never retried; nothing is left to verify, so no verdict."""
     reason = f"{str(lost).removeprefix(f'{lost.stage}: ')}: the agent's failure, nothing could be verified"
     trajectory.final_message = reason
     durations.setdefault("agent_sec", time.monotonic() - agent_started)
     durations["total_sec"] = time.monotonic() - started
-    return AttemptResult(number, Outcome.FAILURE, Termination.AGENT_ERROR, trajectory=trajectory, message=reason,
+    termination = Termination.MEMORY_LIMIT if isinstance(lost, MemoryLimitReached) else Termination.AGENT_ERROR
+    return AttemptResult(number, Outcome.FAILURE, termination, trajectory=trajectory, message=reason,
                     error=reason, durations=durations, cost=session.cost, engine=getattr(environment, "engine", None),
                     actions_recorded=session.actions_recorded, workdir=environment.workdir, tokens=session.tokens,
                     cost_known=session.cost_known)
@@ -150,6 +153,7 @@ def run_attempt(
             logs_dir=agent_logs_dir,
         )
         fidelity = getattr(environment, "fidelity", None)
+        image = image_part(getattr(environment, "image_source", None))
         agent_started = time.monotonic()
         # Until the first verdict the agent's own container is in use: one that stopped with no
         # cause from outside it is the agent's doing (environments/docker/lost.py).
@@ -185,6 +189,9 @@ def run_attempt(
             verification = reverify_saved(backend, environment, task, final_patch, spec, acceptance, artifacts_dir)
             if not verification.verdict.valid and verification.verdict.error != first_error:
                 notes += (f"verifier on the final state: {first_error}",)
+        machinery = machinery_note(task, verification, final_patch)
+        if machinery is not None:  # flagged whatever the verdict (issue 48)
+            notes += (machinery,)
         if verification.verdict.success:
             verification = replace(verification, verdict=checked_claim(backend, task, options.run_id, verification))
         verdict = verification.verdict
@@ -207,7 +214,7 @@ def run_attempt(
         failed_verification = outcome == Outcome.FAILURE and not verdict.valid
         return AttemptResult(number, outcome, Termination.VERIFIER_FAILED if failed_verification else termination,
                         verdict, final_patch, trajectory, message, error=error,
-                        durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity,
+                        durations=durations, reverified=verification.reverified, cost=cost, fidelity=fidelity, image=image,
                         engine=getattr(environment, "engine", None),
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,

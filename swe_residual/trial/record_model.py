@@ -172,6 +172,30 @@ class Tokens(RecordPart):
         return None
 
 
+class ImagePart(RecordPart):
+    """The image a start ran on (`image`, docker backend, written only when known): the name,
+    how the suite got it (`origin`: "local", "pulled", "built" from the task's Dockerfile,
+    "recipe" from the dataset's images.toml, "stand-in" built where no registry answered) and its
+    id; `digest` is the registry's of a pulled image; `stands_in_for` names the public image a
+    stand-in replaces, also when the image was built on one (`how` says how it was made), so a
+    figure measured on a stand-in is never taken for one on the published environment."""
+
+    reference: str
+    origin: str
+    image_id: str
+    digest: str | None = None
+    stands_in_for: str | None = None
+    how: str | None = None
+
+
+def image_part(source: Any) -> ImagePart | None:
+    """The record's `image` from an environment's `image_source` (None: not known)."""
+    if source is None:
+        return None
+    return ImagePart(reference=source.reference, origin=source.origin, image_id=source.image_id, digest=source.digest,
+                     stands_in_for=source.stands_in_for, how=source.how)
+
+
 class DiskLimit(RecordPart):
     """How the task's `[environment] storage_mb` was enforced on the final attempt (`disk_limit`,
     written only when the task sets one): `enforcement` is "watched", "storage_opt" (the engine
@@ -238,7 +262,7 @@ class RunRecord(RecordPart):
     model_config = ConfigDict(extra="allow")
 
     written_when_set = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "committed_patch",
-                                  "atif_trajectory", "agent_logs", "machine_kept"})
+                                  "atif_trajectory", "agent_logs", "machine_kept", "image"})
 
     schema: int = RECORD_SCHEMA
     run_id: str
@@ -274,6 +298,7 @@ class RunRecord(RecordPart):
     cost: Number | None = None
     tokens: Tokens | None = None
     fidelity: str | None = None
+    image: ImagePart | None = None  # the image the start ran on and how it was got; written only when set
     engine: str | None = None
     message: str | None = None
     error: str | None = None

@@ -173,6 +173,7 @@ def run_item(
         cost=final.cost if final.cost_known else None,
         tokens=Tokens(prompt=final.tokens.get("prompt"), completion=final.tokens.get("completion")) if final.tokens is not None else None,
         fidelity=final.fidelity,
+        image=final.image,
         engine=final.engine,
         message=final.message[-2000:] if final.message else None,
         error=error,

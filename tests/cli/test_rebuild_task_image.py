@@ -126,7 +126,7 @@ def test_release_by_hand_trades_the_published_system_for_its_python_and_says_so(
     assert rebuild.stand_in_for("python:3.13-slim-bookworm", "bookworm") == rebuild.stand_in_for("python:3.13-slim-bookworm")
     assert rebuild.stand_in_for("ubuntu:24.04", "trixie").deviations == ("--release trixie: Debian trixie instead of bookworm",)
     assert rebuild.stand_in_for("debian:13.0-slim", "trixie") == rebuild.StandIn("trixie", False)
-    with pytest.raises(SystemExit, match="--release buster: one of bookworm, trixie"):
+    with pytest.raises(rebuild.RebuildError, match="--release buster: one of bookworm, trixie"):
         rebuild.stand_in_for("ubuntu:24.04", "buster")
 
 
@@ -197,7 +197,7 @@ def test_copy_file_into_the_workdir_is_planned_and_copy_dot_refused(tmp_path: Pa
     generated = rebuild.generated_dockerfile(plan, [f"FROM {plan.stand_in.image}"])
     assert "COPY data.csv .\n" in generated
     whole = _task(tmp_path / "two", "FROM ubuntu:24.04\nWORKDIR /app\nCOPY . /app\n")
-    with pytest.raises(SystemExit, match="copies the whole context"):
+    with pytest.raises(rebuild.RebuildError, match="copies the whole context"):
         rebuild.make_plan(whole, [])
 
 

@@ -56,6 +56,7 @@ def describe(settings: RunSettings) -> dict[str, Any]:
         },
         "shard": list(settings.shard) if settings.shard is not None else None,
         "machine_trust": settings.machine_trust,
+        "force_build": settings.force_build,
     }
 
 

@@ -16,6 +16,16 @@ def parse_non_negative_int(text: str) -> int:
     return value
 
 
+def parse_switch(text: str) -> bool:
+    """A switch's value: the command line gives True, the ini true or false (yes/no, 1/0)."""
+    value = text.strip().lower()
+    if value in ("true", "yes", "1", "on"):
+        return True
+    if value in ("false", "no", "0", "off", ""):
+        return False
+    raise ValueError("expected true or false")
+
+
 def parse_positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:

@@ -31,7 +31,7 @@ from swe_residual.metrics.intervals import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from swe_residual.cli.run.gates import DEFAULT_GATE_MIN_TASKS, GATE_ON, Gate, parse_gate, parse_gate_on
 from swe_residual.cli.run.setting_values import (
     parse_agent_option, parse_backend, parse_confidence, parse_model, parse_non_negative_int,
-    parse_positive_float, parse_positive_int,
+    parse_positive_float, parse_positive_int, parse_switch,
 )
 from swe_residual.cli.run.sharding import parse_shard
 from swe_residual.trial.handoff.views import VIEWS, parse_view
@@ -87,6 +87,8 @@ class RunSettings:
     rollouts: int = 1
     # What docker containers with a network get of the machine's trust: auto, none or a bundle's path.
     machine_trust: str = AUTO
+    # `--force-build`: a task's environment/Dockerfile (and tests/Dockerfile) built although it names a docker_image.
+    force_build: bool = False
 
     def agent_name(self, spec: str) -> str | None:
         """The label given to the agent `spec` with `--agent-name`, if any."""
@@ -131,6 +133,7 @@ class Setting:
     relative_to: Literal["root", "source"] | None = None
     skip_blank: bool = False  # repeatable: blank values count as not given
     own_errors: bool = False  # parse's ConfigError already names the flag and the value
+    switch: bool = False  # a flag without a value on the command line (its ini value: true or false)
     kept: bool = False
 
     @property
@@ -246,6 +249,11 @@ SETTINGS: tuple[Setting, ...] = (
             ini="residual_machine_trust", ini_help="docker: the machine's CA bundle for networked containers "
             "(auto, none, PATH)", env=TRUST_ENV, default=AUTO, parse=parse_trust_choice, relative_to="source",
             kept=True),
+    Setting("--force-build", "force_build",
+            "docker: build each task's environment/Dockerfile (and tests/Dockerfile) although the task names a "
+            "docker_image (Harbor's --force-build)", ini="residual_force_build",
+            ini_help="docker: build the tasks' Dockerfiles although they name an image (true or false)",
+            default=False, parse=parse_switch, switch=True, kept=True),
     Setting("--shard", "shard",
             "run shard K of N (all items of a task in one shard); merge with `swe-residual report`", metavar="K/N",
             parse=parse_shard, own_errors=True, kept=True),

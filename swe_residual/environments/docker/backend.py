@@ -36,7 +36,8 @@ from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.failures import StateFailures
 from swe_residual.environments.docker.hygiene import LABEL
 from swe_residual.environments.docker.images import PreparedImage, Progress
-from swe_residual.environments.docker.named_images import named_image_id
+from swe_residual.environments.docker.named_images import ENVIRONMENT_FIELD, named_image
+from swe_residual.environments.docker.pulls import BUILT, source_of
 from swe_residual.environments.cache import default_cache_dir, tree_digest
 from swe_residual.environments.machine_trust import MachineTrust, choose_trust, resolve_trust
 from swe_residual.dataset.errors import ConfigError, DatasetError, InfraError
@@ -78,6 +79,7 @@ class DockerBackend:
         agent_environment: AgentEnvironment | None = None,
         snapshot_repo_states: bool = False,
         machine_trust: str | None = None,
+        force_build: bool = False,
     ) -> None:
         # Labels the containers this backend makes outside any StartSpec (state builds, probes).
         # Never used to sweep on close: xdist workers share a run id.
@@ -92,6 +94,9 @@ class DockerBackend:
         self.progress = progress
         # The agent's set-up layer and mounts (`--agent-setup`, `--agent-mount`), for its containers only.
         self.agent_environment = agent_environment or AgentEnvironment()
+        # `--force-build` (Harbor's option and meaning): environment/Dockerfile (and tests/Dockerfile)
+        # are built although the task names a docker_image.
+        self.force_build = force_build
         self.engine_url = engine_url
         # What containers with a network get of this machine's trust (`--machine-trust`: auto,
         # none or a bundle; None: SWE_RESIDUAL_MACHINE_TRUST, else auto).
@@ -101,6 +106,7 @@ class DockerBackend:
         self.token = secrets.token_hex(6)  # this backend instance, for close()
         self._engine_cpus: float | None = None  # asked of the engine once, when a task asks for CPUs
         self._cpus_capped: set[str] = set()  # the tasks already told they get fewer
+        self._stand_ins_said: set[str] = set()  # the stand-ins already named once in this process
         self.closed = False
         self._containers: set[str] = set()
         self._temp_images: set[str] = set()
@@ -151,8 +157,12 @@ class DockerBackend:
                                   timeout_sec=timeout_sec, lock_dir=self.cache_dir, progress=self.progress)
 
     def task_image(self, task: Task) -> PreparedImage:
-        """The task's image (built if needed) and its base commit; memoized per build context."""
+        """The task's image and its base commit; memoized per build context. A task's
+        docker_image is used (got as named_images.py says), its environment/Dockerfile built when
+        it names none or under `--force-build`, as Harbor does."""
         configured = task.config.docker_image
+        if configured and self.force_build and (task.environment_dir / "Dockerfile").is_file():
+            configured = None
         if configured:
             key = (task.id, "image:" + configured)
         else:
@@ -164,11 +174,16 @@ class DockerBackend:
             return self._prepared[key]
         if configured:
             reference = configured
-            image_id = named_image_id(self, task, configured, field="environment.docker_image")
+            source = named_image(self, task, configured, field=ENVIRONMENT_FIELD)
+            image_id = source.image_id
         else:
             reference, image_id = self.build_image(task.environment_dir, task.environment_dir / "Dockerfile",
                                                    repo=images.TASK_REPO, name=task.id,
                                                    timeout_sec=task.config.build_timeout_sec)
+            found = inspect_image(self.client, image_id)
+            if found is None:
+                raise InfraError(f"the task image {reference} vanished right after its build", stage="build")
+            source = source_of(found, reference, BUILT)
         labels = hygiene.container_labels("head", task.id, self.run_id, self.token)
         workdir = self.workdir_for(task, image_id)
         head = images.image_head(self.client, task, image_id, workdir, self.cache_dir, labels)
@@ -176,7 +191,11 @@ class DockerBackend:
         if expected and head != expected:
             raise DatasetError(task.path / "task.toml", f"the environment builds commit {head}, not {expected}",
                                field="metadata.base_commit_hash")
-        self._prepared[key] = PreparedImage(reference, image_id, head, workdir)
+        self._prepared[key] = PreparedImage(reference, image_id, head, workdir, source)
+        if source.stands_in_for and source.stands_in_for not in self._stand_ins_said:
+            self._stand_ins_said.add(source.stands_in_for)
+            self.progress(f"note: {task.id} runs on a stand-in for {source.stands_in_for} "
+                          f"({source.how or 'built by the suite'}), not the published image")
         return self._prepared[key]
 
     def workdir_for(self, task: Task, image: str) -> str:
@@ -354,6 +373,7 @@ class DockerBackend:
                 environment.close()
                 raise
             environment.base_image = self.task_image(task).image_id
+            environment.image_source = self.task_image(task).source
             return environment
         else:
             image, head = self.state_image(task, state, install)
@@ -367,10 +387,12 @@ class DockerBackend:
                 self._state_failures.remember(image, exc)  # the next item of the state fails at once
                 raise
             replayed.base_image = self.task_image(task).image_id
+            replayed.image_source = self.task_image(task).source
             return replayed
         environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
         environment.fidelity = fidelity
         environment.base_image = self.task_image(task).image_id
+        environment.image_source = self.task_image(task).source
         return environment
 
     def _cpus_for(self, task: Task, wanted: float | None) -> float | None:

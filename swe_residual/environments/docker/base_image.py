@@ -1,18 +1,21 @@
-"""The base image that sample tasks start FROM, built from Debian's packages only.
+"""The base image that sample tasks start FROM, and the Debian stand-in it is built on offline.
 
-The machines this suite runs on have a Docker engine but no image registry: nothing can be
-pulled. So the base image is made the way Debian's own images are: `debootstrap` of a minimal
-system into a directory, then a tar of it imported through the engine's API. The Debian mirror is read from the
-machine's apt configuration at run time (whatever mirror apt already uses is reachable), never
-written into the code.
+The sample tasks start `FROM debian:bookworm-slim` and install what they need in their first
+RUN; `swe-residual-base:bookworm` is those same first lines built once (`base_dockerfile`), so
+the builder's layer cache shares them with every sample task and the suite's own test tasks
+start FROM the base directly. Where a registry answers, `debian:bookworm-slim` is pulled and
+nothing here needs root.
 
-The image is labelled with a hash of its recipe (release, variant, packages, image config);
-an existing image carrying the same label is reused, so the build happens once per machine.
+Where no registry answers (the machines this suite is built on), `debian:RELEASE-slim` is made
+the way Debian's own images are: `debootstrap --variant=minbase` into a directory, then a tar
+of it imported through the engine's API, tagged with the public name and labelled a stand-in
+(`swe-residual.stand-in`, inherited by every image built on it). The Debian mirror is read from
+the machine's apt configuration at run time and stays in the image's sources.list, so a
+Dockerfile's `apt-get install` reaches the mirror the host uses. Only this step needs root.
 
-The sample tasks use bookworm. Other releases are built the same way under their own tag
-(`swe-residual-base:trixie`): scripts/rebuild-task-image stands in with trixie for a published
-base whose Python is the one trixie ships (3.13). A Python the release does not ship is compiled
-on its base by python_image.py (`swe-residual-python:3.13-bookworm`).
+Other releases are built the same way under their own tag (`swe-residual-base:trixie` on
+`debian:trixie-slim`). A Python the release does not ship is compiled on its base by
+python_image.py (`swe-residual-python:3.13-bookworm`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from filelock import FileLock
 
 from swe_residual.environments.cache import default_cache_dir
 from swe_residual.dataset.errors import InfraError
+from swe_residual.environments.docker.pulls import (
+    STAND_IN_HOW_LABEL, STAND_IN_LABEL, PullRefused, RegistryUnreachable, pull_image, stand_in_of,
+)
 
 BASE_REPOSITORY = "swe-residual-base"
 BASE_RELEASE = "bookworm"
@@ -44,15 +50,18 @@ BASE_VARIANT = "minbase"
 # online. `timeout` (used to kill timed-out commands inside containers) is in coreutils,
 # which minbase always has.
 BASE_PACKAGES = ("python3", "python3-pytest", "git", "patch", "procps", "ca-certificates")
-BASE_CHANGES = (
+# What Debian's official images set, given to a debootstrapped stand-in for one.
+STAND_IN_CHANGES = (
     "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "ENV LANG=C.UTF-8",
-    "ENV PYTHONDONTWRITEBYTECODE=1",
     'CMD ["bash"]',
 )
+# Debian's version numbers, for `debian:12-slim`.
+DEBIAN_VERSIONS = {"12": "bookworm", "13": "trixie"}
 # Bump when the build procedure changes in a way the fields above do not show.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 RECIPE_LABEL = "swe-residual.recipe"
+BASE_FROM_LABEL = "swe-residual.base.from-id"  # the id of the debian:RELEASE-slim the base was built on
+
 
 APT_SOURCE_FILES = (Path("/etc/apt/sources.list"),)
 APT_SOURCE_DIR = Path("/etc/apt/sources.list.d")
@@ -172,15 +181,37 @@ def debian_mirror(release: str = BASE_RELEASE, sources: list[AptSource] | None =
     )
 
 
-def recipe_digest(
-    release: str = BASE_RELEASE,
-    packages: tuple[str, ...] = BASE_PACKAGES,
-    changes: tuple[str, ...] = BASE_CHANGES,
-) -> str:
+def base_dockerfile(release: str = BASE_RELEASE) -> str:
+    """The base image's Dockerfile: the first lines every sample task's Dockerfile has (on the
+    same FROM, the builder's layer cache shares them), so the base is those tasks' common part."""
+    return (f"FROM {slim_image_name(release)}\n"
+            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
+            f"    {' '.join(BASE_PACKAGES)} \\\n"
+            "    && rm -rf /var/lib/apt/lists/*\n"
+            "ENV LANG=C.UTF-8 PYTHONDONTWRITEBYTECODE=1\n")
+
+
+def slim_image_name(release: str = BASE_RELEASE) -> str:
+    """Debian's public image the base of `release` starts FROM."""
+    return f"debian:{release}-slim"
+
+
+def recipe_digest(release: str = BASE_RELEASE) -> str:
     """Hash of what goes into the base image (not of where it is downloaded from)."""
-    recipe = {"version": RECIPE_VERSION, "release": release, "variant": BASE_VARIANT,
-              "packages": sorted(packages), "changes": list(changes)}
+    recipe = {"version": RECIPE_VERSION, "release": release, "dockerfile": base_dockerfile(release)}
     return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def debian_release(reference: str) -> str | None:
+    """The Debian release a public `debian:` image names (`debian:bookworm-slim`, `debian:12`),
+    or None for another image."""
+    name = reference.split("@", 1)[0].removeprefix("docker.io/").removeprefix("library/")
+    repository, _, tag = name.partition(":")
+    if repository != "debian":
+        return None
+    word = (tag or "latest").split("-", 1)[0]
+    release = DEBIAN_VERSIONS.get(word.split(".", 1)[0], word)
+    return release if re.fullmatch(r"[a-z]+", release) and release not in ("latest", "stable") else None
 
 
 def _client() -> Any:
@@ -211,32 +242,92 @@ def base_image_name(release: str = BASE_RELEASE) -> str:
     return f"{BASE_REPOSITORY}:{release}"
 
 
+def engine_key_of(client: Any) -> str:
+    """What names an engine in the pull locks: the URL its client talks to."""
+    return str(getattr(getattr(client, "api", None), "base_url", "") or "default")
+
+
+# (engine, reference) -> image id, for a stand-in kept because no registry answered: asked once
+# per process, not before every task build.
+_KEPT_STAND_INS: dict[tuple[str, str], str] = {}
+
+
+def ensure_debian_image(reference: str, *, progress: Progress = print, client: Any = None,
+                        source: str = "") -> str:
+    """Id of the public Debian image `reference` (`debian:bookworm-slim`): the engine's own
+    when it is not a stand-in, else pulled, else (no registry answers) a debootstrapped stand-in
+    tagged with that name. A stand-in already there is replaced when a registry answers.
+    `source` names what asked for it, for the errors (a Dockerfile, the base image)."""
+    release = debian_release(reference)
+    if release is None:
+        raise InfraError(f"{reference} is not a Debian image with a release in its tag", stage="build")
+    client = client or _client()
+    key = (engine_key_of(client), reference)
+    if key in _KEPT_STAND_INS:
+        return _KEPT_STAND_INS[key]
+    found = image_labels(reference, client)
+    if found is not None and not found[1].get(STAND_IN_LABEL):
+        return found[0]
+    try:
+        pulled = pull_image(client, reference, engine_key=key[0], lock_dir=_cache_dir(), progress=progress,
+                            replace_stand_in=True)
+        return str(pulled["Id"])
+    except RegistryUnreachable as exc:
+        answer = exc.answer
+    except PullRefused as exc:
+        if found is None:
+            raise
+        answer = exc.answer  # a stand-in stays usable when the registry has no such image
+    with FileLock(str(_cache_dir() / f"stand-in-{release}.lock")):
+        from swe_residual.environments.docker.engine import inspect_image
+
+        now = inspect_image(client, reference)  # another worker may have made it meanwhile
+        if now is not None and stand_in_of(now):
+            image_id = str(now["Id"])
+        else:
+            progress(f"no registry answers for {reference} ({answer[:200]}): making a stand-in from Debian's "
+                     "packages (debootstrap)")
+            image_id = _debootstrap_stand_in(reference, release, progress, client, answer, source)
+    progress(f"using a stand-in for {reference}: {stand_in_how(release)}")
+    _KEPT_STAND_INS[key] = image_id
+    return image_id
+
+
+def stand_in_how(release: str, mirror: str = "") -> str:
+    """The short account a Debian stand-in carries (`swe-residual.stand-in.how`)."""
+    return (f"debootstrap --variant={BASE_VARIANT} of Debian {release}"
+            + (f" from {mirror}" if mirror else "") + ", the mirror kept in its apt sources")
+
+
 def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, image: str | None = None,
                       release: str = BASE_RELEASE, report_current: bool = True, client: Any = None) -> str:
-    """Build (or reuse) `image` (default: `base_image_name(release)`) from Debian `release`'s
-    packages; return its image id.
+    """Build (or reuse) `image` (default: `base_image_name(release)`): `base_dockerfile(release)`
+    on `debian:RELEASE-slim` (pulled, else its stand-in); return its image id.
 
-    Reuses an existing image whose recipe label matches unless `rebuild`. One build per machine
-    at a time (file lock), so xdist workers and parallel runs wait for the first one. `client`
-    is the engine to build on (default: the environment's, DOCKER_HOST or the local socket). A build
-    always reports its progress; finding the image current does only when `report_current`
-    (the docker backend checks before every task image build: once said is enough).
+    Reuses an existing image whose recipe label matches, built on the Debian image there is
+    now, unless `rebuild`. One build per machine at a time (file lock), so xdist workers and
+    parallel runs wait for the first one. `client` is the engine to build on (default: the
+    environment's, DOCKER_HOST or the local socket). A build always reports its progress;
+    finding the image current does only when `report_current` (the docker backend checks before
+    every task image build: once said is enough).
     """
     image = image or base_image_name(release)
     digest = recipe_digest(release)
+    client = client or _client()
+    slim_id = ensure_debian_image(slim_image_name(release), progress=progress, client=client,
+                                  source=f"the base image {image}")
     # One lock per release: building one release does not hold up the check of another. The
     # default release keeps the lock's first name, which other checkouts on the machine use.
     lock_name = "base-image.lock" if release == BASE_RELEASE else f"base-image-{release}.lock"
     with FileLock(str(_cache_dir() / lock_name)):
-        client = client or _client()
         found = image_labels(image, client)
-        if found and not rebuild and found[1].get(RECIPE_LABEL) == digest:
+        if found and not rebuild and found[1].get(RECIPE_LABEL) == digest and found[1].get(BASE_FROM_LABEL) == slim_id:
             if report_current:
                 progress(f"base image {image} is up to date ({found[0][7:19]}, recipe {digest})")
             return found[0]
         previous = found[0] if found else None
         started = time.monotonic()
-        image_id = _build_base_image(image, release, digest, progress, client)
+        image_id = _build_on_slim(image, release, digest, slim_id, progress, client)
         if previous and previous != image_id:
             # The tag moved to the new image: drop the old one so it does not linger dangling
             # (fails harmlessly if some task image still builds on it).
@@ -245,6 +336,32 @@ def ensure_base_image(*, rebuild: bool = False, progress: Progress = print, imag
             remove_images(client, [previous])
         progress(f"built {image} ({image_id[7:19]}) in {time.monotonic() - started:.0f}s")
         return image_id
+
+
+def _build_on_slim(image: str, release: str, digest: str, slim_id: str, progress: Progress, client: Any) -> str:
+    """The base's Dockerfile built by the engine's classic builder; the labels go last (a LABEL
+    step after the shared lines, which the sample tasks' builds then find in the cache)."""
+    import io
+
+    from swe_residual.environments.docker.engine import engine_errors
+
+    progress(f"building {image} on {slim_image_name(release)}: {' '.join(BASE_PACKAGES)} from the Debian mirror")
+    labels = {RECIPE_LABEL: digest, "swe-residual.kind": "base", BASE_FROM_LABEL: slim_id}
+    dockerfile = io.BytesIO(base_dockerfile(release).encode())
+    tail: list[str] = []
+    image_id = ""
+    with engine_errors(f"building {image}", stage="build"):
+        for chunk in client.api.build(fileobj=dockerfile, tag=image, labels=labels, rm=True, forcerm=True, decode=True):
+            tail = (tail + str(chunk.get("stream") or "").splitlines())[-30:]
+            if "aux" in chunk and "ID" in chunk["aux"]:
+                image_id = chunk["aux"]["ID"]
+            if "error" in chunk:
+                raise InfraError(f"building {image} failed: {str(chunk['error']).strip()}\n" + "\n".join(tail),
+                                 stage="build")
+    found = image_labels(image, client)
+    if not found:
+        raise InfraError(f"{image} is missing right after its build", stage="build")
+    return found[0]
 
 
 def _ensure_debootstrap(progress: Progress) -> str:
@@ -265,18 +382,23 @@ def _ensure_debootstrap(progress: Progress) -> str:
     return found
 
 
-def _build_base_image(image: str, release: str, digest: str, progress: Progress, client: Any) -> str:
+def _debootstrap_stand_in(image: str, release: str, progress: Progress, client: Any, answer: str,
+                          source: str) -> str:
+    """`image` made by debootstrap (minbase, nothing more) and labelled a stand-in for itself."""
     if os.geteuid() != 0:
-        raise InfraError("building the base image needs root (debootstrap creates device nodes and chroots)", stage="build")
+        wanted = f" (for {source})" if source else ""
+        raise InfraError(
+            f"{image}{wanted} is not on this engine and no registry answers ({answer[:300]}); a stand-in for it "
+            "is made from Debian's packages by debootstrap, which needs root. Either give the engine pull access "
+            f"to a registry that has {image} (or `docker load` it), or run `swe-residual build-base` as root once "
+            "on this machine (it makes the stand-in)", stage="build")
     debootstrap = _ensure_debootstrap(progress)
     mirror = debian_mirror(release)
     progress(f"bootstrapping Debian {mirror.suite} ({BASE_VARIANT}) from {mirror.uri} (found in {mirror.origin})")
     work = Path(tempfile.mkdtemp(prefix="swe-residual-base-"))
     root = work / "root"
     try:
-        args = [
-            debootstrap, f"--variant={BASE_VARIANT}", "--include=" + ",".join(BASE_PACKAGES),
-        ]
+        args = [debootstrap, f"--variant={BASE_VARIANT}"]
         keyring = mirror.signed_by if mirror.signed_by and Path(mirror.signed_by).is_file() else None
         if keyring is None and DEFAULT_KEYRING.is_file():
             keyring = str(DEFAULT_KEYRING)
@@ -286,7 +408,9 @@ def _build_base_image(image: str, release: str, digest: str, progress: Progress,
         _stream(args, progress)
         _trim_root(root)
         progress("importing the root file system into docker")
-        changes = [*BASE_CHANGES, f"LABEL {RECIPE_LABEL}={digest}", "LABEL swe-residual.kind=base"]
+        how = stand_in_how(release, mirror.uri)
+        changes = [*STAND_IN_CHANGES, f"LABEL {STAND_IN_LABEL}={image}", f'LABEL {STAND_IN_HOW_LABEL}="{how}"',
+                   "LABEL swe-residual.kind=stand-in"]
         _import_root(root, image, changes, client)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -27,6 +27,7 @@ from swe_residual.environments.docker.archives import (
 from swe_residual.environments.docker.containers import SCRATCH_DIR
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, inspect_container
 from swe_residual.environments.docker.exec import RawExec, lost_or_failed, run_exec, to_result
+from swe_residual.environments.docker.pulls import ImageSource
 from swe_residual.dataset.errors import InfraError
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ class DockerEnvironment:
         # The task's own clean image (never an agent's set-up layer): where the harness's trusted
         # copies of the base repository and of git come from.
         self.base_image: str | None = None
+        # How the task image was got (pulled, built, a stand-in...): the run record's `image`.
+        self.image_source: ImageSource | None = None
         self.temp_image: str | None = None  # a commit made only for this container
         # True from a stop of every process until the next command: nothing can be running.
         self.quiet = False
@@ -118,13 +121,13 @@ class DockerEnvironment:
 
     def run(
         self, argv: list[str], *, timeout_sec: float | None = None, env: dict[str, str] | None = None,
-        cwd: str | None = None, stdin: bytes | None = None, capped: bool = True,
+        cwd: str | None = None, stdin: bytes | None = None, capped: bool = True, stderr_bytes: int | None = None,
     ) -> RawExec:
         """`argv` in the container (no shell); a missing `cwd` raises FileNotFoundError."""
         self.quiet = False  # a command may leave processes behind
         env = {**self.given_env, **(env or {})} or None
         raw = run_exec(self.client, self.container_id, argv, timeout_sec=timeout_sec, env=env, cwd=cwd,
-                       stdin=stdin, capped=capped)
+                       stdin=stdin, capped=capped, stderr_bytes=stderr_bytes)
         if not raw.started:
             # The engine could not start the process: the caller's missing cwd, as for the local
             # backend's Popen, or an engine failure.
@@ -341,6 +344,7 @@ class DockerEnvironment:
             self.backend.remove_temp_image(tag)
             raise
         fresh.base_image = self.base_image
+        fresh.image_source = self.image_source
         fresh.fidelity = self.fidelity
         fresh.temp_image = tag
         return fresh

@@ -4,10 +4,11 @@
 `<repo>:<name>-<hash>`, where the hash covers every file of the context (paths, executable
 bits, bytes), the Dockerfile and the ids of the images it starts FROM. A second call reuses
 the tag; any change makes a new tag and a build. Builds hold a file lock under the cache
-directory, so xdist workers and parallel runs build once. The engine's classic builder is used
-through the API (it uses local FROM images as they are and never tries to resolve them against
-a registry); a failed build removes the untagged layers it made and raises InfraError with the
-end of its log.
+directory, so xdist workers and parallel runs build once. The images a Dockerfile starts FROM
+are got first (public_images.py: the engine's, else pulled once per engine, else a labelled
+stand-in where no registry answers), then the engine's classic builder is used through the API
+(it uses those local images as they are); a failed build removes the untagged layers it made
+and raises InfraError with the end of its log.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from swe_residual.environments.docker.hygiene import LABEL
 from swe_residual.environments.cache import tree_digest
 from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.environments.docker.base_image import BASE_IMAGE, ensure_base_image
+from swe_residual.environments.docker.public_images import public_image
+from swe_residual.environments.docker.pulls import ImageSource
 from swe_residual.dataset.task import Task
 from swe_residual.dataset.values import Track
 
@@ -47,6 +50,7 @@ class PreparedImage:
     image_id: str
     head: str | None  # git HEAD at the workdir (the base commit), None without a repository
     workdir: str = "/"  # where commands run: [metadata] workdir, else the image's WORKDIR
+    source: ImageSource | None = None  # how the task image was got (the run record's `image`)
 
 
 _ARG = re.compile(r"^\s*ARG\s+(?P<name>\w+)(?:\s*=\s*(?P<value>\S+))?", re.IGNORECASE)
@@ -80,7 +84,8 @@ def dockerfile_bases(text: str) -> list[str]:
 
 
 def base_image_ids(client: docker.DockerClient, dockerfile: Path, progress: Progress) -> list[str]:
-    """Ids of the images `dockerfile` starts FROM; our own base image is built when missing."""
+    """Ids of the images `dockerfile` starts FROM: our own base image built when missing, any
+    other got as public_images.py says (local, pulled, or a stand-in where no registry answers)."""
     ids = []
     for base in dockerfile_bases(dockerfile.read_text(encoding="utf-8", errors="replace")):
         if base.split(":")[0] == BASE_IMAGE.split(":")[0]:
@@ -88,11 +93,7 @@ def base_image_ids(client: docker.DockerClient, dockerfile: Path, progress: Prog
                 raise DatasetError(dockerfile, f"unknown swe-residual base image {base!r} (only {BASE_IMAGE})")
             ids.append(ensure_base_image(progress=progress, report_current=False, client=client))
             continue
-        found = inspect_image(client, base)
-        if found is None:
-            raise InfraError(f"{dockerfile} starts FROM {base!r}, which is not present locally; "
-                             "nothing can be pulled here", stage="build")
-        ids.append(found["Id"])
+        ids.append(public_image(client, base, where=dockerfile, field="FROM", progress=progress).image_id)
     return ids
 
 

@@ -1,31 +1,52 @@
-"""Images a task names (`[environment] docker_image`, `[verifier.environment] docker_image`).
+"""Images a task names (`[environment] docker_image`, `[verifier.environment] docker_image`),
+got as Harbor gets them.
 
-Nothing can be pulled on these machines. A recipe in the dataset's `images.toml`
-(swe_residual/dataset/image_recipes.py) is authoritative: the image is built from it by content (cached
-like a task image) and tagged with the name the task uses. Without a recipe the image must
-already be on the engine; when it is not, one clear error names the task's file and field and
-says how to provide it.
+In order: a recipe in the dataset's `images.toml` (swe_residual/dataset/image_recipes.py) is
+authoritative: the image is built from it by content (cached like a task image) and tagged with
+the name the task uses. Else the engine's own image of that name, when it is not a stand-in.
+Else the engine pulls it (pulls.py: once per image per engine, the engine's credentials). Where
+no registry answers, the offline route: the task's own environment/Dockerfile built with its
+FROM replaced by a stand-in base (rebuild.py), tagged with the name and labelled a stand-in; a
+stand-in already there is used (and replaced by the real image once a registry answers). A
+registry that refuses (no such tag, denied, rate limited) is one clear error naming the task's
+file, the field and the registry's answer.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from docker.utils import parse_repository_tag
+from filelock import FileLock
 
-from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image
 from swe_residual.dataset.errors import DatasetError
-from swe_residual.dataset.image_recipes import IMAGES_FILE, find_recipe
+from swe_residual.dataset.image_recipes import find_recipe
 from swe_residual.dataset.task import Task
+from swe_residual.environments.docker.base_image import engine_key_of, ensure_base_image
+from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image
+from swe_residual.environments.docker.public_images import offline_error, refused_error
+from swe_residual.environments.docker.pulls import (
+    LOCAL, PULLED, RECIPE, STAND_IN, STAND_IN_HOW_LABEL, STAND_IN_LABEL, ImageSource, PullRefused,
+    RegistryUnreachable, pull_image, source_of, stand_in_of,
+)
+from swe_residual.environments.docker.python_image import ensure_python_image
+from swe_residual.environments.docker.rebuild import RebuildError, make_plan, rebuild_image
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.orchestrator import Orchestrator
 
 NAMED_REPO = "swe-residual-named"
+ENVIRONMENT_FIELD = "environment.docker_image"
 
 
 def named_image_id(backend: Orchestrator, task: Task, reference: str, *, field: str) -> str:
-    """Id of the image `reference`, built from the dataset's recipe when it has one."""
+    """Id of the image `reference` (see `named_image`)."""
+    return named_image(backend, task, reference, field=field).image_id
+
+
+def named_image(backend: Orchestrator, task: Task, reference: str, *, field: str) -> ImageSource:
+    """The image `reference` a task names in `field`, and how it was got."""
     recipe = find_recipe(task, reference)
     if recipe is not None:
         _, image_id = backend.build_image(recipe.context, recipe.dockerfile, repo=NAMED_REPO, name=reference,
@@ -36,18 +57,67 @@ def named_image_id(backend: Orchestrator, task: Task, reference: str, *, field: 
             backend.client.api.tag(image_id, repository, tag or "latest", force=True)
         except ENGINE_EXCEPTIONS as exc:
             raise infra_error(exc, f"tagging {image_id[:19]} as {reference}", stage="build") from exc
-        return image_id
-    found = inspect_image(backend.client, reference)
-    if found is None:
-        raise DatasetError(
-            task.path / "task.toml",
-            f"image {reference!r} is not on this engine and nothing can be pulled here: load it "
-            f"(`docker load -i FILE`), tag a local image with that name (`docker tag LOCAL {reference}`), "
-            f"or add a recipe for it to the dataset's {IMAGES_FILE}",
-            field=field,
-        )
-    image_id: str = found["Id"]
-    return image_id
+        found = inspect_image(backend.client, image_id)
+        return source_of(found, reference, RECIPE) if found else ImageSource(reference, RECIPE, image_id)
+    client = backend.client
+    where = task.path / "task.toml"
+    found = inspect_image(client, reference)
+    if found is not None and not stand_in_of(found):
+        return source_of(found, reference, LOCAL)
+    try:
+        pulled = pull_image(client, reference, engine_key=engine_key_of(client), lock_dir=backend.cache_dir,
+                            progress=backend.progress, replace_stand_in=True)
+        return source_of(pulled, reference, PULLED)
+    except PullRefused as exc:
+        if found is not None:
+            backend.progress(f"{reference}: the registry has no such image ({exc.answer[:200]}); the stand-in stays")
+            return source_of(found, reference, STAND_IN)
+        raise refused_error(where, field, reference, exc.answer) from exc
+    except RegistryUnreachable as exc:
+        answer = exc.answer
+    if found is not None:
+        return source_of(found, reference, STAND_IN)
+    if field != ENVIRONMENT_FIELD:
+        raise offline_error(where, field, reference, answer, "the suite builds a stand-in only for the task's "
+                            "[environment] docker_image (from environment/Dockerfile); --force-build builds "
+                            "tests/Dockerfile instead")
+    return _task_stand_in(backend, task, reference, answer)
+
+
+def _task_stand_in(backend: Orchestrator, task: Task, reference: str, answer: str) -> ImageSource:
+    """The task's environment/Dockerfile with its FROM replaced by a stand-in base, tagged
+    `reference` and labelled a stand-in for it (one build per engine: a file lock)."""
+    where = task.path / "task.toml"
+    if not (task.environment_dir / "Dockerfile").is_file():
+        raise offline_error(where, ENVIRONMENT_FIELD, reference, answer,
+                            "and the task has no environment/Dockerfile to build a stand-in from")
+    key = hashlib.sha256(f"{engine_key_of(backend.client)}\0{reference}".encode()).hexdigest()[:24]
+    with FileLock(str(backend.cache_dir / f"stand-in-{key}.lock")):
+        made = inspect_image(backend.client, reference)  # another worker may have built it meanwhile
+        if made is not None and stand_in_of(made):
+            return source_of(made, reference, STAND_IN)
+        try:
+            plan = make_plan(task.path, [])
+            if plan.stand_in.python_build:
+                ensure_python_image(plan.stand_in.python_build, release=plan.stand_in.release, progress=backend.progress)
+            else:
+                ensure_base_image(release=plan.stand_in.release, progress=backend.progress, report_current=False,
+                                  client=backend.client)
+            how = (f"the task's environment/Dockerfile with FROM {plan.base_from} replaced by {plan.stand_in.image}"
+                   + (f"; {'; '.join(plan.stand_in.deviations)}" if plan.stand_in.deviations else ""))
+            backend.progress(f"no registry answers for {reference} ({answer[:200]}): building a stand-in: {how}")
+            rebuild_image(backend.client, plan, progress=backend.progress,
+                          extra_labels={STAND_IN_LABEL: reference, STAND_IN_HOW_LABEL: how[:1000],
+                                        "swe-residual.kind": "stand-in"})
+        except RebuildError as exc:
+            raise offline_error(where, ENVIRONMENT_FIELD, reference, answer,
+                                f"its stand-in cannot be built from environment/Dockerfile: {exc}") from exc
+        built = inspect_image(backend.client, reference)
+    if built is None:
+        raise DatasetError(where, f"the stand-in for {reference} is missing right after its build",
+                           field=ENVIRONMENT_FIELD)
+    backend.progress(f"using a stand-in for {reference}: {how}")
+    return source_of(built, reference, STAND_IN)
 
 
 def ensure_dockerfile_bases(backend: Orchestrator, task: Task, bases: list[str], *, field: str) -> None:

@@ -25,6 +25,7 @@ class Orchestrator(ContainerOwner, Protocol):
 
     progress: Progress
     agent_environment: AgentEnvironment
+    force_build: bool  # `--force-build`: a task's Dockerfiles are built although it names an image
     # (the backend itself, a container of the freshly applied state, task, state); raises to reject.
     validate_state: Callable[[Any, DockerEnvironment, Task, ResidualState], None] | None
     verifier_images: dict[tuple[str, ...], tuple[str, str | None]]

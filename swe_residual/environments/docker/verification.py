@@ -199,7 +199,9 @@ def _resolve_verifier_image(backend: Orchestrator, task: Task, plan: VerifierEnv
     if plan.source == TASK_ENVIRONMENT:
         prepared = backend.task_image(task)  # the clean image: the base commit, never the state
         return prepared.image_id, prepared.head
-    if plan.source == TESTS_DOCKERFILE:
+    # `--force-build`: tests/Dockerfile is built although [verifier.environment] names an image (Harbor's meaning).
+    forced = plan.image is not None and backend.force_build and (task.tests_dir / "Dockerfile").is_file()
+    if plan.source == TESTS_DOCKERFILE or forced:
         dockerfile = task.tests_dir / "Dockerfile"
         bases = dockerfile_bases(dockerfile.read_text(encoding="utf-8", errors="replace"))
         ensure_dockerfile_bases(backend, task, bases, field="verifier")
