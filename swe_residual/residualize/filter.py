@@ -10,10 +10,14 @@ A run becomes a candidate only when it
                                                   its patch artifact; `residualize.final_state`
                                                   says why). Generated runs always have it;
   (b) changed something                           rule `unchanged`: nothing but incidental
-                                                  artifacts (build outputs, caches, logs; glob
+                                                  artifacts (build outputs, caches, logs, stray
+                                                  files such as `=1.0` or `*.egg-info`; glob
                                                   patterns) differs from the clean state. The
-                                                  artifacts stay in the state: they only do not
-                                                  count as a change;
+                                                  artifacts stay in the state, as the paper keeps
+                                                  them: they only do not count as a change, and a
+                                                  candidate's are listed (`incidental_artifacts`
+                                                  in filter.json, then the state's
+                                                  `[provenance.stage_ii]`);
   and is not a duplicate                          rule `duplicate`: the same final state (same
                                                   patch or same commands) as an earlier run of the
                                                   same task, kept once.
@@ -44,7 +48,11 @@ from swe_residual.trial.record_model import RunRecord
 from swe_residual.dataset.states.state import load_commands
 from swe_residual.dataset.values import Outcome, Termination, Track
 
-DEFAULT_ARTIFACT_PATTERNS = ("*.log", "__pycache__/", ".cache/", "*.pyc", "node_modules/", "build/", "dist/")
+# Build outputs, caches and logs, and what a run leaves by accident: `*.egg-info/` from an
+# editable install, and a file named like `=1.0` (`pip install pkg>=1.0` unquoted: the shell
+# redirects pip's output to a file `=1.0`).
+DEFAULT_ARTIFACT_PATTERNS = ("*.log", "__pycache__/", ".cache/", "*.pyc", "node_modules/", "build/", "dist/",
+                             "*.egg-info/", ".pytest_cache/", "=*")
 NO_FINAL_STATE = "no_final_state"
 RULES = ("infra_failure", "not_submitted", "not_failing", NO_FINAL_STATE, "unchanged", "duplicate")
 
@@ -70,6 +78,11 @@ def is_artifact(path: str, patterns: Sequence[str]) -> bool:
 
 def substantive_changes(patch: str, patterns: Sequence[str]) -> list[str]:
     return sorted(path for path in changed_files(patch) if not is_artifact(path, patterns))
+
+
+def incidental_artifacts(patch: str, patterns: Sequence[str]) -> list[str]:
+    """The changed files that are incidental artifacts (they stay in the state)."""
+    return sorted(path for path in changed_files(patch) if is_artifact(path, patterns))
 
 
 def _no_final_state_reason(record: RunRecord) -> str | None:
@@ -104,9 +117,12 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
         payload = work.payload(ref)
         if verdict is None and not any((work.run_dir(ref) / name).is_file() for name in (PATCH, COMMANDS)):
             verdict = (NO_FINAL_STATE, f"neither {PATCH} nor {COMMANDS} in {ref.relative}")
+        incidental: list[str] = []
         if verdict is None:
             if track == Track.REPO:
-                changed = substantive_changes(payload.decode("utf-8", errors="surrogateescape"), artifact_patterns)
+                text = payload.decode("utf-8", errors="surrogateescape")
+                changed = substantive_changes(text, artifact_patterns)
+                incidental = incidental_artifacts(text, artifact_patterns)
                 if not changed:
                     everything = sorted(changed_files(payload.decode("utf-8", errors="surrogateescape")))
                     verdict = ("unchanged", "only artifacts changed: " + ", ".join(everything) if everything
@@ -123,6 +139,8 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
                 seen[key] = ref.candidate
         entry = {**ref.as_dict(), "track": track}
         if verdict is None:
+            if incidental:  # kept in the state's patch; listed so the review and the state say so
+                entry["incidental_artifacts"] = incidental
             candidates.append(entry)
         else:
             excluded.append({**entry, "rule": verdict[0], "detail": verdict[1]})
@@ -138,11 +156,16 @@ def filter_runs(workdir: Path | str, artifact_patterns: Sequence[str] = DEFAULT_
               "excluded": excluded, "counts": counts}
     if reasons:
         result["no_final_state_reasons"] = dict(sorted(reasons.items()))
+    flagged = sum(1 for entry in candidates if entry.get("incidental_artifacts"))
+    if flagged:
+        result["candidates_with_incidental_artifacts"] = flagged
     work.write_json("filter.json", result)
     progress(f"Stage II: {len(candidates)} candidate(s) of {result['n_runs']} run(s); excluded "
              + ", ".join(f"{rule} {n}" for rule, n in counts.items()))
     for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0])):
         progress(f"  {NO_FINAL_STATE}: {count} {reason}")
+    if flagged:
+        progress(f"  {flagged} candidate(s) left incidental artifacts, kept in their state (filter.json lists them)")
     return result
 
 

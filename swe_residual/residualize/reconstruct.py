@@ -204,7 +204,7 @@ def _validation_table(verdict: Verdict) -> dict[str, Any]:
 
 
 def state_toml(outcome: Outcome, record: RunRecord, config: dict[str, Any],
-               rules: Sequence[str] = RULES) -> str:
+               rules: Sequence[str] = RULES, incidental: Sequence[str] = ()) -> str:
     ref = outcome.ref
     assert outcome.verdict is not None
     review = outcome.review
@@ -230,12 +230,17 @@ def state_toml(outcome: Outcome, record: RunRecord, config: dict[str, Any],
         "candidate": ref.candidate,
         "source_run": ref.relative,
         "attempt": ref.attempt,
-        "stage_ii": {"decision": "candidate", "rules_passed": list(rules)},
+        "stage_ii": {"decision": "candidate", "rules_passed": list(rules),
+                     # Stray files the run left (filter.py): kept in the patch, as the paper does.
+                     **({"incidental_artifacts": list(incidental)} if incidental else {})},
         "stage_iii": {
             "decision": "retained",
             "reviewers": list(review.get("reviewers", [])),
             "accept_all": review.get("accept_all") or "",
             "packet": review.get("packet", ""),
+            # Whether two people each read it without the other's verdict (review.py): a review
+            # recorded before this was asked is "unknown", never "independent".
+            "independence": review.get("independence") or "unknown",
         },
         "stage_iv": {"decision": INCLUDED, "fidelity": outcome.fidelity, "oracle_solvable": True},
     }
@@ -372,6 +377,8 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], written: li
     out.mkdir(parents=True, exist_ok=True)
     for task_id in written:
         _copy_task(tasks[task_id], out / task_id)
+    incidental = {RunRef.from_dict(entry): entry.get("incidental_artifacts") or []
+                  for entry in work.read_json("filter.json", stage="filter").get("candidates", [])}
     for outcome in outcomes:
         if outcome.state_id is None:
             continue
@@ -383,7 +390,7 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], written: li
         committed = work.committed(ref)
         if committed is not None:
             write_bytes(directory / COMMITTED, committed)
-        text = state_toml(outcome, work.record(ref), config, rules)
+        text = state_toml(outcome, work.record(ref), config, rules, incidental.get(ref, ()))
         write_bytes(directory / "state.toml", text.encode("utf-8"))
         for name, data in predecessor_files(work.run_dir(ref), work.record(ref)).items():
             write_bytes(directory / name, data)  # what it said: for the non-blind handoff views

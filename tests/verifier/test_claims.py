@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,10 @@ def test_the_reporter_loads_before_the_tests_even_under_isolated_mode(tmp_path: 
     python = venv / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
+    # Run from a virtual environment, this interpreter's packages (pytest among them) are that
+    # environment's, not its base's that `--system-site-packages` shares: a path file lists them.
+    here = sysconfig.get_paths()
+    (Path(purelib) / "outer_packages.pth").write_text("".join(f"{here[k]}\n" for k in ("purelib", "platlib")))
     (Path(purelib) / "_pytest").mkdir()  # the install looks for pytest's package beside it
     stage = tmp_path / "stage"
     reporter = Reporter(str(stage), "channel.jsonl")
