@@ -9,11 +9,18 @@ the trajectory itself, and a decisions block two reviewers fill in independently
     reviewer_1: name = alice
     reviewer_1: task_directed = yes
     reviewer_1: consistent = yes
+    reviewer_1: independent = yes
     reviewer_2: name = bob
     reviewer_2: task_directed = yes
     reviewer_2: consistent = no
+    reviewer_2: independent = yes
 
-(`?` = undecided). An existing packet is never rewritten, so decisions survive reruns.
+(`?` = undecided). `independent` says whether the reviewer read the candidate without seeing the
+other's verdict (`yes`), saw it (`no`), or nobody said (`unknown`, and a packet written before
+the line existed); it never blocks collecting, but the review is called independent only when
+both say `yes` and they are two people: two passes by one reviewer are one review, and a packet
+whose two slots carry one name and would keep the candidate stays undecided until a second
+reviewer answers (one person's `no` rejects it). An existing packet is never rewritten, so decisions survive reruns.
 The answers are typed into the block, or recorded per reviewer with `swe-residual review
 WORKDIR --record` (review_record.py); each candidate's HTML page (review_page.py) shows them.
 
@@ -44,8 +51,12 @@ from swe_residual.dataset.states.tool_calls import EDIT, WRITE
 
 CRITERIA = ("task_directed", "consistent")
 REVIEWERS = ("reviewer_1", "reviewer_2")
+INDEPENDENT = "independent"
+INDEPENDENT_ANSWERS = ("yes", "no", "unknown")
+# A review as a whole: both reviewers distinct and each read without the other's verdict.
+INDEPENDENT_REVIEW, NOT_INDEPENDENT_REVIEW, UNKNOWN_INDEPENDENCE = "independent", "not independent", "unknown"
 DECISIONS_HEADING = "## Decisions"
-_DECISION = re.compile(r"^(reviewer_[12])\s*:\s*(name|task_directed|consistent)\s*=[ \t]*(.*?)\s*$")
+_DECISION = re.compile(r"^(reviewer_[12])\s*:\s*(name|task_directed|consistent|independent)\s*=[ \t]*(.*?)\s*$")
 MAX_OUTPUT_CHARS = 1500
 
 
@@ -65,7 +76,31 @@ def decisions_block(values: dict[str, dict[str, str]] | None = None) -> str:
         lines.append(f"{reviewer}: name = {given.get('name', '')}")
         for criterion in CRITERIA:
             lines.append(f"{reviewer}: {criterion} = {given.get(criterion, '?')}")
+        lines.append(f"{reviewer}: {INDEPENDENT} = {given.get(INDEPENDENT, 'unknown')}")
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def same_reviewer(values: dict[str, dict[str, str]]) -> str | None:
+    """The one name both slots carry (two passes by one reviewer), else None."""
+    names = [values[r].get("name", "").replace("(accept-all)", "").strip().lower() for r in REVIEWERS]
+    return values[REVIEWERS[0]].get("name", "").strip() if names[0] and names[0] == names[1] else None
+
+
+def _said(given: dict[str, str]) -> str:
+    answer = (given.get(INDEPENDENT) or "").strip().lower()
+    return answer if answer in ("yes", "no") else "unknown"
+
+
+def independence(values: dict[str, dict[str, str]], accept_all: bool = False) -> str:
+    """Whether the two reviews were independent: "independent" only when two people each read
+    the candidate without the other's verdict; "not independent" when one saw it, one person gave
+    both, or a script accepted them; otherwise (not recorded) "unknown", never "independent"."""
+    if accept_all or same_reviewer(values):
+        return NOT_INDEPENDENT_REVIEW
+    said = [_said(values[r]) for r in REVIEWERS]
+    if "no" in said:
+        return NOT_INDEPENDENT_REVIEW
+    return INDEPENDENT_REVIEW if all(answer == "yes" for answer in said) else UNKNOWN_INDEPENDENCE
 
 
 def _fence(text: str, info: str = "") -> str:
@@ -174,15 +209,20 @@ def read_decisions(text: str) -> dict[str, dict[str, str]]:
 
 
 def set_decisions(text: str, values: dict[str, dict[str, str]]) -> str:
-    """The packet with its decision lines replaced by `values` (the rest untouched)."""
+    """The packet with its decision lines replaced by `values` (the rest untouched). A packet
+    written before the `independent` line existed gets it after the reviewer's last line."""
+    present = {(m[1], m[2]) for line in text.splitlines() if (m := _DECISION.match(line.strip()))}
     out, inside = [], False
     for line in text.splitlines(keepends=True):
         if line.startswith("## "):
             inside = line.strip() == DECISIONS_HEADING
         elif inside and (match := _DECISION.match(line.strip())):
             reviewer, key = match[1], match[2]
-            value = values.get(reviewer, {}).get(key, "" if key == "name" else "?")
+            value = values.get(reviewer, {}).get(key, {"name": "", INDEPENDENT: "unknown"}.get(key, "?"))
             out.append(f"{reviewer}: {key} = {value}".rstrip() + "\n")
+            if key == "consistent" and (reviewer, INDEPENDENT) not in present \
+                    and values.get(reviewer, {}).get(INDEPENDENT):
+                out.append(f"{reviewer}: {INDEPENDENT} = {values[reviewer][INDEPENDENT]}\n")
             continue
         out.append(line)
     return "".join(out)
@@ -218,9 +258,15 @@ def collect(workdir: Path | str, *, accept_all_as: str | None = None,
             path.write_text(set_decisions(text, values), encoding="utf-8")
         accept_all = accept_all or all("(accept-all)" in values[r].get("name", "") for r in REVIEWERS)
         missing = _undecided(values)
+        one = same_reviewer(values)
+        # Keeping needs two reviewers' yes; one person's no rejects whatever slot it is in.
+        if one and not accept_all and not missing and all(values[r][c] == "yes" for r in REVIEWERS for c in CRITERIA):
+            missing.append(f"a second reviewer (both slots are {one}'s: two passes by one reviewer are one review)")
         entry = {**ref.as_dict(), "packet": path.relative_to(work.root).as_posix(),
                  "reviewers": [values[r].get("name") or r for r in REVIEWERS],
                  "decisions": {r: {c: values[r].get(c) for c in CRITERIA} for r in REVIEWERS},
+                 "independent": {r: _said(values[r]) for r in REVIEWERS},
+                 "independence": independence(values, accept_all),
                  "accept_all": accept_all_as if accept_all else None}
         if missing:
             undecided.append({**entry, "missing": missing})
@@ -245,8 +291,13 @@ def collect(workdir: Path | str, *, accept_all_as: str | None = None,
         listing = "\n".join(f"  {u.get('packet')}: undecided {', '.join(u['missing'])}" for u in undecided)
         raise ReviewIncomplete(f"{len(undecided)} review packet(s) are not decided yet; answer `yes` or `no` "
                                f"for both reviewers on both criteria, then collect again:\n{listing}")
+    by_independence = {kind: sum(e["independence"] == kind for e in retained)
+                       for kind in (INDEPENDENT_REVIEW, NOT_INDEPENDENT_REVIEW, UNKNOWN_INDEPENDENCE)}
+    result["retained_by_independence"] = by_independence
+    work.write_json("review.json", result)
     progress(f"Stage III: {len(retained)} retained, {len(rejected)} rejected, "
-             f"{len(disagreements)} disagreement(s)")
+             f"{len(disagreements)} disagreement(s); retained reviews independent {by_independence[INDEPENDENT_REVIEW]}, "
+             f"not independent {by_independence[NOT_INDEPENDENT_REVIEW]}, unknown {by_independence[UNKNOWN_INDEPENDENCE]}")
     return result
 
 

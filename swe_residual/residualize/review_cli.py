@@ -20,6 +20,9 @@ def add_review_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task-directed", choices=("yes", "no"), help="with --record: the work attempts the request")
     parser.add_argument("--consistent", choices=("yes", "no"),
                         help="with --record: the request and the hidden tests ask for the same thing")
+    parser.add_argument("--independent", choices=("yes", "no"),
+                        help="with --record: the reviewer read the candidate without seeing the other reviewer's "
+                             "verdict (yes) or saw it (no); left out, it is recorded as unknown")
     parser.add_argument("--collect", action="store_true", help="read the decisions back (undecided packets block)")
     parser.add_argument("--accept-all-as", metavar="NAME",
                         help="scripted pipelines: accept every undecided packet under NAME (recorded in provenance)")
@@ -36,10 +39,11 @@ def run_review(args: argparse.Namespace) -> int:
 
         if not (args.reviewer and args.task_directed and args.consistent):
             raise ConfigError("--record needs --reviewer NAME, --task-directed yes|no and --consistent yes|no")
+        independent = args.independent or "unknown"
         ref, slot = record_verdict(args.workdir, args.record, args.reviewer, task_directed=args.task_directed,
-                                   consistent=args.consistent)
+                                   consistent=args.consistent, independent=independent)
         print(f"{ref.task}/{ref.candidate}: {args.reviewer} ({slot}) task_directed={args.task_directed} "
-              f"consistent={args.consistent}")
+              f"consistent={args.consistent} independent={independent}")
         write_pages(args.workdir)
         return 0
     write_packets(args.workdir, summarizer=args.summarizer)

@@ -11,10 +11,12 @@ review.json: whether it is kept, the rule, and each reviewer's name and answers:
     kept = true
     rule = "two reviewers accept: task_directed and consistent both yes"
     accept_all = ""
+    independence = "independent"      # or "not independent", "unknown" (review.py, `independence`)
     [review.reviewer_1]
     name = "ann"
     task_directed = "yes"
     consistent = "yes"
+    independent = "yes"               # read without the other's verdict: yes, no, unknown
     [review.reviewer_2]
     ...
 
@@ -34,7 +36,10 @@ from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.filter import candidates as stage_ii_candidates
 from swe_residual.residualize.review import (
     CRITERIA,
+    INDEPENDENT,
+    INDEPENDENT_ANSWERS,
     REVIEWERS,
+    UNKNOWN_INDEPENDENCE,
     packet_path,
     read_decisions,
     set_decisions,
@@ -60,8 +65,10 @@ def find_candidate(workdir: Path | str, name: str) -> RunRef:
 
 
 def record_verdict(workdir: Path | str, candidate: str, reviewer: str, *, task_directed: str,
-                   consistent: str) -> tuple[RunRef, str]:
-    """Write `reviewer`'s answers into the candidate's packet; returns (candidate, slot used)."""
+                   consistent: str, independent: str = "unknown") -> tuple[RunRef, str]:
+    """Write `reviewer`'s answers into the candidate's packet; returns (candidate, slot used).
+    `independent`: whether they read the candidate without seeing the other reviewer's verdict
+    (yes / no / unknown: not said)."""
     reviewer = reviewer.strip()
     if not reviewer:
         raise ConfigError("--reviewer needs a name (who stands behind the verdict)")
@@ -69,6 +76,9 @@ def record_verdict(workdir: Path | str, candidate: str, reviewer: str, *, task_d
     for criterion, answer in answers.items():
         if answer not in ANSWERS:
             raise ConfigError(f"--{criterion.replace('_', '-')} {answer!r}: answer yes or no")
+    said = independent.strip().lower()
+    if said not in INDEPENDENT_ANSWERS:
+        raise ConfigError(f"--independent {independent!r}: answer yes or no (or leave it out: unknown)")
     work = Workdir(workdir)
     ref = find_candidate(workdir, candidate)
     packet = packet_path(work, ref)
@@ -84,7 +94,7 @@ def record_verdict(workdir: Path | str, candidate: str, reviewer: str, *, task_d
         names = " and ".join(values[r].get("name") or r for r in REVIEWERS)
         raise ConfigError(f"{ref.task}/{ref.candidate}: both reviewers' verdicts are recorded ({names}); "
                           f"{reviewer} can replace neither")
-    values[slot] = {"name": reviewer, **answers}
+    values[slot] = {"name": reviewer, **answers, INDEPENDENT: said}
     write_bytes(packet, set_decisions(text, values).encode("utf-8"))
     return ref, slot
 
@@ -97,11 +107,15 @@ def review_table(entry: dict[str, Any]) -> dict[str, Any]:
         "kept": all(decisions.get(r, {}).get(c) == "yes" for r in REVIEWERS for c in CRITERIA),
         "rule": RULE,
         "accept_all": entry.get("accept_all") or "",
+        # A review.json of an earlier version has no independence record: unknown, never independent.
+        "independence": entry.get("independence") or UNKNOWN_INDEPENDENCE,
     }
+    said = entry.get("independent") or {}
     for index, reviewer in enumerate(REVIEWERS):
         given = decisions.get(reviewer, {})
         table[reviewer] = {"name": names[index] if index < len(names) else reviewer,
-                           **{criterion: given.get(criterion) or "?" for criterion in CRITERIA}}
+                           **{criterion: given.get(criterion) or "?" for criterion in CRITERIA},
+                           INDEPENDENT: said.get(reviewer) or "unknown"}
     return table
 
 

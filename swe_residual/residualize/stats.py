@@ -118,10 +118,32 @@ def _funnel(directory: Path) -> dict[str, Any] | None:
     return funnel or None
 
 
+REVIEW_KINDS = ("independent", "not independent", "unknown")
+
+
+def review_independence(dataset: Dataset) -> dict[str, int] | None:
+    """How many states' Stage III reviews were independent (two people, each without the other's
+    verdict), not independent, or unknown: from each state's `[review]`, else, for a published
+    dataset's manifest, from each state's `stage_iii`. A review that does not say is unknown."""
+    states = [state for entry in dataset.entries for state in entry.states]
+    found = [str((s.raw.get("review") or {}).get("independence") or "unknown") for s in states if s.raw.get("review")]
+    if not found:
+        manifest = dataset.root / "manifest.toml"
+        if not manifest.is_file():
+            return None
+        entries = (tomllib.loads(manifest.read_text(encoding="utf-8")).get("states") or {}).values()
+        found = [str((entry.get("stage_iii") or {}).get("independence") or "unknown") for entry in entries]
+    if not found:
+        return None
+    counts = Counter(kind if kind in REVIEW_KINDS else "unknown" for kind in found)
+    return {kind: counts.get(kind, 0) for kind in REVIEW_KINDS}
+
+
 def dataset_stats(dataset: Dataset | Path | str) -> dict[str, Any]:
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset)
     funnel = _funnel(dataset.root)
+    reviews = review_independence(dataset)
     states = [state for entry in dataset.entries for state in entry.states]
     tracks = sorted({s.track for s in states})
     return {
@@ -129,6 +151,7 @@ def dataset_stats(dataset: Dataset | Path | str) -> dict[str, Any]:
         "n_tasks_total": len(dataset.entries),
         "tracks": {track: track_stats([s for s in states if s.track == track], track) for track in tracks},
         **({"funnel": funnel} if funnel else {}),
+        **({"review_independence": reviews} if reviews else {}),
         "overall": {
             "n_tasks": len({s.task_id for s in states}),
             "n_states": len(states),
@@ -174,6 +197,10 @@ def render_stats(stats: dict[str, Any]) -> list[str]:
                          f"patch size {f['patch_kib_median']:.1f} KiB" if f["patch_kib_median"] is not None else "")
         else:
             lines.append(f"  median interactions {_fmt(f['interactions_median'])}")
+    if "review_independence" in stats:
+        kinds = stats["review_independence"]
+        lines.append("Stage III reviews of the states: " + ", ".join(f"{kind} {n}" for kind, n in kinds.items())
+                     + " (independent: two reviewers, each without the other's verdict)")
     if "funnel" in stats:
         lines += render_funnel(stats["funnel"])
     return lines

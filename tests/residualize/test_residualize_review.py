@@ -38,7 +38,8 @@ def test_packet_contents_and_summarizer(work: Path) -> None:
                  "Make it clamp", "## Changes from the clean state", "+    return max(low, value)  # alpha",
                  "## Trajectory", "SUMMARY: 1 steps", "## Hidden tests"):
         assert part in text, part
-    assert review.read_decisions(text)["reviewer_1"] == {"name": "", "task_directed": "?", "consistent": "?"}
+    assert review.read_decisions(text)["reviewer_1"] == {"name": "", "task_directed": "?", "consistent": "?",
+                                                         "independent": "unknown"}
 
 
 def test_undecided_packets_block_with_a_clear_message(work: Path) -> None:

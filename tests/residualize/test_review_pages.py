@@ -72,8 +72,10 @@ def test_verdicts_recorded_per_reviewer_and_a_third_is_refused(work: Path) -> No
     with pytest.raises(ConfigError, match="no such Stage II candidate"):
         review_record.record_verdict(work, "calc/gamma-a1", "cy", task_directed="no", consistent="no")
     decisions = review.read_decisions((work / "review" / "calc" / "alpha-a1.md").read_text())
-    assert decisions == {"reviewer_1": {"name": "ann", "task_directed": "yes", "consistent": "yes"},
-                         "reviewer_2": {"name": "bo", "task_directed": "yes", "consistent": "yes"}}
+    assert decisions == {"reviewer_1": {"name": "ann", "task_directed": "yes", "consistent": "yes",
+                                        "independent": "unknown"},
+                         "reviewer_2": {"name": "bo", "task_directed": "yes", "consistent": "yes",
+                                        "independent": "unknown"}}
     review_record.record_verdict(work, "calc/beta-a1", "ann", task_directed="yes", consistent="yes")
     review_record.record_verdict(work, "calc/beta-a1", "bo", task_directed="no", consistent="yes")
     review_page.write_pages(work, progress=lambda _: None)
@@ -110,8 +112,11 @@ def test_the_built_states_carry_each_reviewers_verdict(work: Path, tmp_path: Pat
     data = tomllib.loads((out / "calc" / "residual" / "alpha-1" / "state.toml").read_text())
     assert data["validation"] == {"valid": True}
     assert data["review"] == {"kept": True, "rule": review_record.RULE, "accept_all": "",
-                              "reviewer_1": {"name": "ann", "task_directed": "yes", "consistent": "yes"},
-                              "reviewer_2": {"name": "bo", "task_directed": "yes", "consistent": "yes"}}
+                              "independence": "unknown",  # neither said whether they saw the other's verdict
+                              "reviewer_1": {"name": "ann", "task_directed": "yes", "consistent": "yes",
+                                             "independent": "unknown"},
+                              "reviewer_2": {"name": "bo", "task_directed": "yes", "consistent": "yes",
+                                             "independent": "unknown"}}
     assert data["review"] == review_record.review_table(retained[0])
     assert review_record.stamp_states(work, progress=lambda _: None) == 0  # once
 

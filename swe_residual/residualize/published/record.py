@@ -36,21 +36,26 @@ from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.importing import git_source
 from swe_residual.residualize.published.manifest import MANIFEST, SCHEMA
 from swe_residual.residualize import tomlwrite
+from swe_residual.residualize.review import REVIEWERS, independence
 from swe_residual.residualize.table5 import PASSED_REVIEW, TABLE5_ROWS
 from swe_residual.residualize.workdir import COMMANDS, RunRef, stage_one
 from swe_residual.trial.records import read_record
 
 STAGE_III_REJECTED = "stage_iii_rejected"
-_DECISION = re.compile(r"^(reviewer_[12]): (name|task_directed|consistent) = ?(.*)$")
+_DECISION = re.compile(r"^(reviewer_[12]): (name|task_directed|consistent|independent) = ?(.*)$")
 
 
-def _review(packet: Path) -> dict[str, dict[str, str]]:
-    decisions: dict[str, dict[str, str]] = {}
+def _review(packet: Path) -> dict[str, Any]:
+    """Each reviewer's answers, and whether the two reviews were independent (review.py's rule:
+    a packet that does not say is "unknown")."""
+    decisions: dict[str, Any] = {}
     for line in packet.read_text(encoding="utf-8").splitlines():
         found = _DECISION.match(line.strip())
         if found:
             decisions.setdefault(found.group(1), {})[found.group(2)] = found.group(3).strip()
-    return decisions
+    accept_all = all("(accept-all)" in (decisions.get(r) or {}).get("name", "") for r in REVIEWERS)
+    values = {r: dict(decisions.get(r) or {}) for r in REVIEWERS}
+    return {"independence": independence(values, accept_all), **decisions}
 
 
 def _sources(path: Path) -> dict[str, dict[str, Any]]:
