@@ -9,6 +9,8 @@ test's own (SWE_RESIDUAL_CACHE). Starts processes (git): not `unit`; no Docker.
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import socket
 import subprocess
@@ -56,9 +58,11 @@ def server(tmp_path: Path, sources: dict[str, Any], monkeypatch: pytest.MonkeyPa
     for name, repo in (("bench", sources["tasks"]), ("runs", sources["runs"])):
         subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(base / "owner" / name)], check=True)
     port = _free_port()
+    # It serves a commit's trees without its files when asked (as GitHub does): not git's default.
+    served = dict(os.environ, GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="uploadpack.allowFilter", GIT_CONFIG_VALUE_0="true")
     daemon = subprocess.Popen([str(GIT_DAEMON), "--export-all", f"--base-path={base}", "--listen=127.0.0.1",
                                f"--port={port}", "--enable=upload-pack", "--reuseaddr", str(base)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=served)
     try:
         deadline = time.monotonic() + 10
         while True:  # until it listens
@@ -102,9 +106,12 @@ def test_fetch_writes_what_clones_given_by_hand_write_and_fetches_once(
     assert cli_main(["dataset", "build", str(fetched), "--fetch"]) == 0
     out = capsys.readouterr().out
     assert _written(fetched) == _written(by_hand) and f"{STATE.split('/')[0]}/residual/" in "".join(_written(fetched))
-    for name, url, commit in (("bench", BENCH, sources["tasks_commit"]), ("collection", RUNS, sources["runs_commit"])):
+    # One request for the commit and its trees, one for the files read (the task folder and the
+    # licence; the trial's three files).
+    for name, url, commit, files in (("bench", BENCH, sources["tasks_commit"], len(sources["task_files"]) + 1),
+                                     ("collection", RUNS, sources["runs_commit"], 3)):
         assert f"source {name}: fetching {url} at {commit[:12]} ..." in out
-        assert f"source {name}: done in " in out
+        assert re.search(rf"source {name}: done in [0-9.]+ s \({files} file\(s\); ", out), out
     # Shallow, in the cache under owner+name: the manifest's commit alone, not the later upstream one.
     bench = tmp_path / "cache" / "sources" / "owner+bench"
     assert _git(bench, "rev-parse", "--is-shallow-repository") == "true"
@@ -162,14 +169,21 @@ def test_a_bad_commit_or_checksum_is_refused_and_a_refused_commit_id_falls_back_
     assert cli_main(["dataset", "build", str(directory), "--fetch"]) == 2
     assert "task tiny-task: tasks/tiny-task at" in capsys.readouterr().err and not (directory / "tiny-task").exists()
     # A server that refuses a bare commit id (git's protocol v0 without allowReachableSHA1InWant,
-    # forced here from the client's side): every branch fetched in full, and the build succeeds.
+    # forced here from the client's side): `bench`'s commit is no branch's tip, so every branch is
+    # fetched in full; `collection`'s is its branch's tip, given by its id, but its files are not
+    # (fetched again whole). The build succeeds.
     monkeypatch.setenv("SWE_RESIDUAL_CACHE", str(tmp_path / "cache-v0"))
     _mirror(monkeypatch, server, ("protocol.version", "0"))
     directory, _ = _published(tmp_path, sources, "protocol-v0")
     assert cli_main(["dataset", "build", str(directory), "--fetch"]) == 0
     bench = tmp_path / "cache-v0" / "sources" / "owner+bench"
     assert _git(bench, "rev-parse", "--is-shallow-repository") == "false"
-    assert len(_git(bench, "rev-list", "--all").split()) == 2  # the upstream change came too
+    later = _git(sources["tasks"], "rev-parse", "HEAD")
+    assert sorted(_git(bench, "rev-list", "--all").split()) == sorted([sources["tasks_commit"], later])
+    # ... with their files: such a server would refuse a file's id as well.
+    there = subprocess.run(["git", "-C", str(bench), "cat-file", "-e", f"{later}:tasks/tiny-task/instruction.md"],
+                           env=dict(os.environ, GIT_NO_LAZY_FETCH="1"), capture_output=True, check=False)
+    assert there.returncode == 0
     assert (directory / STATE.split("/")[0] / "residual" / STATE.split("/")[1] / "commands.jsonl").is_file()
 
 

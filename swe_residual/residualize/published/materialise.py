@@ -87,9 +87,18 @@ def select(manifest: Manifest, tasks: frozenset[str] | None = None,
     return Selection(chosen, states, [name for name in manifest.sources if name in needed])
 
 
-def _sources(manifest: Manifest, needed: list[str], given: dict[str, Path], fetch: bool, cache: Path | None,
+def _read_at(manifest: Manifest, chosen: Selection, name: str) -> tuple[str, ...]:
+    """The paths of source `name` this build reads: its licence, chosen task folders and trials."""
+    licence = manifest.sources[name].licence_path
+    return tuple(dict.fromkeys([*([licence] if licence else []),
+                                *(manifest.tasks[t].path for t in chosen.tasks if manifest.tasks[t].source == name),
+                                *(s.trial for s in chosen.states if s.source == name)]))
+
+
+def _sources(manifest: Manifest, chosen: Selection, given: dict[str, Path], fetch: bool, cache: Path | None,
              progress: Callable[[str], None]) -> dict[str, Path]:
     """The clone of each needed source: the one given (`--source`), else fetched into the cache."""
+    needed = chosen.sources
     unknown = sorted(set(given) - set(manifest.sources))
     if unknown:
         raise ConfigError(f"--source {', '.join(unknown)}: not a source of {manifest.path} "
@@ -105,9 +114,10 @@ def _sources(manifest: Manifest, needed: list[str], given: dict[str, Path], fetc
                               "is not in it (fetch it first)")
     repos = {name: given[name] for name in needed if name in given}
     if missing:
-        from swe_residual.residualize.published.fetch import fetch_sources
+        from swe_residual.residualize.published.fetch import Wanted, fetch_sources
 
-        wanted = {name: (manifest.sources[name].repository, manifest.sources[name].commit) for name in missing}
+        wanted = {name: Wanted(manifest.sources[name].repository, manifest.sources[name].commit,
+                               _read_at(manifest, chosen, name)) for name in missing}
         repos.update(fetch_sources(wanted, cache, progress))
     return repos
 
@@ -192,7 +202,7 @@ def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, 
     with `validate`, Stage IV again on the states written."""
     manifest = read_manifest(directory)
     chosen = select(manifest, tasks, runs_from)
-    repos = _sources(manifest, chosen.sources, sources, fetch, cache, progress)
+    repos = _sources(manifest, chosen, sources, fetch, cache, progress)
     report = BuildReport()
     for name in chosen.sources:
         _write_licence(manifest, name, repos[name], directory)
