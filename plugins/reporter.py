@@ -30,7 +30,7 @@ from swe_residual.cli.run.config import (
 )
 from swe_residual.report.status import interrupted_lines, resume_command, with_never_worked, with_run_status
 from swe_residual.cli.run.verdict import run_verdict
-from swe_residual.cli.run.preflight import dataset_warnings, task_errors
+from swe_residual.cli.run.preflight import dataset_warnings, stand_in_lines, task_errors
 from swe_residual.metrics.summary.agent_order import in_agent_order
 from swe_residual.metrics.summary.aggregate import summarize
 from swe_residual.report.markdown import render_markdown
@@ -215,6 +215,10 @@ class ResidualReporter:
             lines += [f"error: {line}" for line in task_errors(catalog.task_errors)]
             lines += [f"warning: {line}" for line in
                       dataset_warnings(entry.task for entry in catalog.tasks.values())]
+            if choice.name == "docker":  # the stand-ins already on the engine, said before any item runs
+                lines += stand_in_lines([entry.task for entry in catalog.tasks.values()],
+                                        choice.engines[0] if choice.engines else None,
+                                        force_build=settings.force_build)
         if settings.shard is not None:
             k, n = settings.shard
             lines.append(f"shard: {k}/{n} (this run measures part of the dataset: merge all {n} shards with "

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from swe_residual.residualize.check import grading_warnings
-from swe_residual.dataset.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError, InfraError
 
 
 def task_errors(errors: Iterable[tuple[str, DatasetError]]) -> list[str]:
@@ -26,3 +26,24 @@ def task_errors(errors: Iterable[tuple[str, DatasetError]]) -> list[str]:
 def dataset_warnings(tasks: Iterable[Any]) -> list[str]:
     """One line per task whose grading would receive none of the agent's work."""
     return [f"task {task.id}: {warning}" for task in tasks for warning in grading_warnings(task)]
+
+
+def stand_in_lines(tasks: Iterable[Any], engine_url: str | None, *, force_build: bool = False) -> list[str]:
+    """One header line per stand-in image the run's tasks use that is on the engine already
+    (swe_residual/environments/docker/named_images.py); a stand-in made during the run is said
+    when it is made, and every record names the image it ran on."""
+    try:
+        from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, connect
+        from swe_residual.environments.docker.named_images import stand_ins_in_use
+    except ImportError:
+        return []
+    try:
+        client = connect(engine_url)
+        try:
+            found = stand_ins_in_use(client, tasks, force_build=force_build)
+        finally:
+            client.close()
+    except (*ENGINE_EXCEPTIONS, InfraError, OSError):
+        return []  # the header only reports: the run itself says what the engine does
+    return [f"stand-in: this run uses a stand-in for {name}, not the published image ({how})"
+            for name, how in sorted(found.items())]

@@ -55,6 +55,23 @@ STAND_IN_CHANGES = (
     "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     'CMD ["bash"]',
 )
+# What makes Debian's official images small, given to the stand-in for one as its own
+# configuration: apt keeps no downloaded packages or caches, fetches no translations and keeps
+# its indexes compressed; dpkg leaves out documentation, manual pages and translations (copyright
+# files kept), as the `-slim` images do.
+STAND_IN_FILES = {
+    "etc/apt/apt.conf.d/swe-residual-clean": (
+        'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb '
+        '/var/cache/apt/*.bin || true"; };\n'
+        'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb '
+        '/var/cache/apt/*.bin || true"; };\n'
+        'Dir::Cache::pkgcache "";\nDir::Cache::srcpkgcache "";\n'
+        'Acquire::Languages "none";\nAcquire::GzipIndexes "true";\nAcquire::CompressionTypes::Order:: "gz";\n'),
+    "etc/dpkg/dpkg.cfg.d/swe-residual-slim": (
+        "path-exclude /usr/share/doc/*\npath-include /usr/share/doc/*/copyright\n"
+        "path-exclude /usr/share/man/*\npath-exclude /usr/share/groff/*\npath-exclude /usr/share/info/*\n"
+        "path-exclude /usr/share/locale/*\npath-exclude /usr/share/lintian/*\npath-exclude /usr/share/linda/*\n"),
+}
 # Debian's version numbers, for `debian:12-slim`.
 DEBIAN_VERSIONS = {"12": "bookworm", "13": "trixie"}
 # Bump when the build procedure changes in a way the fields above do not show.
@@ -282,15 +299,28 @@ def ensure_debian_image(reference: str, *, progress: Progress = print, client: A
         from swe_residual.environments.docker.engine import inspect_image
 
         now = inspect_image(client, reference)  # another worker may have made it meanwhile
-        if now is not None and stand_in_of(now):
-            image_id = str(now["Id"])
+        current = now is not None and stand_in_of(now) and \
+            ((now.get("Config") or {}).get("Labels") or {}).get(RECIPE_LABEL) == stand_in_digest(release)
+        if current:
+            image_id = str(now["Id"])  # type: ignore[index]
         else:
             progress(f"no registry answers for {reference} ({answer[:200]}): making a stand-in from Debian's "
                      "packages (debootstrap)")
             image_id = _debootstrap_stand_in(reference, release, progress, client, answer, source)
+            if now is not None and now["Id"] != image_id:
+                from swe_residual.environments.docker.engine import remove_images
+
+                remove_images(client, [now["Id"]])  # an older stand-in, no longer tagged
     progress(f"using a stand-in for {reference}: {stand_in_how(release)}")
     _KEPT_STAND_INS[key] = image_id
     return image_id
+
+
+def stand_in_digest(release: str) -> str:
+    """Hash of how a Debian stand-in is made: a stand-in made otherwise is made again."""
+    recipe = {"version": RECIPE_VERSION, "release": release, "variant": BASE_VARIANT,
+              "changes": list(STAND_IN_CHANGES), "files": STAND_IN_FILES}
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def stand_in_how(release: str, mirror: str = "") -> str:
@@ -407,10 +437,13 @@ def _debootstrap_stand_in(image: str, release: str, progress: Progress, client: 
         args += [mirror.suite, str(root), mirror.uri]
         _stream(args, progress)
         _trim_root(root)
+        for relative, text in STAND_IN_FILES.items():
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (root / relative).write_text(text, encoding="utf-8")
         progress("importing the root file system into docker")
         how = stand_in_how(release, mirror.uri)
         changes = [*STAND_IN_CHANGES, f"LABEL {STAND_IN_LABEL}={image}", f'LABEL {STAND_IN_HOW_LABEL}="{how}"',
-                   "LABEL swe-residual.kind=stand-in"]
+                   "LABEL swe-residual.kind=stand-in", f"LABEL {RECIPE_LABEL}={stand_in_digest(release)}"]
         _import_root(root, image, changes, client)
     finally:
         shutil.rmtree(work, ignore_errors=True)

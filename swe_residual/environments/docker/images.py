@@ -181,6 +181,12 @@ def image_head(
         failure = ""
     except docker.errors.ContainerError as exc:
         head, failure = "", (exc.stderr or b"").decode(errors="replace").strip()[-300:]
+    except docker.errors.APIError as exc:
+        if exc.status_code != 400:
+            raise infra_error(exc, f"starting {image_id[:19]} to read its base commit") from exc
+        # The engine refused to start git at all (a slim image has none): no repository. The
+        # created container carries the backend's labels and goes when the backend closes.
+        head, failure = "", "the image has no git"
     except ENGINE_EXCEPTIONS as exc:
         raise infra_error(exc, f"starting {image_id[:19]} to read its base commit") from exc
     if not head and task.track == Track.REPO:

@@ -15,7 +15,10 @@ file, the field and the registry's answer.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+import docker
 
 from docker.utils import parse_repository_tag
 from filelock import FileLock
@@ -25,6 +28,7 @@ from swe_residual.dataset.image_recipes import find_recipe
 from swe_residual.dataset.task import Task
 from swe_residual.environments.docker.base_image import engine_key_of, ensure_base_image
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image
+from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.public_images import offline_error, refused_error
 from swe_residual.environments.docker.pulls import (
     LOCAL, PULLED, RECIPE, STAND_IN, STAND_IN_HOW_LABEL, STAND_IN_LABEL, ImageSource, PullRefused,
@@ -125,3 +129,23 @@ def ensure_dockerfile_bases(backend: Orchestrator, task: Task, bases: list[str],
     for base in bases:
         if find_recipe(task, base) is not None:
             named_image_id(backend, task, base, field=field)
+
+
+def stand_ins_in_use(client: docker.DockerClient, tasks: Iterable[Task], *, force_build: bool = False) -> dict[str, str]:
+    """The stand-ins already on the engine that `tasks` would run on, said before a run starts:
+    {public image: how its stand-in was made}. An image a task names, or one its Dockerfile
+    starts FROM, that carries the stand-in label (read from the engine, never built here)."""
+    found: dict[str, str] = {}
+    for task in tasks:
+        dockerfile = task.environment_dir / "Dockerfile"
+        names = [task.config.docker_image] if task.config.docker_image and not (force_build and dockerfile.is_file()) \
+            else dockerfile_bases(dockerfile.read_text(encoding="utf-8", errors="replace")) if dockerfile.is_file() else []
+        for name in names:
+            if not name or name in found:
+                continue
+            inspected = inspect_image(client, name)
+            stands_in_for = stand_in_of(inspected)
+            if inspected is not None and stands_in_for:
+                labels = (inspected.get("Config") or {}).get("Labels") or {}
+                found[stands_in_for if stands_in_for != name else name] = labels.get(STAND_IN_HOW_LABEL) or "built by the suite"
+    return found
