@@ -193,6 +193,7 @@ def test_a_bad_commit_or_checksum_is_refused_and_a_refused_commit_id_falls_back_
     ("https://github.com/owner/name.git/", "owner+name"),
     ("git@example.org:team/repo.git", "team+repo"),
     ("/srv/git/one", "git+one"),
+    ("https://example.org/a/../b/..", "a+b"),  # never a path out of the cache
 ])
 def test_a_repository_is_cached_under_its_owner_and_name(url: str, name: str) -> None:
     assert clone_name(url) == name

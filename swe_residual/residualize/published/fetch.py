@@ -45,7 +45,7 @@ def sources_cache(cache: Path | None = None) -> Path:
 def clone_name(repository: str) -> str:
     """`https://github.com/owner/name(.git)` -> `owner+name`; any other URL or path: its last two parts."""
     path = urlsplit(repository).path if "://" in repository else repository.rpartition(":")[2]
-    parts = [p for p in path.strip("/").removesuffix(".git").split("/") if p]
+    parts = [p for p in path.strip("/").removesuffix(".git").split("/") if p.strip(".")]  # no `..` out of the cache
     if not parts:
         raise ConfigError(f"repository {repository!r}: no owner/name in it to name its copy in the cache")
     return "+".join(re.sub(r"[^A-Za-z0-9._-]", "_", p) for p in parts[-2:])
