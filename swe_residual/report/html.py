@@ -27,7 +27,7 @@ from swe_residual.metrics.summary.comparison import headline_line
 from swe_residual.report.status import SKIPPED_SECTION, STATUS
 from swe_residual.report import meanings
 from swe_residual.report.words import uncertainty_line
-from swe_residual.report.sections import FIDELITY_SECTION
+from swe_residual.report.sections import FIDELITY_SECTION, IMAGES_SECTION
 from swe_residual.metrics.summary.model import Summary
 from swe_residual.report.sections import CLEAN_STARTS_SECTION, ORACLE_SECTION
 from swe_residual.report.tables import (
@@ -210,6 +210,7 @@ def render_html(
         heading(2, "infrastructure", "Infrastructure: retries, exclusions and time per item"),
         infra_section(s),
         *html_section(FIDELITY_SECTION, s),
+        *html_section(IMAGES_SECTION, s),
         heading(2, "items", "Items: outcome, trajectory and final diff of every run"),
         '<p class="note">One row per item (the last record of a key wins, as in the summary). The outcome opens '
         "the item's page; the other links open the normalized trajectory and the final diff against the base "

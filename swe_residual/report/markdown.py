@@ -5,7 +5,7 @@ from __future__ import annotations
 from swe_residual.report.sections import HANDOFF_SECTIONS
 from swe_residual.report.status import SKIPPED_SECTION, STATUS
 from swe_residual.report import meanings
-from swe_residual.report.sections import FIDELITY_SECTION
+from swe_residual.report.sections import FIDELITY_SECTION, IMAGES_SECTION
 from swe_residual.metrics.summary.model import Summary
 from swe_residual.report.sections import CLEAN_STARTS_SECTION, ORACLE_SECTION
 from swe_residual.report.render import markdown_lines, markdown_section, markdown_table, md_cell
@@ -77,7 +77,7 @@ def render_markdown(summary: Summary) -> str:
         out += ["", f"- {CONTRADICTED_LINE}: {len(infra.contradicted)}", ""]
         out += markdown_table(CONTRADICTED, CONTRADICTED.rows_of(s))
     # after the infrastructure's list, each after a blank line and without one at the end
-    for section in (FIDELITY_SECTION, SKIPPED_SECTION):
+    for section in (FIDELITY_SECTION, IMAGES_SECTION, SKIPPED_SECTION):
         lines = markdown_section(section, s)
         if lines:
             out += [""] + lines[:-1]

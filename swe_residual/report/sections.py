@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from swe_residual.metrics.summary.images import stand_ins
 from swe_residual.report import meanings
 from swe_residual.metrics.summary.model import CleanStarts, Fidelity, OracleMiss, Summary
 from swe_residual.report.tables import (
@@ -16,7 +17,7 @@ from swe_residual.report.tables import (
     key_column, text_over,
 )  # fmt: skip
 
-__all__ = ["CLEAN_STARTS", "CLEAN_STARTS_SECTION", "FIDELITY_SECTION", "HANDOFF_SECTIONS", "MAKE_STATES", "MEANING",
+__all__ = ["CLEAN_STARTS", "CLEAN_STARTS_SECTION", "FIDELITY_SECTION", "HANDOFF_SECTIONS", "IMAGES_SECTION", "MAKE_STATES", "MEANING",
            "ORACLE_SECTION", "NO_STATES", "CleanStartsRow", "clean_starts_rows"]
 
 # --------------------------------------------------------------------------- machine-track fidelity
@@ -54,6 +55,34 @@ def _fidelity_parts(summary: Summary) -> list[Part]:
 
 
 FIDELITY_SECTION = Section("fidelity", "Machine-track fidelity", _fidelity_parts)
+
+
+# --------------------------------------------------------------------------- stand-in images
+
+#: The images that stood in for published ones (where no registry answered), with what each
+#: replaces, how it was made and the tasks measured on it.
+STAND_INS = Table(
+    "stand_ins", "Images that stood in for published ones",
+    (key_column("Image", "reference", terminal="image"),
+     Column("Stands in for", lambda entry: entry.stands_in_for, align=Align.LEFT, terminal="for"),
+     Column("Origin", lambda entry: entry.origin, align=Align.LEFT),
+     Column("Tasks", lambda entry: ", ".join(entry.tasks), align=Align.LEFT, terminal="tasks"),
+     Column("How it was made", lambda entry: entry.how or "", align=Align.LEFT)),
+    layout=Layout.UNPADDED,
+)  # fmt: skip
+
+
+def _image_parts(summary: Summary) -> list[Part]:
+    shown = stand_ins(summary.infra.images)
+    if not shown:
+        return []
+    tasks = sorted({task for entry in shown for task in entry.tasks})
+    return [Part(f"The figures of {len(tasks)} task(s) were measured on stand-ins, not on the published images "
+                 "(no registry answered, so the suite built them; summary.json lists every image and its origin):",
+                 STAND_INS, shown)]
+
+
+IMAGES_SECTION = Section("stand-ins", "Measured on stand-in images", _image_parts)
 
 
 # --------------------------------------------------------------------------- the oracle's misses

@@ -11,7 +11,7 @@ from swe_residual.metrics.comparison import clip_left
 from swe_residual.report.status import SKIPPED_SECTION, partial_lines
 from swe_residual.report import meanings
 from swe_residual.metrics.summary.comparison import headline_line
-from swe_residual.report.sections import FIDELITY_SECTION
+from swe_residual.report.sections import FIDELITY_SECTION, IMAGES_SECTION
 from swe_residual.metrics.summary.model import Summary
 from swe_residual.metrics.summary.names import distinct_names
 from swe_residual.report.sections import CLEAN_STARTS_SECTION, ORACLE_SECTION
@@ -118,6 +118,7 @@ def render_terminal(summary: Summary) -> list[str]:
             lines += terminal_table(PAIRS, pairs)
     lines += terminal_section(ORACLE_SECTION, s)
     lines += terminal_section(FIDELITY_SECTION, s)
+    lines += terminal_section(IMAGES_SECTION, s)
     lines += terminal_section(SKIPPED_SECTION, s)
     infra = s.infra
     lines.append(

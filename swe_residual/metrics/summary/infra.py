@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from swe_residual.metrics.headline import is_excluded
 from swe_residual.metrics.summary.fidelity import fidelity_summary
+from swe_residual.metrics.summary.images import image_summary
 from swe_residual.metrics.summary.model import AgentInfra, ContradictedItem, ExcludedItem, FailedItem, Infra
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.dataset.values import Termination
@@ -69,5 +70,5 @@ def infra_summary(records: Sequence[RunRecord]) -> Infra:
     return Infra(
         retried=sum(1 for r in records if len(r.attempts) > 1), unresolved=len(excluded), items=len(records),
         excluded=tuple(excluded), verifier_failed=tuple(verifier_failed), by_agent=_durations(records),
-        contradicted=tuple(contradicted), fidelity=fidelity_summary(records),
+        contradicted=tuple(contradicted), fidelity=fidelity_summary(records), images=image_summary(records),
     )  # fmt: skip

@@ -14,7 +14,8 @@ from swe_residual.metrics.summary.model.comparison import (
 )  # fmt: skip
 from swe_residual.metrics.summary.model.handoff import HandoffView, TakeoverCost
 from swe_residual.metrics.summary.model.infra import (
-    AgentInfra, ContradictedItem, ExcludedItem, FailedItem, Fidelity, FidelityState, Infra, OracleMiss, OracleSummary,
+    AgentInfra, ContradictedItem, ExcludedItem, FailedItem, Fidelity, FidelityState, ImageUse, Infra, OracleMiss,
+    OracleSummary,
 )  # fmt: skip
 from swe_residual.metrics.summary.model.scope import (
     OVERALL, AcceptanceBias, AgentSummary, CleanPassAtK, CleanStarts, Disagreement, DroppedTask, Headline, PassAtK,
@@ -24,7 +25,7 @@ from swe_residual.metrics.summary.model.summary import Partial, Skipped, Summary
 
 __all__ = [
     "OVERALL", "AcceptanceBias", "AgentInfra", "AgentSummary", "CleanPassAtK", "CleanStarts", "Comparison", "ContradictedItem", "Disagreement",
-    "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity", "FidelityState", "HandoffView", "Headline",
+    "DroppedTask", "ExcludedItem", "FailedItem", "Fidelity", "FidelityState", "HandoffView", "Headline", "ImageUse",
     "Infra", "Intervals", "Multiplicity", "OracleMiss", "OracleSummary", "Pair", "Partial", "PassAtK", "Power",
     "PredecessorGroup", "Rank", "Reversal", "ScopeMetrics", "ShortStart", "Skipped", "SplitByKept",
     "StatesSolved", "Summary", "TakeoverCost", "Uncertainty", "UnsolvedState", "VarianceSplit", "read_summary",

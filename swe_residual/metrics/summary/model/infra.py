@@ -10,7 +10,7 @@ from typing import Annotated
 from swe_residual.metrics.summary.part import Number, Omit, Part
 
 __all__ = [
-    "AgentInfra", "ContradictedItem", "ExcludedItem", "FailedItem", "Fidelity", "FidelityState", "Infra",
+    "AgentInfra", "ContradictedItem", "ExcludedItem", "FailedItem", "Fidelity", "FidelityState", "ImageUse", "Infra",
     "OracleMiss", "OracleSummary",
 ]  # fmt: skip
 
@@ -71,6 +71,20 @@ class Fidelity(Part):
     states: tuple[FidelityState, ...] = ()
 
 
+class ImageUse(Part):
+    """One image the run's starts ran on and how the suite got it (the records' `image`):
+    ``origin`` local, pulled, built, recipe or stand-in; ``stands_in_for`` names the public image
+    a stand-in (or the base the image was built on) replaces; ``tasks`` the tasks that used it."""
+
+    reference: str
+    origin: str
+    image_id: str
+    digest: Annotated[str | None, Omit.NONE] = None
+    stands_in_for: Annotated[str | None, Omit.NONE] = None
+    how: Annotated[str | None, Omit.NONE] = None
+    tasks: tuple[str, ...] = ()
+
+
 class Infra(Part):
     retried: int = 0
     unresolved: int = 0
@@ -82,6 +96,8 @@ class Infra(Part):
     contradicted: Annotated[tuple[ContradictedItem, ...], Omit.EMPTY] = ()
     #: only with machine-track states (section 5's keys stay as they are without)
     fidelity: Annotated[Fidelity | None, Omit.NONE] = None
+    #: the images the items ran on (docker backend); the key only when the records name some
+    images: Annotated[tuple[ImageUse, ...], Omit.EMPTY] = ()
 
 
 class OracleMiss(Part):
