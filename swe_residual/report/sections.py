@@ -134,8 +134,9 @@ def clean_starts_rows(summary: Summary, scopes: object = None) -> list[CleanStar
 #: how many task names the section's text lists before it counts the rest
 NAMED_TASKS = 6
 #: what a dataset without states is told, in every output
-NO_STATES = ("No Residual States: no task of this run ran one (a dataset without states), so Residual,\n"
-             "Ref. Clean, Gap and CondFail have no figure; what the run measured is below.")
+NO_STATES = ("No Residual States: no task of this run ran one (a dataset without states, or Clean Starts\n"
+             "selected alone), so Residual, Ref. Clean, Gap and CondFail have no figure; what the run\n"
+             "measured is below.")
 #: the commands that make Residual States (docs/residualization.md, docs/importing.md)
 MAKE_STATES = ("Make Residual States with `swe-residual residualize generate DATASET --predecessor NAME=AGENT\n"
                "--out WORK`, then `residualize filter`, `review` and `build` (docs/residualization.md), or from\n"

@@ -110,7 +110,7 @@ def test_terminal_and_summary_md_say_there_are_no_states_and_how_to_make_them() 
     markdown = render_markdown(summary)
     joined = " ".join(" ".join(terminal).split())
     for text in (joined, " ".join(markdown.split())):
-        assert "No Residual States: no task of this run ran one (a dataset without states)" in text
+        assert "No Residual States: no task of this run ran one (a dataset without states, or Clean Starts" in text
         assert "swe-residual residualize generate DATASET" in text and "docs/residualization.md" in text
         assert "swe-residual import harbor-jobs JOBS --dataset DATASET" in text and "docs/importing.md" in text
         assert "not the Ref. Clean the Gap is matched on" in text
@@ -152,7 +152,7 @@ def test_report_html_shows_clean_starts_alone(tmp_path: Path, monkeypatch: pytes
     records = [rec("a", None, S), rec("b", None, S)]
     page = render_html(summary_of(records, compare=True), records_of(records), tmp_path)
     assert '<h3 id="clean-starts">Clean rate over Clean Starts alone</h3>' in page
-    assert "No Residual States: no task of this run ran one (a dataset without states)" in page
+    assert "No Residual States: no task of this run ran one (a dataset without states, or Clean Starts" in page
     assert "swe-residual residualize generate DATASET" in page and "swe-residual import harbor-jobs" in page
     section = page[page.index('id="clean-starts"'):]
     section = section[:section.index("</table>")]
