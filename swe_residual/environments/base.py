@@ -73,6 +73,11 @@ class VerifierOutput:
     # What the suite's own pytest reporter wrote (swe_residual/environments/verifier/channel.py): None when the
     # backend does not install it, b"" when no pytest of the verifier loaded it.
     channel: bytes | None = None
+    # Machine track: the verifier's toolchain where it is not the clean image's (docker/toolchain.py):
+    # tampering, a failure; the tests were not run.
+    toolchain: tuple[str, ...] = ()
+    # What the harness did before the tests ran that the record should say (processes frozen).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

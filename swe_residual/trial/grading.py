@@ -16,7 +16,7 @@ from swe_residual.environments.patches import apply_patch
 from swe_residual.dataset.task import Task
 from swe_residual.dataset.values import Outcome, Termination, Track
 from swe_residual.environments.verifier.channel import read_channel
-from swe_residual.environments.verifier.claims import check_claim
+from swe_residual.environments.verifier.claims import check_claim, pytest_machinery_note
 from swe_residual.environments.verifier.environment import plan_verifier_environment
 from swe_residual.environments.verifier.expected import expected_tests
 from swe_residual.environments.verifier.inputs import test_digests
@@ -85,6 +85,14 @@ def checked_claim(backend: Backend, task: Task, run_id: str, verification: Verif
     uploaded = not plan_verifier_environment(task).bundled_tests
     return check_claim(verification.verdict, expected_tests(backend, task, run_id), channel,
                        test_digests(task.tests_dir) if uploaded else None, "/tests" if uploaded else None)
+
+
+def machinery_note(task: Task, verification: Verification, final_patch: str | None) -> str | None:
+    """The note flagging a final state that reaches into pytest's machinery (claims.py), if it does."""
+    output = verification.output
+    channel = read_channel(output.channel) if output.channel is not None else None
+    uploaded = not plan_verifier_environment(task).bundled_tests
+    return pytest_machinery_note(channel, "/tests" if uploaded else None, final_patch)
 
 
 def score(verdict: Verdict, termination: str) -> str:

@@ -64,12 +64,13 @@ class RawExec:
 def run_exec(
     client: docker.DockerClient, container_id: str, argv: list[str], *, timeout_sec: float | None = None,
     env: dict[str, str] | None = None, cwd: str | None = None, stdin: bytes | None = None,
-    capped: bool = True,
+    capped: bool = True, stderr_bytes: int | None = None,
 ) -> RawExec:
     """Run `argv` in the container; on timeout kill it (and what escaped) inside the container.
 
     Engine failures raise InfraError (saying whether the container is lost). `capped=False`
-    keeps all output (the harness's own reads of files it wrote).
+    keeps all output (the harness's own reads of files it wrote); `stderr_bytes` keeps stderr
+    whole up to that many bytes (the verifier's reporter streams its events there).
     """
     token = secrets.token_hex(8)
     inner = argv if timeout_sec is None else ["timeout", "-s", "KILL", f"{max(timeout_sec, 0.001):.3f}", *argv]
@@ -84,7 +85,8 @@ def run_exec(
         raise lost_or_failed(client, container_id, exc, "exec") from exc
     started = time.monotonic()
     out = CappedOutput() if capped else CappedOutput(head=None)
-    err = CappedOutput() if capped else CappedOutput(head=None)
+    err = CappedOutput(head=stderr_bytes, tail=0) if stderr_bytes is not None \
+        else CappedOutput() if capped else CappedOutput(head=None)
     hung = threading.Event()
     raw = _raw_socket(sock)
     watchdog = None

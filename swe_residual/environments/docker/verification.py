@@ -7,8 +7,12 @@ then the top-level `artifacts` are copied out to the host (kept beside the run r
   image) and receives the artifacts at their own paths, and nothing else of the agent's
   container: no commit of the agent's file system is made.
 Stale reward files are removed before test.sh runs; what it leaves in /logs/verifier is read.
-On the repo track every process left in the agent's container is stopped first; collect steps
-get the clean image's git first on the suite's PATH (harness_tools.py). In shared mode test.sh
+On the repo track every process left in the agent's container is stopped first; on the machine
+track each is frozen except the services the tests may need (leftovers.py), then the verifier's
+toolchain is compared with the clean image's (toolchain.py: a difference is tampering, test.sh
+is not run). Collect steps get the clean image's git first on the suite's PATH (harness_tools.py).
+The suite's pytest reporter streams its events through the exec's stderr (test.sh's own stderr
+goes to its stdout), so nothing left in the machine can rewrite them afterwards. In shared mode test.sh
 gets no user site (and, on the repo track, a fresh HOME), and the hidden tests are hashed,
 through the engine, right after the copy and after the run (swe_residual/environments/verifier/inputs.py).
 """
@@ -37,7 +41,11 @@ from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
 from swe_residual.dataset.errors import InfraError
 from swe_residual.dataset.task import Task
-from swe_residual.environments.verifier.channel import CHANNEL_VARIABLE, Reporter
+from swe_residual.environments.verifier.channel import (
+    CHANNEL_VARIABLE, STREAM_FD, STREAM_MAX_BYTES, STREAM_VARIABLE, Reporter,
+)
+from swe_residual.environments.docker.leftovers import freeze_leftovers
+from swe_residual.environments.docker.toolchain import check_toolchain, tool_labels
 from swe_residual.environments.verifier.inputs import changed_tests, test_digests, verifier_env
 from swe_residual.environments.verifier.environment import (
     SHARED,
@@ -86,6 +94,8 @@ def _collect_and_verify(backend: Orchestrator, environment: DockerEnvironment, t
         # container: the engine kills them all (harness_tools.stop_processes; nothing to do when
         # the runner did so before the patch capture). Machine-track processes are the state: kept.
         environment.stop_processes()
+    # Machine track: what the agent left running is frozen, its services excepted (leftovers.py).
+    frozen = freeze_leftovers(environment).notes() if task.track == Track.MACHINE else ()
     # A separate verifier's container starts while the collect steps run: it needs nothing of
     # theirs until the artifacts are copied in, and starting it is most of a verification's cost.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="swe-residual-verifier") as pool:
@@ -102,7 +112,9 @@ def _collect_and_verify(backend: Orchestrator, environment: DockerEnvironment, t
                 return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
                                       artifacts=tuple(present), error=error)
             if pending is None:
-                output = _run_tests(environment, task, Reporter.new(), fresh_container=False)
+                changed = machine_toolchain(backend, environment, task) if task.track == Track.MACHINE else []
+                output = VerifierOutput(None, "", False, toolchain=tuple(changed)) if changed \
+                    else _run_tests(environment, task, Reporter.new(), fresh_container=False)
             else:
                 with pending.result() as fresh:
                     output = _verify_separately(fresh, task, plan, artifacts_dir, present)
@@ -114,7 +126,17 @@ def _collect_and_verify(backend: Orchestrator, environment: DockerEnvironment, t
                     started = None
                 if started is not None:
                     started.close()  # idempotent
-    return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present))
+    return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present),
+                   notes=(*frozen, *output.notes))
+
+
+def machine_toolchain(backend: Orchestrator, environment: DockerEnvironment, task: Task) -> list[str]:
+    """What of the verifier's toolchain in the agent's machine is not the clean image's (toolchain.py)."""
+    test_sh = (task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace") \
+        if (task.tests_dir / "test.sh").is_file() else ""
+    return check_toolchain(environment.client, environment.container_id, environment.base_image or environment.image,
+                           collect_path(backend, environment, None), test_sh,
+                           tool_labels(backend.run_id, backend.token))
 
 
 def _collect(backend: Orchestrator, environment: DockerEnvironment, task: Task, *,
@@ -247,19 +269,21 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
     install = reporter.install_command()
     if fresh_container:  # nothing of the agent's is in it: the task's environment as it is
         env = {**task.config.verifier_env, **paths}
-        command = f"{install}; {clear} && exec bash {TESTS_DIR}/test.sh 2>&1"
+        command = f"{install}; {clear} && exec bash {TESTS_DIR}/test.sh {STREAM_FD}>&2 2>&1"
     else:
         # Repo track: a fresh, empty HOME, nothing the agent left in its own reaches the tests.
         # Machine track: the home is part of the machine graded (swe_residual/environments/verifier/inputs.py).
         home = f"{SCRATCH_HOME}-{secrets.token_hex(6)}" if task.track == Track.REPO else None
         env = verifier_env(task, home, paths)
-        command = f"{install}; " + (f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh 2>&1" if home
-                                    else f"exec bash {TESTS_DIR}/test.sh 2>&1")
-    env = {**env, CHANNEL_VARIABLE: f"{VERIFIER_LOGS_DIR}/{reporter.channel_name}"}
-    result = to_result(environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
-                                       cwd=environment.workdir))
+        command = f"{install}; " + (f"mkdir -p {home} && exec bash {TESTS_DIR}/test.sh {STREAM_FD}>&2 2>&1" if home
+                                    else f"exec bash {TESTS_DIR}/test.sh {STREAM_FD}>&2 2>&1")
+    # The reporter's stream: descriptor 3 of test.sh is the exec's stderr, read by the host as it comes.
+    env = {**env, CHANNEL_VARIABLE: f"{VERIFIER_LOGS_DIR}/{reporter.channel_name}", STREAM_VARIABLE: str(STREAM_FD)}
+    raw = environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
+                          cwd=environment.workdir, stderr_bytes=STREAM_MAX_BYTES)
+    result = to_result(replace(raw, stderr=_not_events(raw.stderr)))
     files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
-    channel = reporter.take_channel(files)
+    channel = reporter.take_channel(files, raw.stderr)
     if not fresh_container:
         changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
     return VerifierOutput(
@@ -271,6 +295,11 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
         tampered=tuple(changed),
         channel=channel,
     )
+
+
+def _not_events(stream: bytes) -> bytes:
+    """The exec's stderr without the reporter's events (what the shell itself said, if anything)."""
+    return b"".join(line for line in stream.splitlines(keepends=True) if not line.startswith(b'{"e": '))
 
 
 def _digests_in(environment: DockerEnvironment, directory: str) -> dict[str, str]:

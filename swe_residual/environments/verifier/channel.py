@@ -1,10 +1,13 @@
 """The suite's own account of the verifier's pytest runs, read back on the host.
 
 `channel_plugin.py` is shipped into the verifier's environment (into every site-packages that
-holds pytest, with a `.pth` file importing it) and writes what pytest's own hooks saw to a file
-whose path only the verifier's process is given. This module says how to install it, and reads
-what it wrote into a `ChannelReport`: one entry per pytest session, each with its per-test
-statuses, and whether it reached its end.
+holds pytest, with a `.pth` file importing it) and writes what pytest's own hooks saw to the
+exec's stderr, streamed to the host as the tests run (a descriptor named in its environment),
+or, where that descriptor did not reach pytest, to a file whose path only the verifier's process
+is given. This module says how to install it, and reads what it wrote into a `ChannelReport`:
+one entry per pytest session, each with its per-test statuses, the phases that raised before
+any report was made of them, and whether it reached its end; and the hooks that neither pytest
+nor the reporter implements.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from pathlib import Path
 from swe_residual.environments.verifier import channel_plugin
 
 CHANNEL_VARIABLE = channel_plugin.CHANNEL_VARIABLE
+STREAM_VARIABLE = channel_plugin.STREAM_VARIABLE
+# The descriptor test.sh is given for the stream (`3>&2`: the exec's stderr, while test.sh's own
+# stderr goes to its stdout): a single digit, as every POSIX shell's redirections allow.
+STREAM_FD = 3
+# What of the stream the host keeps: far more than any suite's events (a few hundred bytes a test).
+STREAM_MAX_BYTES = 64 * 1024 * 1024
 MODULE_FILE = f"{channel_plugin.MODULE_NAME}.py"
 PTH_FILE = f"{channel_plugin.MODULE_NAME}.pth"
 # Where the verifier environment's reporter is staged (a directory with a nonce), and where it
@@ -72,17 +81,22 @@ class Reporter:
             f"cp {stage}/{MODULE_FILE} {stage}/{PTH_FILE} \"$packages/\" 2>/dev/null; done; true"
         )
 
-    def take_channel(self, files: dict[str, bytes]) -> bytes:
-        """Remove the channel from the verifier's log files (it is not the task's) and return it;
-        b"" when no pytest of the verifier loaded the reporter."""
+    def take_channel(self, files: dict[str, bytes], stream: bytes = b"") -> bytes:
+        """Remove the channel file from the verifier's log files (it is not the task's) and return
+        what the reporter said: the stream when it carried any event (the file, which a process
+        in the machine could rewrite, is then not read), else the file; b"" when no pytest of the
+        verifier loaded the reporter."""
         found = b""
         for name in [name for name in files if name.rsplit("/", 1)[-1] == self.channel_name]:
             found += files.pop(name)
+        if any(line.startswith(b'{"e": ') for line in stream.splitlines()):
+            return stream
         return found
 
 
 PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"
 _RANK = {PASSED: 0, SKIPPED: 1, FAILED: 2, ERROR: 3}
+STATUS_RANK = _RANK  # worse statuses rank higher
 
 
 @dataclass
@@ -93,6 +107,9 @@ class Session:
     exit_status: int | None = None
     tests: dict[str, str] = field(default_factory=dict)  # node id -> status
     collect_errors: list[str] = field(default_factory=list)
+    # node id -> FAILED or ERROR: a phase raised (not a skip) before its report was made, whatever
+    # the report then said (a pytest_runtest_makereport wrapper of the code under test).
+    raised: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,8 @@ class ChannelReport:
     # Test modules as pytest was about to import them: path -> sha256 (None: unreadable).
     files: dict[str, str | None]
     problems: tuple[str, ...] = ()  # lines that were not the reporter's
+    # (hook, file) of each implementation of a reporting hook that is not pytest's or the reporter's.
+    hooks: tuple[tuple[str, str], ...] = ()
 
     @property
     def unfinished(self) -> int:
@@ -121,6 +140,7 @@ def read_channel(data: bytes) -> ChannelReport:
     sessions: list[Session] = []
     files: dict[str, str | None] = {}
     problems: list[str] = []
+    hooks: list[tuple[str, str]] = []
     latest: dict[object, Session] = {}
     for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
@@ -150,10 +170,20 @@ def read_channel(data: bytes) -> ChannelReport:
                 # A teardown error after a pass is an error; a setup skip stays a skip.
                 if previous is None or _RANK[status] > _RANK[previous]:
                     current.tests[test_id] = status
+        elif kind == "raw":
+            if event.get("raised") is True and event.get("skip") is not True:
+                status = FAILED if event.get("when") == "call" else ERROR
+                test_id = str(event.get("id"))
+                if _RANK[status] > _RANK.get(current.raised.get(test_id, PASSED), 0):
+                    current.raised[test_id] = status
+        elif kind == "hook":
+            hook = (str(event.get("hook")), str(event.get("file")))
+            if hook not in hooks:
+                hooks.append(hook)
         elif kind == "finish":
             current.finished = True
             current.exit_status = event.get("exitstatus")
-    return ChannelReport(tuple(sessions), files, tuple(problems))
+    return ChannelReport(tuple(sessions), files, tuple(problems), tuple(hooks))
 
 
 def junit_id(node_id: str) -> str:

@@ -6,7 +6,8 @@ A reward file says 1; three accounts can contradict it:
   tests or leaves some out;
 - the suite's own reporter (swe_residual/environments/verifier/channel.py): a pytest session that never
   finished (the process ended from inside the tests), a test reported passed that pytest's own
-  hooks saw fail or never run, no pytest at all where the clean state had one;
+  hooks saw fail or never run, or whose setup, call or teardown raised before its report was
+  made (a report rewritten in-process), no pytest at all where the clean state had one;
 - the hidden test files as pytest imported them, against the task's own.
 Any contradiction makes the verdict a failure: reward 0, with the reward file's figures kept in
 `rewards` and a note saying what contradicted it. A reward below 1 is never questioned: a
@@ -15,9 +16,10 @@ contradiction can only cost a claimed pass.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
-from swe_residual.environments.verifier.channel import PASSED, SKIPPED, ChannelReport, aliases
+from swe_residual.environments.verifier.channel import PASSED, SKIPPED, STATUS_RANK, ChannelReport, aliases
 from swe_residual.environments.verifier.expected import CLEAN_RUN, METADATA, ExpectedTests
 from swe_residual.environments.verifier.outputs import ACCEPTANCE_BUCKETS, Verdict, reported_id
 
@@ -108,7 +110,12 @@ def against_channel(tests: dict[str, str], channel: ChannelReport | None,
     seen: dict[str, str] = {}
     for session in channel.sessions:
         in_session: dict[str, str] = {}
-        for node_id, status in session.tests.items():
+        # A phase that raised outranks the report made of it: the report can be rewritten in-process.
+        statuses = dict(session.tests)
+        for node_id, status in session.raised.items():
+            if STATUS_RANK[status] > STATUS_RANK[statuses.get(node_id, PASSED)]:
+                statuses[node_id] = status
+        for node_id, status in statuses.items():
             for alias in aliases(node_id):
                 if in_session.get(alias, PASSED) == PASSED:
                     in_session[alias] = status
@@ -140,3 +147,49 @@ def changed_test_files(channel: ChannelReport, hidden_tests: dict[str, str], tes
     if changed:
         return [f"hidden test file(s) were not the task's when pytest imported them ({_quote(changed)})"]
     return []
+
+
+# What in a change reaches into pytest's machinery: a conftest.py, pytest's own files or a plugin
+# package's, a configuration file pytest reads, a hook implementation or wrapper, an entry point
+# of the `pytest11` group, pluggy.
+_MACHINERY_PATH = re.compile(r"(^|/)(conftest\.py|pytest\.ini|_pytest/|pytest/|pluggy/|pytest_[^/]*\.py|[^/]*\.pth)$"
+                             r"|(^|/)(_pytest|pluggy)/")
+_MACHINERY_LINE = re.compile(r"\bdef pytest_\w+|hookimpl|hookwrapper|\bpytest11\b|\bpluggy\b|\b_pytest\b"
+                             r"|pluginmanager|PYTEST_PLUGINS|pytest_plugins")
+
+
+def patch_touches_pytest(patch: str | None) -> list[str]:
+    """The files of a patch whose change reaches into pytest's machinery (by their path, or by an
+    added line: a hook, a hook wrapper, a plugin registration, pytest's internals)."""
+    touched: list[str] = []
+    current: str | None = None
+    for line in (patch or "").splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].strip()
+            current = name[2:] if name.startswith("b/") else name
+            if current != "/dev/null" and _MACHINERY_PATH.search(current) and current not in touched:
+                touched.append(current)
+        elif line.startswith("+") and current and current not in touched and _MACHINERY_LINE.search(line):
+            touched.append(current)
+    return touched
+
+
+def pytest_machinery_note(channel: ChannelReport | None, tests_root: str | None, patch: str | None) -> str | None:
+    """A note flagging a final state that touches pytest's machinery: hooks of the reporting
+    path implemented outside pytest, the reporter and the hidden tests (code under test or a
+    conftest registering them, seen by the suite's reporter as pytest ran), and files of the
+    agent's patch that do (`patch_touches_pytest`). None when nothing does."""
+    found: list[str] = []
+    prefix = tests_root.rstrip("/") + "/" if tests_root else None
+    if channel is not None:
+        for hook, path in channel.hooks:
+            if prefix and path.startswith(prefix):
+                continue  # the task's own conftest
+            if "/site-packages/" in path or "/dist-packages/" in path:
+                continue  # an installed plugin (the image's, like pytest-cov)
+            found.append(f"{hook} in {path}")
+    found += [f"the patch changes {name}" for name in patch_touches_pytest(patch)]
+    if not found:
+        return None
+    return (f"pytest machinery: the final state reaches into pytest's own reporting ({_quote(found)}); "
+            "a pass it reports is held to the reporter's own account of each phase")

@@ -59,3 +59,9 @@ def tampering_note(changed: list[str]) -> str:
     shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
     return (f"tampering: the hidden test files changed while the verifier ran ({shown}); "
             "the verdict is a failure whatever the tests reported")
+
+
+def toolchain_note(changed: list[str]) -> str:
+    shown = "; ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    return (f"tampering: the verifier's toolchain is not the clean image's ({shown}); the tests were not run "
+            "and the verdict is a failure")

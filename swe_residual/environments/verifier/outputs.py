@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 
 from swe_residual.environments.base import VerifierOutput
-from swe_residual.environments.verifier.inputs import tampering_note
+from swe_residual.environments.verifier.inputs import tampering_note, toolchain_note
 
 PASSED, FAILED, SKIPPED, ERROR = "passed", "failed", "skipped", "error"
 CTRF_STATUS = {"passed": PASSED, "failed": FAILED, "skipped": SKIPPED, "pending": SKIPPED, "other": ERROR}
@@ -171,11 +171,15 @@ def reported_id(test_id: str, tests: dict[str, str]) -> str | None:
 
 def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Verdict:
     """Turn raw verifier output into a verdict; an invalid verdict is an infra error."""
+    if output.toolchain:
+        # The interpreter, pytest or a command test.sh starts is not the clean image's: not run.
+        return Verdict(valid=True, reward=0.0, notes=(*output.notes, toolchain_note(list(output.toolchain))),
+                       rewards={"reward": 0.0})
     if output.tampered:
         # The hidden tests were not the task's when they ran: nothing they report counts.
         tests, _ = read_test_reports(output.files)
-        return Verdict(valid=True, reward=0.0, tests=tests, notes=(tampering_note(list(output.tampered)),),
-                       rewards={"reward": 0.0})
+        return Verdict(valid=True, reward=0.0, tests=tests,
+                       notes=(*output.notes, tampering_note(list(output.tampered))), rewards={"reward": 0.0})
     if output.error is not None:
         return Verdict(valid=False, reward=None, error=output.error)
     if output.timed_out:
@@ -185,7 +189,7 @@ def evaluate(output: VerifierOutput, acceptance: list[str] | None = None) -> Ver
     if error is not None:
         tail = output.output.strip()[-300:]
         return Verdict(valid=False, reward=None, tests=tests, error=f"{error}; output: {tail}")
-    notes = list(problems)
+    notes = [*output.notes, *problems]
     reward = rewards["reward"]
     if acceptance is not None:
         for test_id in acceptance:
