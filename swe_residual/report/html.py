@@ -125,6 +125,8 @@ def _figures(summary: Summary, all_scopes: Sequence[str], agents: Sequence[str])
             f'<figure id="figure-2">{fig2}<figcaption>Outcomes of Residual Starts on the tasks each agent '
             "solves from Clean Start (all tracks); the failed share is CondFail.</figcaption></figure>",
         ]
+    elif agents and not any(block.overall and block.overall.n_states for block in summary.agents.values()):
+        parts.append('<p class="note">No chart of CondFail: no Residual State ran.</p>')  # a dataset without states
     elif agents:
         parts.append('<p class="note">No chart of CondFail: no agent solves any task from Clean Start.</p>')
     return parts

@@ -13,8 +13,8 @@ from swe_residual.metrics.summary.images import stand_ins
 from swe_residual.report import meanings
 from swe_residual.metrics.summary.model import CleanStarts, Fidelity, OracleMiss, Summary
 from swe_residual.report.tables import (
-    AGENT, HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER, Align, Column, Format, Layout, Part, Section, Table,
-    key_column, text_over,
+    AGENT, HANDOFF_ACCEPTANCE, HANDOFF_VIEWS, TAKEOVER, Align, Column, Format, Layout, Part, Scopes, Section,
+    Table, key_column, text_over,
 )  # fmt: skip
 
 __all__ = ["CLEAN_STARTS", "CLEAN_STARTS_SECTION", "FIDELITY_SECTION", "HANDOFF_SECTIONS", "IMAGES_SECTION", "MAKE_STATES", "MEANING",
@@ -124,7 +124,7 @@ class CleanStartsRow:
     figures: CleanStarts
 
 
-def clean_starts_rows(summary: Summary, scopes: object = None) -> list[CleanStartsRow]:
+def clean_starts_rows(summary: Summary, scopes: Scopes | None = None) -> list[CleanStartsRow]:
     """Per agent, each of its scopes where some task ran no Residual State (the agent's tracks,
     then overall when it ran several, as summary.md lists the headline)."""
     return [CleanStartsRow(agent, scope, figures.clean_starts) for agent, block in summary.agents.items()

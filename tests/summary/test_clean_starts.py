@@ -18,8 +18,6 @@ from swe_residual.report.html import render_html
 from swe_residual.report.markdown import render_markdown
 from swe_residual.report.terminal import render_terminal
 
-pytestmark = pytest.mark.unit
-
 S, F, X = "success", "failure", "infra_error"
 rec = partial(make_record, agent="A")
 
@@ -42,6 +40,7 @@ def mixed() -> list[dict]:
     ]
 
 
+@pytest.mark.unit
 def test_clean_starts_alone_golden_beside_the_unchanged_matched_figures() -> None:
     repo = summary_dict(mixed())["agents"]["A"]["tracks"]["repo"]
     # The matched figures keep their meaning: T = {c} (the only task with a Clean and a Residual run)
@@ -56,6 +55,7 @@ def test_clean_starts_alone_golden_beside_the_unchanged_matched_figures() -> Non
     assert "pass_at_k" not in alone  # one rollout: no pass@K, as in the headline
 
 
+@pytest.mark.unit
 def test_a_dataset_without_states() -> None:
     summary = summary_dict([rec("a", None, S), rec("b", None, S), rec("c", None, F), rec("d", None, S)])
     block = summary["agents"]["A"]
@@ -67,6 +67,7 @@ def test_a_dataset_without_states() -> None:
         assert (alone["tasks_with_states"], alone["tasks_without_states"]) == (0, ["a", "b", "c", "d"])
 
 
+@pytest.mark.unit
 def test_pass_at_k_of_clean_starts_alone_golden() -> None:
     records = [
         rec("a", None, S, rollout=0), rec("a", None, F, rollout=1),  # pass@2 = 1 - C(1,2)/C(2,2) = 1
@@ -85,6 +86,7 @@ def test_pass_at_k_of_clean_starts_alone_golden() -> None:
     assert alone["tasks_without_states"] == ["a", "b", "d"]
 
 
+@pytest.mark.unit
 def test_no_key_where_every_task_ran_a_state() -> None:
     # a task whose only state ended in an infrastructure error has a state (it is "dropped")
     records = [rec("a", None, S), rec("a", "a1", F), rec("b", None, S), rec("b", "b1", X)]
@@ -93,6 +95,7 @@ def test_no_key_where_every_task_ran_a_state() -> None:
     assert "Clean Starts alone" not in render_markdown(summary_of(records))
 
 
+@pytest.mark.unit
 def test_pooled_overall_counts_each_track_task_once() -> None:
     records = [rec("a", None, S), rec("a", None, F, track="machine"), rec("b", None, S, track="machine"),
                rec("b", "b1", F, track="machine")]
@@ -104,6 +107,7 @@ def test_pooled_overall_counts_each_track_task_once() -> None:
     assert block["tracks"]["machine"]["clean_starts"]["clean"] == pytest.approx(50.0)
 
 
+@pytest.mark.unit
 def test_terminal_and_summary_md_say_there_are_no_states_and_how_to_make_them() -> None:
     summary = summary_of([rec("a", None, S), rec("b", None, S)])
     terminal = render_terminal(summary)
@@ -133,6 +137,7 @@ def test_terminal_and_summary_md_say_there_are_no_states_and_how_to_make_them() 
     assert "- A: 100% from a clean start on Clean Starts alone (2 task(s); no Residual State to compare)" in markdown
 
 
+@pytest.mark.unit
 def test_some_tasks_without_states_are_named_and_left_out_says_where_they_count() -> None:
     summary = summary_of(mixed())
     terminal = render_terminal(summary)
@@ -147,6 +152,7 @@ def test_some_tasks_without_states_are_named_and_left_out_says_where_they_count(
     assert left_out["d"].startswith("no Clean Start run with a verdict; no Residual")  # in no figure at all
 
 
+@pytest.mark.unit
 def test_report_html_shows_clean_starts_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # the charts are an extra's: not drawn here
     records = [rec("a", None, S), rec("b", None, S)]
@@ -159,3 +165,11 @@ def test_report_html_shows_clean_starts_alone(tmp_path: Path, monkeypatch: pytes
     assert '<th class="">Clean, Clean Starts alone</th>' in section
     assert ('<td class="l">A</td><td class="l">repo</td><td class="">100.0 [34.2, 100.0]</td><td class="">2</td>'
             '<td class="">2</td>') in section
+
+
+@pytest.mark.extras  # the charts: matplotlib
+def test_report_html_without_states_says_why_there_is_no_condfail_chart(tmp_path: Path) -> None:
+    records = [rec("a", None, S), rec("b", None, F)]
+    page = render_html(summary_of(records, compare=True), records_of(records), tmp_path)
+    assert "No chart of CondFail: no Residual State ran." in page
+    assert "no agent solves any task from Clean Start" not in page  # A solved a from its Clean Start
