@@ -52,3 +52,17 @@ class EnvironmentLostByAgent(InfraError):
     def __init__(self, message: str, *, environment_id: str = "") -> None:
         self.environment_id = environment_id
         super().__init__(message)
+
+
+class MemoryLimitReached(EnvironmentLostByAgent):
+    """The agent's container stopped because what ran in it reached the task's memory limit
+    (`memory_mb`, the agent's budget): the kernel's out-of-memory killer, within the container's
+    own cgroup, killed its PID 1 (environments/docker/oom.py). The agent's failure, termination
+    `memory_limit`, with the limit, what was killed and the engine's evidence."""
+
+    def __init__(self, message: str, *, environment_id: str = "", memory_mb: int | None = None,
+                 killed: tuple[str, ...] = (), evidence: tuple[str, ...] = ()) -> None:
+        self.memory_mb = memory_mb
+        self.killed = killed
+        self.evidence = evidence
+        super().__init__(message, environment_id=environment_id)

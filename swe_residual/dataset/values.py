@@ -35,6 +35,9 @@ class Termination(StrEnum):
     # What the agent's environment wrote passed the task's `[environment] storage_mb`: the agent
     # was stopped at once (swe_residual/environments/disk_usage.py).
     DISK_LIMIT = "disk_limit"
+    # What ran in the agent's container reached the task's `memory_mb`: the kernel killed a
+    # process of it within its own limit (swe_residual/environments/docker/oom.py).
+    MEMORY_LIMIT = "memory_limit"
     AGENT_ERROR = "agent_error"
     # No valid verdict on the agent's final state (verified again in a fresh instance of it)
     # while the verifier gives one on the task's clean state: the agent's failure.

@@ -22,7 +22,7 @@ from swe_residual.dataset.values import Outcome, Start, Termination
 
 # Budget terminations share one column; the detail names them by these words.
 BUDGET_KINDS = {Termination.TIME_LIMIT: "time", Termination.STEP_LIMIT: "steps", Termination.COST_LIMIT: "cost",
-                Termination.DISK_LIMIT: "disk"}
+                Termination.DISK_LIMIT: "disk", Termination.MEMORY_LIMIT: "memory"}
 # The table's columns are declared in swe_residual.report.tables (TERMINATIONS); column_of
 # names the column a record counts in.
 AGENT_WIDTH = 32

@@ -32,11 +32,14 @@ def _evidence(*events: EngineEvent, oom: bool = False, error: str = "") -> StopE
 DIE = EngineEvent("die", 1_767_225_601_000_000_000)
 
 
-def test_a_kill_an_oom_or_an_engine_error_is_a_cause_from_outside() -> None:
+def test_a_kill_or_an_engine_error_is_a_cause_from_outside_and_memory_is_judged_apart() -> None:
     killed = _evidence(EngineEvent("kill", 1_767_225_600_500_000_000, "9"), DIE)
     assert killed.outside_causes() == ["engine event: kill (signal 9) at 2026-01-01T00:00:00.500000000Z"]
-    assert _evidence(EngineEvent("oom", 1_767_225_600_000_000_000), DIE).outside_causes()[0].startswith("engine event: oom")
-    assert _evidence(DIE, oom=True).outside_causes() == ["the engine's state: OOMKilled (the memory limit)"]
+    # Out of memory is whose limit was reached (test_oom_attribution.py), not a cause from outside as such.
+    oom = _evidence(EngineEvent("oom", 1_767_225_600_000_000_000), DIE)
+    assert oom.outside_causes() == [] and oom.memory_causes()[0].startswith("engine event: oom")
+    assert _evidence(DIE, oom=True).memory_causes() == ["the engine's state: OOMKilled"]
+    assert killed.memory_causes() == []
     assert _evidence(DIE, error="shim died").outside_causes() == ["the engine's state: error 'shim died'"]
     nothing = _evidence(EngineEvent("exec_die", 1), DIE)
     assert nothing.outside_causes() == [] and nothing.death_seen

@@ -3,10 +3,13 @@
 Nothing inside a container of the suite can stop it (its PID 1, idle.py). When one stopped
 anyway, the engine says who did, and the error carries that evidence:
 
-- the container is gone (removed), its state holds an engine error, the engine was asked to
-  kill it (a `kill` event, with its signal: `docker kill` or `docker stop` on the host, the
-  suite itself), or it ran out of memory (an `oom` event, `OOMKilled`): infrastructure,
-  `InfraError`, retried from a fresh instance;
+- the container is gone (removed), its state holds an engine error, or the engine was asked
+  to kill it (a `kill` event, with its signal: `docker kill` or `docker stop` on the host, the
+  suite itself): infrastructure, `InfraError`, retried from a fresh instance;
+- it ran out of memory (an `oom` event, `OOMKilled`, the kernel's log): the kernel's log says
+  whose limit was reached (oom.py). The container's own, its task's `memory_mb`, is the
+  agent's budget: `MemoryLimitReached`, the agent's failure (termination `memory_limit`); the
+  host's own memory or a limit above the container's is infrastructure, with the kernel's line;
 - the engine's events reach back to the container's death (its `die` event) and hold none of
   these: `EnvironmentLostByAgent`, which the runner counts as the agent's failure when it is
   the agent's own container;
@@ -27,7 +30,8 @@ from typing import Any
 import docker
 
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_container
-from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError
+from swe_residual.environments.docker.oom import OomKill, container_kills
+from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError, MemoryLimitReached
 
 # How far past the container's recorded end its events are read: a `die` event is written a
 # moment after `FinishedAt`.
@@ -59,6 +63,7 @@ class StopEvidence:
     error: str
     finished_at: str
     events: tuple[EngineEvent, ...] | None
+    memory_bytes: int = 0  # the container's memory limit (0: none)
 
     @property
     def death_seen(self) -> bool:
@@ -66,12 +71,18 @@ class StopEvidence:
         return self.events is not None and any(event.action == _DIE for event in self.events)
 
     def outside_causes(self) -> list[str]:
-        """Evidence that the engine, the host or the memory limit stopped it, one line each."""
-        causes = [event.describe() for event in self.events or () if event.action in (_KILL, _OOM)]
-        if self.oom_killed:
-            causes.append("the engine's state: OOMKilled (the memory limit)")
+        """Evidence that the engine or the host stopped it (a kill request, an engine error), one
+        line each. Running out of memory is not in it: see `memory_causes`."""
+        causes = [event.describe() for event in self.events or () if event.action == _KILL]
         if self.error:
             causes.append(f"the engine's state: error {self.error!r}")
+        return causes
+
+    def memory_causes(self) -> list[str]:
+        """The engine's evidence that the container ran out of memory, one line each."""
+        causes = [event.describe() for event in self.events or () if event.action == _OOM]
+        if self.oom_killed:
+            causes.append("the engine's state: OOMKilled")
         return causes
 
     def describe_end(self) -> str:
@@ -95,6 +106,9 @@ def lost_container_error(client: docker.DockerClient, container_id: str, what: s
     causes = evidence.outside_causes()
     if causes:
         return InfraError(f"{prefix}: {'; '.join(causes)}; {evidence.describe_end()}{suffix}")
+    memory = out_of_memory(evidence, container_id, prefix, suffix)
+    if memory is not None:
+        return memory
     if not evidence.death_seen:
         unread = "could not be read" if evidence.events is None else "no longer reach back to its end"
         return InfraError(f"{prefix}: {evidence.describe_end()}; the engine's events {unread}, "
@@ -104,6 +118,38 @@ def lost_container_error(client: docker.DockerClient, container_id: str, what: s
         f"error in the engine's record): what ran inside stopped it; container {container_id[:12]}, "
         f"{evidence.describe_end()}",
         environment_id=container_id,
+    )
+
+
+def out_of_memory(evidence: StopEvidence, container_id: str, prefix: str, suffix: str = "",
+                  kills: list[OomKill] | None = None) -> InfraError | None:
+    """Whose failure a container that stopped out of memory is (oom.py); None when nothing says
+    it ran out of memory. `kills`: the kernel's kills of the container (read here when None)."""
+    if kills is None:
+        kills = container_kills(container_id)
+    engine = evidence.memory_causes()
+    if not kills and not engine:
+        return None
+    limit_mb = evidence.memory_bytes / (1024 * 1024)
+    limit = f"{limit_mb:g} MiB" if evidence.memory_bytes else "none"
+    end = f"{evidence.describe_end()}; the container's memory limit: {limit}"
+    said = "; ".join([*(kill.describe() for kill in kills or ()), *engine])
+    # The kill that stopped the container is the last one: its init's, when the agent made it the target.
+    last = kills[-1] if kills else None
+    if last is not None and not last.by_container_limit(container_id):
+        return InfraError(f"{prefix}: out of memory outside the container's limit (the host's): {said}; {end}{suffix}")
+    if last is None and not evidence.memory_bytes:
+        # No limit of the container's: whatever ran out of memory was the host's.
+        return InfraError(f"{prefix}: out of memory with no memory limit on the container (the host's): "
+                          f"{said}; {end}{suffix}")
+    unread = "" if last is not None else "; the host's kernel log cannot be read here or holds no record of it, " \
+        "and nothing shows the host ran out of memory"
+    return MemoryLimitReached(
+        f"out of memory: the agent's container reached its memory limit of {limit} ([environment] memory_mb) and "
+        f"stopped: {said}{unread}; container {container_id[:12]}, {evidence.describe_end()}",
+        environment_id=container_id, memory_mb=round(limit_mb) if evidence.memory_bytes else None,
+        killed=tuple(f"{kill.task} (pid {kill.pid}, oom_score_adj {kill.score_adj})" for kill in kills or ()),
+        evidence=tuple(engine),
     )
 
 
@@ -118,6 +164,7 @@ def stop_evidence(client: docker.DockerClient, container_id: str) -> StopEvidenc
         exit_code=state.get("ExitCode"), oom_killed=bool(state.get("OOMKilled")),
         error=str(state.get("Error") or ""), finished_at=finished_at,
         events=_events_since_last_start(client, container_id, str(found.get("Created") or ""), finished_at),
+        memory_bytes=int((found.get("HostConfig") or {}).get("Memory") or 0),
     )
 
 

@@ -1,0 +1,91 @@
+"""The agent's resources are the agent's, and nothing it breaks becomes an exclusion (issue 48).
+
+Each attacker is a `cmd:` agent run through `run_item` on a real DockerBackend, beside an honest
+agent on the same tasks:
+
+- memory: it makes its container's PID 1 the out-of-memory killer's first choice (`oom_score_adj`
+  1000, which needs no privilege) and allocates past the task's `memory_mb`. Before, the engine's
+  `oom` evidence made that an infrastructure error on every attempt: excluded, so an agent that
+  solved what it could and did this on the rest scored 100%. Now the kernel's own line says the
+  container's own limit was reached: the agent's failure, `memory_limit`, with the figures;
+- the steps between the agent's end and the verdict (clearing /logs, copying artifacts): a /logs
+  left as a plain file (machine track), a failing `rm` first on PATH, /logs/artifacts a symlink
+  loop (the engine answers 500 on the copy; repo track). Before, each was an infrastructure error
+  ("could not clear the verifier's directories", the engine's 500) raised before any verdict, so
+  the canary was never asked: excluded.
+
+The other side, a container the host kills or removes, stays infrastructure:
+tests/environments/test_faults_docker.py.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from attackers import SOLVE_CLAMP, attack_task
+from dockerneeded import World, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+
+from summaries import summary_dict
+
+from swe_residual.agents import resolve_agent
+from swe_residual.metrics.headline import is_excluded
+from swe_residual.trial.records import read_record
+
+pytestmark = requires_docker
+
+MARK = "RUN-OUT-OF-MEMORY"  # the line in task B's request that tells the selective attacker where to attack
+
+# PID 1 first in line, then six processes of 120 MiB each past the task's 512 MiB: each scores far
+# below PID 1 (whose oom_score_adj of 1000 counts as the whole limit), so the kernel kills PID 1.
+OOM_PID1 = ("echo 1000 > /proc/1/oom_score_adj && for i in 1 2 3 4 5 6; do "
+            "python3 -c 'import time; b = bytearray(120 << 20); time.sleep(60)' & done; wait")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("resource-attacks")
+    tag = secrets.token_hex(3)  # task ids unique per run: parallel runs never share images
+    ids = {"a": f"solvable-{tag}", "b": f"oom-{tag}"}
+    for task_id in ids.values():
+        attack_task(root / "data", task_id, states=None)  # memory_mb = 512
+    instruction = root / "data" / ids["b"] / "instruction.md"
+    instruction.write_text(f"{MARK}\n" + instruction.read_text())
+    with docker_world(root, ids) as world:
+        yield world
+
+
+def _agents_failure(record: dict[str, Any]) -> None:
+    """Counted as the agent's failure: measured, not excluded, never retried."""
+    assert record["outcome"] == "failure", (record["outcome"], record["error"], record["attempts"])
+    assert len(record["attempts"]) == 1, record["attempts"]
+    assert not is_excluded(read_record(record))
+
+
+def test_running_out_of_memory_is_the_agents_failure_and_gains_nothing(world) -> None:
+    # Both agents solve task A; on task B one runs its container out of memory, the other does nothing.
+    attacker = f"if grep -q {MARK} \"$SWE_RESIDUAL_INSTRUCTION_FILE\"; then {OOM_PID1}; else {SOLVE_CLAMP}; fi"
+    idle = f"if grep -q {MARK} \"$SWE_RESIDUAL_INSTRUCTION_FILE\"; then true; else {SOLVE_CLAMP}; fi"
+    figures = {}
+    records = {}
+    for label, command in (("attacker", attacker), ("honest", idle)):
+        records[label] = [world.run(task, resolve_agent(f"cmd:{command}")) for task in ("a", "b")]
+        summary = summary_dict(records[label])
+        assert summary["infra"]["excluded"] == [] and summary["infra"]["retried"] == 0
+        (agent,) = summary["agents"].values()
+        starts = agent["tracks"]["repo"]["clean_starts"]  # Clean Starts only: the rate over them
+        figures[label] = (starts["clean"], starts["n_tasks"])
+    solved, oom = records["attacker"]
+    assert (solved["outcome"], solved["reward"]) == ("success", 1.0)
+    _agents_failure(oom)
+    assert oom["termination"] == "memory_limit" and oom["reward"] is None and oom["submitted"] is False
+    # The figures: the limit, what the kernel killed (the container's init, made the target), the engine's evidence.
+    message = oom["message"]
+    assert "reached its memory limit of 512 MiB ([environment] memory_mb)" in message, message
+    assert "the kernel killed sh (pid " in message and "oom_score_adj 1000" in message, message
+    assert "engine event: oom at" in message and "OOMKilled" in message and "exit code 137" in message, message
+    assert records["honest"][1]["outcome"] == "failure" and records["honest"][1]["reward"] == 0.0
+    print(f"attacker: {figures['attacker']}, honest: {figures['honest']}")
+    assert figures["attacker"] == figures["honest"] == (50.0, 2)
