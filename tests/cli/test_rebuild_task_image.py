@@ -246,7 +246,8 @@ def test_a_submodule_clones_from_its_local_mirror(tmp_path: Path, monkeypatch: p
     assert _git("add", ".gitmodules", cwd=main).returncode == 0 and _git("commit", "-qm", "main", cwd=main).returncode == 0
     # The build's directory, as prepare_context lays it out: one mirror per URL, sorted.
     build_dir = tmp_path / "build"
-    monkeypatch.setattr(rebuild, "BUILD_DIR", str(build_dir))
+    # The script's names are the product module's (swe_residual/environments/docker/rebuild.py): patched there.
+    monkeypatch.setattr(sys.modules[rebuild.git_script.__module__], "BUILD_DIR", str(build_dir))
     repos = {main_url: main, sub_url: sub}
     for index, url in enumerate(sorted(repos)):
         assert _git("clone", "-q", "--mirror", str(repos[url]), str(build_dir / "git" / f"{index}.git")).returncode == 0

@@ -27,7 +27,7 @@ BAD_VALUES = {
     "--backend": "fast", "--infra-retries": "-1", "--timeout-multiplier": "0", "--max-steps": "0",
     "--cost-limit": "free", "--watchdog-margin": "0", "--model": "two words", "--agent-option": "novalue",
     "--agent-setup": "no-such-script.sh", "--agent-mount": "nocolon", "--handoff": "summary",
-    "--gate-on": "upper", "--confidence": "1", "--bootstrap-resamples": "0", "--bootstrap-seed": "x",
+    "--gate-on": "upper", "--force-build": "maybe", "--confidence": "1", "--bootstrap-resamples": "0", "--bootstrap-seed": "x",
     "--rollouts": "0", "--agent-setup-network": "host", "--gate-min-tasks": "0",
     "--machine-trust": "no-such-bundle.crt",
 }
@@ -45,14 +45,16 @@ def pytest_help() -> str:
 def test_every_setting_registers_its_flag_and_its_ini_key(pytest_help: str) -> None:
     assert len({setting.flag for setting in SETTINGS}) == len(SETTINGS)
     for setting in SETTINGS:
-        shown = f"{setting.flag}={setting.metavar or setting.dest.upper()}"
+        # A switch takes no value on the command line (its ini key takes true or false).
+        shown = setting.flag if setting.switch else f"{setting.flag}={setting.metavar or setting.dest.upper()}"
         assert f"{shown} {' '.join(setting.help.split())}" in pytest_help, setting.flag
         if setting.ini is not None:
             kind = setting.ini_type or "string"
             assert f"{setting.ini} ({kind}): {' '.join(setting.ini_help.split())}" in pytest_help, setting.ini
     # and nothing registered beside the table: the group's flags and the suite's ini keys are all in it
     group = pytest_help[pytest_help.index("SWE-Residual evaluation:"):pytest_help.index("[pytest] configuration")]
-    assert re.findall(r"(?:^| )(--[a-z-]+)=", group) == [setting.flag for setting in SETTINGS]
+    assert re.findall(r"(?:^| )(--[a-z-]+)=", group) == [setting.flag for setting in SETTINGS if not setting.switch]
+    assert all(f" {setting.flag} " in group for setting in SETTINGS if setting.switch)
     assert set(re.findall(r" (residual_[a-z_]+) \(", pytest_help)) == {s.ini for s in SETTINGS if s.ini is not None}
 
 
