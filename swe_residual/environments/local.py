@@ -224,11 +224,28 @@ class LocalEnvironment:
         target = self._resolve(directory)
         target.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(target, filter="tar")  # no absolute paths, no escapes, no device files
+            if hasattr(tarfile, "tar_filter"):
+                tar.extractall(target, filter="tar")  # no absolute paths, no escapes, no device files
+            else:  # Python before 3.11.4 (Debian 12's 3.11.2) has no extraction filters: the same refusals
+                tar.extractall(target, members=_checked_members(tar))
+
 
     def close(self) -> None:
         self.kill_processes()  # nothing the agent started outlives its environment
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _checked_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The archive's members, refused as the "tar" extraction filter refuses them: a name that is
+    absolute or climbs out with `..`, a device file; setuid, setgid and sticky bits cleared."""
+    members = tar.getmembers()
+    for member in members:
+        parts = posixpath.normpath(member.name).split("/")
+        if member.name.startswith("/") or ".." in parts or member.isdev():
+            raise ValueError(f"archive member {member.name!r}: an absolute path, a path out of the directory "
+                             "or a device file")
+        member.mode &= 0o777
+    return members
 
 
 def _kill_group(pid: int) -> None:
