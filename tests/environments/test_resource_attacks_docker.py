@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from attackers import SOLVE_CLAMP, attack_task
+from attackers import MACHINE_FIX, SOLVE_CLAMP, attack_task, machine_task
 from dockerneeded import World, docker_world, engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
 
 from summaries import summary_dict
@@ -38,6 +38,13 @@ pytestmark = requires_docker
 
 MARK = "RUN-OUT-OF-MEMORY"  # the line in task B's request that tells the selective attacker where to attack
 
+# /logs a plain file: the verifier's directories cannot be made where the suite makes them.
+LOGS_AS_FILE = "rm -rf /logs && echo not-a-directory > /logs"
+# An `rm` that fails, first on every PATH that has /usr/local/bin.
+FAILING_RM = "printf '#!/bin/sh\\necho no >&2\\nexit 1\\n' > /usr/local/bin/rm && chmod +x /usr/local/bin/rm"
+# /logs/artifacts a symlink to itself: the engine answers 500 on any copy through it.
+ARTIFACTS_LOOP = "rm -rf /logs/artifacts && mkdir -p /logs && ln -s /logs/artifacts /logs/artifacts"
+
 # PID 1 first in line, then six processes of 120 MiB each past the task's 512 MiB: each scores far
 # below PID 1 (whose oom_score_adj of 1000 counts as the whole limit), so the kernel kills PID 1.
 OOM_PID1 = ("echo 1000 > /proc/1/oom_score_adj && for i in 1 2 3 4 5 6; do "
@@ -48,9 +55,11 @@ OOM_PID1 = ("echo 1000 > /proc/1/oom_score_adj && for i in 1 2 3 4 5 6; do "
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("resource-attacks")
     tag = secrets.token_hex(3)  # task ids unique per run: parallel runs never share images
-    ids = {"a": f"solvable-{tag}", "b": f"oom-{tag}"}
-    for task_id in ids.values():
-        attack_task(root / "data", task_id, states=None)  # memory_mb = 512
+    ids = {"a": f"solvable-{tag}", "b": f"oom-{tag}", "m": f"machine-{tag}"}
+    # memory_mb = 512 each; A verified in a separate container that receives /logs/artifacts/workspace.patch
+    attack_task(root / "data", ids["a"], environment_mode="separate")
+    attack_task(root / "data", ids["b"])
+    machine_task(root / "data", ids["m"])
     instruction = root / "data" / ids["b"] / "instruction.md"
     instruction.write_text(f"{MARK}\n" + instruction.read_text())
     with docker_world(root, ids) as world:
@@ -89,3 +98,32 @@ def test_running_out_of_memory_is_the_agents_failure_and_gains_nothing(world) ->
     assert records["honest"][1]["outcome"] == "failure" and records["honest"][1]["reward"] == 0.0
     print(f"attacker: {figures['attacker']}, honest: {figures['honest']}")
     assert figures["attacker"] == figures["honest"] == (50.0, 2)
+
+
+def _verification_failed(record: dict[str, Any], reason: str) -> None:
+    """No verdict on the final state, for a reason of the state's; the clean state verifies: the agent's failure."""
+    _agents_failure(record)
+    assert record["termination"] == "verifier_failed_on_final_state" and record["error"] is None, record
+    (attempt,) = record["attempts"]
+    assert attempt["reverified"] is True and attempt["canary"]["valid"] is True, attempt
+    assert any(reason in note and "the agent's failure" in note for note in record["verifier_notes"]), \
+        record["verifier_notes"]
+
+
+def test_logs_left_as_a_plain_file_is_the_agents_failure(world) -> None:
+    record = world.run("m", resolve_agent(f"cmd:{MACHINE_FIX} && {LOGS_AS_FILE}"))
+    _verification_failed(record, "could not clear the verifier's directories (/tests, /logs/verifier) in the final state")
+
+
+def test_a_failing_rm_first_on_path_is_not_what_the_suite_runs(world) -> None:
+    # The suite clears its directories with the system's rm: the agent's fix is graded as usual.
+    record = world.run("m", resolve_agent(f"cmd:{FAILING_RM} && {MACHINE_FIX}"))
+    assert record["outcome"] != "infra_error" and len(record["attempts"]) == 1, record["attempts"]
+    assert not any("could not clear" in note for note in record["verifier_notes"]), record["verifier_notes"]
+    assert record["reward"] is not None, record  # a verdict on the final state
+
+
+def test_an_artifacts_symlink_loop_is_the_agents_failure(world) -> None:
+    # The collect step cannot write into the loop (noted), the engine answers 500 on the copy.
+    record = world.run("a", resolve_agent(f"cmd:{SOLVE_CLAMP} && {ARTIFACTS_LOOP}"))
+    _verification_failed(record, "copying the artifact /logs/artifacts/workspace.patch out failed on the final state")

@@ -15,6 +15,14 @@ The suite's pytest reporter streams its events through the exec's stderr (test.s
 goes to its stdout), so nothing left in the machine can rewrite them afterwards. In shared mode test.sh
 gets no user site (and, on the repo track, a fresh HOME), and the hidden tests are hashed,
 through the engine, right after the copy and after the run (swe_residual/environments/verifier/inputs.py).
+
+The suite's own steps on the agent's container (the collect steps' git, clearing /tests and
+/logs/verifier with the system's tools, never the PATH's, uploading the tests, copying the
+artifacts and the logs out) depend on the state the agent left: one that fails while the engine
+answers and the container runs (a /logs left as a plain file, a symlink loop the engine cannot
+copy) is no verdict on that state, attributed like any other (re-verified, then the canary): the
+agent's failure when the clean state verifies. Only a lost container or an engine that does not
+answer stays an InfraError here (issue 48).
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,13 +43,13 @@ from swe_residual.environments.verifier.collect import ARTIFACTS_DIR, collected_
 from swe_residual.environments.base import MAX_LOG_FILE_BYTES, CollectResult, Environment, StartSpec, VerifierOutput
 from swe_residual.environments.docker.archives import digest_files, file_archive, rooted_archive
 from swe_residual.environments.docker.containers import SCRATCH_DIR
-from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, engine_errors
+from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, container_running, engine_errors
 from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.harness_tools import DEFAULT_PATH, image_git
 from swe_residual.environments.docker.exec import lost_or_failed, to_result
 from swe_residual.environments.docker.images import dockerfile_bases
 from swe_residual.environments.docker.named_images import ensure_dockerfile_bases, named_image_id
-from swe_residual.dataset.errors import InfraError
+from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError
 from swe_residual.dataset.task import Task
 from swe_residual.environments.verifier.channel import (
     CHANNEL_VARIABLE, STREAM_FD, STREAM_MAX_BYTES, STREAM_VARIABLE, Reporter,
@@ -68,6 +78,32 @@ MAX_ARTIFACT_FILE_BYTES = 256 * 1024 * 1024
 
 # The verifier's HOME, fresh for each run of test.sh (on the container's scratch tmpfs).
 SCRATCH_HOME = f"{SCRATCH_DIR}/verifier-home"
+# The suite's own commands in the agent's container find their tools here, not on a PATH whose
+# first directories (/usr/local/bin, ~/bin) the agent may have filled with its own `rm`.
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class FinalStateStepFailed(Exception):
+    """A step of the suite's on the agent's container failed while the engine answers and the
+    container runs: the state the agent left is the cause to judge, as a verification failure."""
+
+
+@contextmanager
+def on_final_state(environment: DockerEnvironment, what: str) -> Iterator[None]:
+    """Turn an InfraError of `what` into FinalStateStepFailed when the container still runs and
+    the engine answers; a lost container or a silent engine stays an InfraError."""
+    try:
+        yield
+    except EnvironmentLostByAgent:
+        raise
+    except InfraError as exc:
+        try:
+            running = container_running(environment.client, environment.container_id)
+        except InfraError:
+            running = False
+        if not running:
+            raise
+        raise FinalStateStepFailed(f"{what} failed on the final state: {str(exc).removeprefix('environment: ')}") from exc
 
 
 def run_verifier(backend: Orchestrator, environment: Environment, task: Task,
@@ -80,7 +116,11 @@ def run_verifier(backend: Orchestrator, environment: Environment, task: Task,
     scratch = Path(tempfile.mkdtemp(prefix="swe-residual-artifacts-"))
     try:
         target, _ = prepare_artifacts_dir(artifacts_dir, scratch / "collected")
-        return _collect_and_verify(backend, environment, task, target)
+        try:
+            return _collect_and_verify(backend, environment, task, target)
+        except FinalStateStepFailed as failed:
+            return VerifierOutput(None, "", False, environment=plan_verifier_environment(task).describe(),
+                                  error=str(failed))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -101,12 +141,14 @@ def _collect_and_verify(backend: Orchestrator, environment: DockerEnvironment, t
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="swe-residual-verifier") as pool:
         pending = None if plan.source == SHARED else pool.submit(_start_verifier, backend, environment, task, plan)
         try:
-            collected, error = _collect(backend, environment, task, keeps_container=plan.source == SHARED)
+            with on_final_state(environment, "the collect steps"):
+                collected, error = _collect(backend, environment, task, keeps_container=plan.source == SHARED)
             if task.track == Track.REPO and plan.source == SHARED:
                 environment.stop_processes()  # nor what a collect step left (no-op without collect steps)
             sources = [artifact.source for artifact in task.config.artifacts]
             for source in sources:
-                _copy_out(environment, source, host_path(artifacts_dir, source))
+                with on_final_state(environment, f"copying the artifact {source} out"):
+                    _copy_out(environment, source, host_path(artifacts_dir, source))
             present = collected_sources(artifacts_dir, sources)
             if error is not None:
                 return VerifierOutput(None, "", False, environment=plan.describe(), collect=collected,
@@ -255,11 +297,12 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
     expected: dict[str, str] = {}
     changed: list[str] = []
     if not fresh_container:
-        done = environment.run(["sh", "-c", f"rm -rf {TESTS_DIR} && {clear}"])
+        done = environment.run(["/bin/sh", "-c", f"rm -rf {TESTS_DIR} && {clear}"], env={"PATH": SYSTEM_PATH})
         if done.exit_code != 0:
-            raise InfraError(f"could not clear the verifier's directories: {done.stderr.decode(errors='replace')[-500:]}",
-                             stage="verifier")
-        environment.copy_in(rooted_archive([(TESTS_DIR, task.tests_dir)], reporter.files()), "/")
+            raise FinalStateStepFailed(f"could not clear the verifier's directories ({TESTS_DIR}, {VERIFIER_LOGS_DIR}) "
+                                       f"in the final state: {done.stderr.decode(errors='replace')[-500:]}")
+        with on_final_state(environment, "uploading the hidden tests"):
+            environment.copy_in(rooted_archive([(TESTS_DIR, task.tests_dir)], reporter.files()), "/")
         # What the agent's container holds now must be what was copied in (a process left on the
         # machine track may rewrite it): hashed on the host, through the engine, now and after.
         expected = test_digests(task.tests_dir)
@@ -282,7 +325,8 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
     raw = environment.run(["sh", "-c", command], timeout_sec=task.config.verifier_timeout_sec, env=env,
                           cwd=environment.workdir, stderr_bytes=STREAM_MAX_BYTES)
     result = to_result(replace(raw, stderr=_not_events(raw.stderr)))
-    files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
+    with on_final_state(environment, f"copying {VERIFIER_LOGS_DIR} out"):
+        files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
     channel = reporter.take_channel(files, raw.stderr)
     if not fresh_container:
         changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
