@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from swe_residual.environments.verifier.channel import CHANNEL_VARIABLE, Reporter, aliases, junit_id, read_channel
-from swe_residual.environments.verifier.claims import check_claim
+from swe_residual.environments.docker.toolchain import TOOL_NAMES, Resolved, Toolchain, tool_names, toolchain_changes
+from swe_residual.environments.verifier.claims import check_claim, patch_touches_pytest, pytest_machinery_note
 from swe_residual.environments.verifier.expected import CLEAN_RUN, METADATA, REQUIRED, ExpectedTests
 from swe_residual.environments.verifier.outputs import Verdict
 
@@ -212,3 +213,76 @@ def test_the_reporter_loads_before_the_tests_even_under_isolated_mode(tmp_path: 
     quiet = subprocess.run([str(python), "-c", "import os; print(os.environ.get('PYTEST_PLUGINS'))"],
                            env={**env, CHANNEL_VARIABLE: str(tmp_path / "other.jsonl")}, capture_output=True, text=True)
     assert quiet.stdout.strip() == "None" and not (tmp_path / "other.jsonl").exists()
+
+
+@pytest.mark.unit
+def test_a_phase_that_raised_outranks_a_report_rewritten_in_process() -> None:
+    """Issue 48: a makereport wrapper turned the failure into a pass; the phase's own result did not."""
+    data = events(
+        {"e": "start", "pid": 7},
+        {"e": "raw", "pid": 7, "id": "test_done.py::test_done", "when": "call", "raised": True, "skip": False},
+        {"e": "test", "pid": 7, "id": "test_done.py::test_done", "when": "call", "outcome": "passed"},
+        {"e": "raw", "pid": 7, "id": "test_done.py::test_slow", "when": "call", "raised": True, "skip": True},
+        {"e": "test", "pid": 7, "id": "test_done.py::test_slow", "when": "call", "outcome": "skipped"},
+        {"e": "hook", "pid": 7, "hook": "pytest_runtest_makereport", "file": "/app/calc.py"},
+        {"e": "finish", "pid": 7, "exitstatus": 0},
+    )
+    channel = read_channel(data)
+    assert channel.sessions[0].raised == {"test_done.py::test_done": "failed"}  # a skip is no failure
+    assert channel.hooks == (("pytest_runtest_makereport", "/app/calc.py"),)
+    verdict = check_claim(passing({"test_done.test_done": "passed", "test_done.test_slow": "skipped"}), CLEAN, channel)
+    assert verdict.reward == 0.0 and "not passed by pytest's own account (test_done.test_done failed)" in verdict.notes[-1]
+    note = pytest_machinery_note(channel, "/tests", "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1,2 @@\n+x = 1\n")
+    assert note is not None and "pytest_runtest_makereport in /app/calc.py" in note and "patch" not in note
+    # The task's own conftest and the image's installed plugins are not flagged.
+    tasks_own = read_channel(events({"e": "start", "pid": 1},
+                                    {"e": "hook", "pid": 1, "hook": "pytest_runtest_call", "file": "/tests/conftest.py"},
+                                    {"e": "hook", "pid": 1, "hook": "pytest_runtest_call",
+                                     "file": "/usr/lib/python3/dist-packages/pytest_cov/plugin.py"}))
+    assert pytest_machinery_note(tasks_own, "/tests", None) is None
+
+
+@pytest.mark.unit
+def test_patches_touching_pytests_machinery_are_named() -> None:
+    patch = ("--- a/conftest.py\n+++ b/conftest.py\n@@ -0,0 +1 @@\n+x = 1\n"
+             "--- a/lib/util.py\n+++ b/lib/util.py\n@@ -1 +1,2 @@\n+@pytest.hookimpl(hookwrapper=True)\n"
+             "--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1 +1,2 @@\n+pytest11 = forge = lib.util\n"
+             "--- a/lib/calc.py\n+++ b/lib/calc.py\n@@ -1 +1 @@\n-    return value\n+    return max(value, low)\n")
+    assert patch_touches_pytest(patch) == ["conftest.py", "lib/util.py", "setup.cfg"]
+    assert patch_touches_pytest(None) == []
+
+
+@pytest.mark.unit
+def test_the_streamed_channel_wins_over_the_file() -> None:
+    reporter = Reporter.new()
+    forged = events({"e": "start", "pid": 9}, {"e": "test", "pid": 9, "id": "t.py::t", "when": "call", "outcome": "passed"})
+    streamed = events({"e": "start", "pid": 3}, {"e": "test", "pid": 3, "id": "t.py::t", "when": "call", "outcome": "failed"})
+    files = {reporter.channel_name: forged, "junit.xml": b"<x/>"}
+    assert reporter.take_channel(dict(files), b"sh: 1: oops\n" + streamed).endswith(streamed)
+    assert files[reporter.channel_name] == forged
+    # Nothing streamed (pytest started where the descriptor did not reach): the file is read.
+    left = dict(files)
+    assert reporter.take_channel(left, b"") == forged and reporter.channel_name not in left
+
+
+@pytest.mark.unit
+def test_toolchain_differences_name_the_file() -> None:
+    clean = Toolchain({"python3": Resolved("/usr/bin/python3", "/usr/bin/python3.11", "aa"),
+                       "sh": Resolved("/bin/sh", "/usr/bin/dash", "bb")},
+                      {"/usr/lib/python3/dist-packages/_pytest": {"runner.py": "cc", "__pycache__/runner.pyc": "dd"}})
+    assert toolchain_changes(clean, clean) == []
+    honest = Toolchain({**clean.commands, "uv": Resolved("/usr/local/bin/uv", "/usr/local/bin/uv", "ee")},
+                       {"/usr/lib/python3/dist-packages/_pytest": {"runner.py": "cc", "__pycache__/runner.pyc": "dd",
+                                                                    "__pycache__/x.cpython-311.pyc": "ff"}})
+    assert toolchain_changes(clean, honest) == []  # a new command, a compiled file pytest wrote
+    shadowed = Toolchain({**clean.commands, "python3": Resolved("/usr/local/bin/python3", "/usr/local/bin/python3", "99")},
+                         {"/usr/lib/python3/dist-packages/_pytest": {"runner.py": "00", "forge.py": "11"},
+                          "/usr/local/lib/python3.11/dist-packages/_pytest": {"runner.py": "22"}})
+    assert toolchain_changes(clean, shadowed) == [
+        "/usr/local/bin/python3 is the first python3 on the PATH (the clean image's: /usr/bin/python3)",
+        "/usr/lib/python3/dist-packages/_pytest/__pycache__/runner.pyc is not the clean image's",
+        "/usr/lib/python3/dist-packages/_pytest/runner.py is not the clean image's",
+        "/usr/lib/python3/dist-packages/_pytest/forge.py was added",
+        "/usr/local/lib/python3.11/dist-packages/_pytest was added (pytest's packages are the clean image's)",
+    ]
+    assert tool_names("uv run python3.12 -m pytest") == (*TOOL_NAMES, "python3.12")
