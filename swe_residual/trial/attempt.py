@@ -99,6 +99,16 @@ def read_machine_kept(environment: Any, state: ResidualState | None) -> float | 
         return None
 
 
+def out_of_memory(environment: Any, termination: Termination, message: str | None) -> tuple[Termination, str | None]:
+    """An agent whose run ended in its own error after the kernel killed its processes at the
+    task's memory limit (its command exits 137): `memory_limit`, the kills in the message."""
+    kills = getattr(environment, "memory_kills", None)
+    note = kills() if callable(kills) else None
+    if not note:
+        return termination, message
+    return Termination.MEMORY_LIMIT, f"{message}; {note}" if message else note
+
+
 def lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSession, trajectory: Trajectory,
                    durations: dict[str, float], started: float, agent_started: float, environment: Any) -> AttemptResult:
     """The attempt whose container stopped with no cause from outside it (`EnvironmentLostByAgent`),
@@ -161,6 +171,8 @@ def run_attempt(
         try:
             termination, message, result, disk = agent_run_watched(agent, session, options.watchdog_exceptions,
                                                                     watch, environment)
+            if termination == Termination.AGENT_ERROR:
+                termination, message = out_of_memory(environment, termination, message)
             trajectory.final_message = message
             if handoff is not None:  # gone before the patch, the collect steps and the verifier
                 handoff.take_back()

@@ -127,3 +127,12 @@ def test_an_artifacts_symlink_loop_is_the_agents_failure(world) -> None:
     # The collect step cannot write into the loop (noted), the engine answers 500 on the copy.
     record = world.run("a", resolve_agent(f"cmd:{SOLVE_CLAMP} && {ARTIFACTS_LOOP}"))
     _verification_failed(record, "copying the artifact /logs/artifacts/workspace.patch out failed on the final state")
+
+
+def test_the_agents_own_process_killed_at_its_memory_limit_is_memory_limit(world) -> None:
+    # The kernel picks the allocating process this time: the container lives, the command exits 137.
+    record = world.run("b", resolve_agent("cmd:python3 -c 'b = bytearray(700 << 20)'"))
+    _agents_failure(record)
+    assert record["termination"] == "memory_limit" and record["reward"] == 0.0, record  # the final state verified
+    assert record["message"].startswith("exit status 137"), record["message"]
+    assert "reached its memory limit of 512 MiB ([environment] memory_mb): the kernel killed python3" in record["message"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import docker.errors
 
 from swe_residual.environments.base import MAX_LOG_FILE_BYTES, ExecResult, StartSpec
-from swe_residual.environments.docker import disk, harness_tools
+from swe_residual.environments.docker import disk, harness_tools, lost
 from swe_residual.environments.docker.archives import (
     MODE_SYMLINK,
     directory_archive,
@@ -348,6 +348,15 @@ class DockerEnvironment:
         fresh.fidelity = self.fidelity
         fresh.temp_image = tag
         return fresh
+
+    # -- the task's memory_mb (oom.py) --------------------------------------------------------
+    def memory_kills(self) -> str | None:
+        """The out-of-memory kills within this container's own memory limit so far, described;
+        None when there were none (or the engine cannot say)."""
+        try:
+            return lost.memory_kills(self.client, self.container_id)
+        except InfraError:
+            return None
 
     # -- the task's storage_mb (disk.py) -------------------------------------------------------
     storage_quota = False  # the engine bounds this container's writable layer (storage_opt size)

@@ -153,6 +153,27 @@ def out_of_memory(evidence: StopEvidence, container_id: str, prefix: str, suffix
     )
 
 
+def memory_kills(client: docker.DockerClient, container_id: str) -> str | None:
+    """While the container runs: the kernel's out-of-memory kills within its own memory limit
+    (the agent's processes killed at its budget), described; None when there were none, or the
+    container has no limit. Without the kernel's log, the engine's `oom` events since its start."""
+    found = inspect_container(client, container_id)
+    memory = int(((found or {}).get("HostConfig") or {}).get("Memory") or 0)
+    if not memory:
+        return None
+    kills = container_kills(container_id)
+    if kills is not None:
+        described = [kill.describe() for kill in kills if kill.by_container_limit(container_id)]
+    else:
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        events = _events_since_last_start(client, container_id, str((found or {}).get("Created") or ""), now)
+        described = [event.describe() for event in events or () if event.action == _OOM]
+    if not described:
+        return None
+    return (f"out of memory: processes of the agent's container reached its memory limit of "
+            f"{memory / (1024 * 1024):g} MiB ([environment] memory_mb): {'; '.join(described)}")
+
+
 def stop_evidence(client: docker.DockerClient, container_id: str) -> StopEvidence | None:
     """The engine's evidence about a container that stopped; None when it no longer exists."""
     found = inspect_container(client, container_id)
