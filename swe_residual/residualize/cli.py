@@ -36,7 +36,7 @@ def _build(args: argparse.Namespace) -> int:
     from swe_residual.residualize.review_record import stamp_states
 
     build(args.workdir, args.out, backend_name=args.backend, only_tasks=args.task,
-          machine_trust=choose_trust(args.machine_trust, Path.cwd()))
+          machine_trust=choose_trust(args.machine_trust, Path.cwd()), repeats=args.repeats)
     stamp_states(args.workdir)  # each reviewer's verdict into the states' state.toml ([review])
     return 0
 
@@ -105,6 +105,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     bld.add_argument("--task", action="append", default=[], metavar="ID",
                      help="only this task's candidates (repeatable); the others keep what the last build recorded")
     bld.add_argument("--machine-trust", metavar="auto|none|PATH", help=TRUST_HELP)
+    bld.add_argument("--repeats", type=int, default=3, metavar="N",  # reconstruct.DEFAULT_REPEATS
+                     help="run the verifier on each state and the oracle from it N times; keep a state only when "
+                          "the verdict and failing tests agree every time (default 3; 1: once)")
     bld.set_defaults(func=_build)
 
     chk = stages.add_parser("checkpoints", help="report whether the engine can checkpoint live processes (CRIU)")

@@ -30,6 +30,15 @@ without a commit; machine track, the commands replayed in a fresh container and 
                                        a state that a published solve.sh (`git apply`) cannot
                                        finish. It is reported, not an exclusion (the suite's runs
                                        discard), so a dataset can be judged for Harbor export.
+  5. it is stable                      with `repeats` N (default 3), the verifier runs N times on
+                                       the state (the first in step 3's instance, the others each
+                                       on a fresh instance) and the oracle N times from it: every
+                                       verifier run must give the same verdict and the same
+                                       failing tests, and the oracle must solve it every time,
+                                       else "Unstable verifier" with each run's result (a test
+                                       that sends Ctrl-C 0.5 s after starting Python is decided
+                                       by the machine's load, not by the state). A state the
+                                       oracle never solves stays "No reference solution".
 
 Included states are numbered `<predecessor>-<n>` per task in candidate order and written to the
 output dataset as `residual/<state-id>/state.toml` + `changes.patch` / `commands.jsonl`, with
@@ -70,13 +79,15 @@ from swe_residual.residualize.workdir import (
 from swe_residual.trial.record_model import RunRecord
 from swe_residual.dataset.states.state import MACHINE_FILE, ResidualState, load_state
 from swe_residual.residualize.table5 import (  # noqa: F401  (rows and table5 re-exported)
-    INCLUDED, NO_VERDICT, NOT_SOLVABLE, PASSED_REVIEW, REPLAY_FAILED, TABLE5_ROWS, UNUSABLE, render_table5, table5)
+    INCLUDED, NO_VERDICT, NOT_SOLVABLE, PASSED_REVIEW, REPLAY_FAILED, TABLE5_ROWS, UNSTABLE, UNUSABLE, render_table5,
+    table5)
 from swe_residual.dataset.task import Task
 from swe_residual.environments.verifier.outputs import PASSED, Verdict, evaluate
 from swe_residual.dataset.values import Track
 
 USABLE_MARK = "swe-residual-usable"
 STATE_SCHEMA = 1
+DEFAULT_REPEATS = 3  # Stage IV's verifier and oracle runs per state (the paper's "several times")
 
 
 @dataclass
@@ -98,11 +109,34 @@ class Outcome:
     # as the state's machine.json; None: not known (a backend that cannot list it).
     machine_changes: dict[str, Any] | None = None
     fidelity_check: FidelityCheck | None = None  # machine track on docker: replays and pane
+    # Step 5: each verifier run on the state ("failure: a, b" / "success" / "no verdict: ...") and
+    # each oracle run from it ("solved" / "not solved: ..."), in order; empty: not repeated.
+    verifier_runs: list[str] = field(default_factory=list)
+    oracle_runs: list[str] = field(default_factory=list)
+
+    def stability(self) -> dict[str, Any] | None:
+        if not self.verifier_runs and not self.oracle_runs:
+            return None
+        return {"stable": self.category != UNSTABLE, "verifier_runs": list(self.verifier_runs),
+                "oracle_runs": list(self.oracle_runs)}
+
+
+def verdict_key(verdict: Verdict) -> str:
+    """A verifier run as compared between runs: its verdict and its failing tests."""
+    if not verdict.valid:
+        return f"no verdict: {verdict.error}"[:300]
+    if verdict.success:
+        return "success"
+    failing = sorted(test for test, status in verdict.tests.items() if status != PASSED)
+    return "failure: " + (", ".join(failing) if failing else f"reward {verdict.reward}")
 
 
 def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunRef,
-                       recorded_pane: str | None = None) -> Outcome:
-    """Steps 1-3 above on one staged state; never raises for the state's own faults."""
+                       recorded_pane: str | None = None, repeats: int = 1) -> Outcome:
+    """Steps 1-5 above on one staged state (step 5 when `repeats` > 1); never raises for the
+    state's own faults."""
+    if repeats < 1:
+        raise ConfigError(f"repeats {repeats}: Stage IV runs the verifier and the oracle at least once")
     outcome = Outcome(ref, task.track, INCLUDED)
     spec = StartSpec("residualize-build", f"validate:{task.id}/{ref.candidate}", 1)
     task_image = getattr(backend, "task_image", None)
@@ -158,9 +192,36 @@ def validate_candidate(backend: Any, task: Task, state: ResidualState, ref: RunR
             outcome.category, outcome.detail = NO_VERDICT, "no longer failing: the verifier passes"
     finally:
         environment.close()
+    if outcome.category == INCLUDED and repeats > 1:
+        _repeat_verifier(backend, task, state, outcome, spec, repeats)
     if outcome.category == INCLUDED:
-        _check_solvable(backend, task, state, outcome)
+        _check_solvable(backend, task, state, outcome, repeats)
     return outcome
+
+
+def _repeat_verifier(backend: Any, task: Task, state: ResidualState, outcome: Outcome, spec: StartSpec,
+                     repeats: int) -> None:
+    """Step 5, the verifier: runs 2..N, each on a fresh instance, compared with the first."""
+    assert outcome.verdict is not None
+    outcome.verifier_runs = [verdict_key(outcome.verdict)]
+    for run in range(2, repeats + 1):
+        again = StartSpec(spec.run_id, f"{spec.item_id}#verify{run}", run)
+        try:
+            environment = backend.start(task, state, again)
+        except (DatasetError, InfraError, OSError) as exc:
+            outcome.verifier_runs.append(f"no verdict: could not start it again: {exc}"[:300])
+            continue
+        try:
+            verdict = evaluate(backend.run_verifier(environment, task), task.acceptance_tests())
+            outcome.verifier_runs.append(verdict_key(verdict))
+        except InfraError as exc:
+            outcome.verifier_runs.append(f"no verdict: the verifier could not run: {exc}"[:300])
+        finally:
+            environment.close()
+    if len(set(outcome.verifier_runs)) > 1:
+        outcome.category = UNSTABLE
+        outcome.detail = (f"the verifier on the state disagrees over {repeats} runs: "
+                          + "; ".join(f"run {n}: {key}" for n, key in enumerate(outcome.verifier_runs, 1)))
 
 
 def _replays_here(task: Task, state: ResidualState, environment: Any) -> bool:
@@ -168,15 +229,29 @@ def _replays_here(task: Task, state: ResidualState, environment: Any) -> bool:
     return task.track == Track.MACHINE and state.commands_path is not None and hasattr(environment, "container_id")
 
 
-def _check_solvable(backend: Any, task: Task, state: ResidualState, outcome: Outcome) -> None:
-    """Step 4: the oracle from a fresh instance of the state."""
+def _oracle_once(backend: Any, task: Task, state: ResidualState) -> tuple[bool, str]:
     try:
-        solved, detail = oracle_solvable(backend, task, state, "residualize-build")
+        return oracle_solvable(backend, task, state, "residualize-build")
     except (DatasetError, InfraError, OSError) as exc:
-        solved, detail = False, f"the oracle could not run: {exc}"
-    outcome.oracle_solvable = solved
-    if not solved:
+        return False, f"the oracle could not run: {exc}"
+
+
+def _check_solvable(backend: Any, task: Task, state: ResidualState, outcome: Outcome, repeats: int = 1) -> None:
+    """Step 4: the oracle from a fresh instance of the state; with `repeats`, step 5's oracle
+    runs too (each from a fresh instance), all of which must solve it."""
+    results = [_oracle_once(backend, task, state)]
+    if repeats > 1:
+        results += [_oracle_once(backend, task, state) for _ in range(repeats - 1)]
+        outcome.oracle_runs = ["solved" if solved else f"not solved: {detail}"[:300] for solved, detail in results]
+    detail = next((why for ok, why in results if not ok), results[0][1])
+    outcome.oracle_solvable = all(ok for ok, _ in results)
+    if not any(ok for ok, _ in results):
         outcome.category, outcome.detail = NOT_SOLVABLE, f"oracle-solvable: no ({detail})"
+        return
+    if not outcome.oracle_solvable:
+        outcome.category = UNSTABLE
+        outcome.detail = (f"the oracle from the state solves it {sum(ok for ok, _ in results)} of {repeats} times: "
+                          + "; ".join(f"run {n}: {line}" for n, line in enumerate(outcome.oracle_runs, 1)))
         return
     if task.track == Track.REPO:
         try:
@@ -246,6 +321,8 @@ def state_toml(outcome: Outcome, record: RunRecord, config: dict[str, Any],
     }
     if outcome.fidelity_check is not None:  # machine track: the replay against the recording
         data["provenance"]["stage_iv"]["replay"] = outcome.fidelity_check.as_dict()
+    if (stability := outcome.stability()) is not None:  # step 5: the repeated verifier and oracle runs
+        data["provenance"]["stage_iv"]["stability"] = stability
     if outcome.oracle_on_state is not None:  # repo track: the oracle keeping the state's work
         data["provenance"]["stage_iv"]["oracle_on_state"] = outcome.oracle_on_state
         if not outcome.oracle_on_state:
@@ -285,10 +362,14 @@ def _drop_snapshot(backend: Any, task: Task, state: ResidualState) -> None:
 
 def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = None, backend: Any = None,
           only_tasks: Sequence[str] = (), progress: Callable[[str], None] = print,
-          machine_trust: str | None = None) -> dict[str, Any]:
+          machine_trust: str | None = None, repeats: int = 1) -> dict[str, Any]:
     """Stage IV on every retained candidate, or only on those of `only_tasks`: then the other
     tasks' outcomes are kept as the last build recorded them (table5.json), and their states in
-    OUT are left as written (a build of one task at a time, as its image becomes available)."""
+    OUT are left as written (a build of one task at a time, as its image becomes available).
+    `repeats`: the verifier and oracle runs per state that must agree (step 5); the command
+    line's default is DEFAULT_REPEATS, a caller of this function chooses."""
+    if repeats < 1:
+        raise ConfigError(f"--repeats {repeats}: at least 1")
     work = Workdir(workdir)
     config = work.read_json("generate.json", stage="generate")
     source = Path(config["dataset"])
@@ -324,7 +405,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
             except DatasetError as exc:
                 outcome = Outcome(ref, task.track, REPLAY_FAILED, f"the state cannot be loaded: {exc}")
             else:
-                outcome = validate_candidate(backend, task, state, ref, _recorded_pane(work, ref))
+                outcome = validate_candidate(backend, task, state, ref, _recorded_pane(work, ref), repeats)
                 if outcome.category == INCLUDED and task.track == Track.MACHINE:
                     outcome.machine_changes = predecessor_machine_changes(work, backend, task, state, ref)
                 _drop_snapshot(backend, task, state)
@@ -363,7 +444,8 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
                                      "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable,
                                      "oracle_on_state": o.oracle_on_state,
                                      "oracle_on_state_detail": o.oracle_on_state_detail or None,
-                                     "replay": o.fidelity_check.as_dict() if o.fidelity_check else None}
+                                     "replay": o.fidelity_check.as_dict() if o.fidelity_check else None,
+                                     "stability": o.stability()}
                                     for o in outcomes]}
     result["table5"] = table = table5(result["candidates"])
     work.write_json("table5.json", result)

@@ -8,15 +8,18 @@ from typing import Any
 
 from swe_residual.dataset.values import Track
 
-PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, NOT_SOLVABLE, INCLUDED = (
+PASSED_REVIEW, REPLAY_FAILED, UNUSABLE, NO_VERDICT, NOT_SOLVABLE, UNSTABLE, INCLUDED = (
     "passed_review", "replay_failed", "environment_unusable", "no_valid_verdict_or_not_failing",
-    "not_oracle_solvable", "included")
+    "not_oracle_solvable", "unstable_verifier", "included")
 TABLE5_ROWS = (
     (PASSED_REVIEW, "Passed human review"),
     (REPLAY_FAILED, "Patch application or command replay failed"),
     (UNUSABLE, "Environment unusable for rollouts"),
     (NO_VERDICT, "No valid verifier result, or no longer failing"),
     (NOT_SOLVABLE, "No reference solution can finish it"),
+    # Not a row of the paper's Table 5: the verifier's verdict on the state, or the oracle's from
+    # it, changed between Stage IV's repeated runs (a timing-dependent test), so it measures nothing.
+    (UNSTABLE, "Unstable verifier (repeated runs disagree)"),
     (INCLUDED, "Included"),
 )
 

@@ -28,7 +28,7 @@ def test_the_pipeline_writes_the_sample_states_trajectories_and_notes(tmp_path: 
                      "--task", "lru-cache-ttl"]) == 0
     assert cli_main(["residualize", "filter", str(work)]) == 0
     assert cli_main(["residualize", "review", str(work), "--accept-all-as", "handoff-test"]) == 0
-    assert cli_main(["residualize", "build", str(work), "--out", str(out)]) == 0
+    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--repeats", "1"]) == 0
     for state in ("drafter-1", "skimmer-1"):
         built, shipped = out / "lru-cache-ttl" / "residual" / state, SAMPLE / "lru-cache-ttl" / "residual" / state
         for name in ("trajectory.jsonl", "notes.md"):

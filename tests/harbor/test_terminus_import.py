@@ -244,7 +244,8 @@ def test_a_terminus_trial_becomes_a_state_replayed_through_tmux(tmp_path: Path, 
     assert record["residualize"]["final_state"] == {"recoverable": True, "detail": "agent/trajectory.json"}
     assert cli_main(["residualize", "filter", str(work)]) == 0
     assert cli_main(["residualize", "review", str(work), "--accept-all-as", "test"]) == 0
-    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "docker"]) == 0
+    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "docker",
+                     "--repeats", "1"]) == 0
     task = load_task(out / machine_task_id)
     state_dir = out / machine_task_id / "residual" / "terminus_2__openai_gpt_5-1"
     state = load_state(task, state_dir)

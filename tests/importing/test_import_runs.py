@@ -93,7 +93,8 @@ def make_inputs(root: Path) -> dict[str, Path]:
 def _pipeline(work: Path, out: Path) -> None:
     assert cli_main(["residualize", "filter", str(work)]) == 0
     assert cli_main(["residualize", "review", str(work), "--accept-all-as", "test"]) == 0
-    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "local"]) == 0
+    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "local",
+                     "--repeats", "1"]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,7 @@ def test_harbor_stage_ii_rules(imported: dict[str, Any]) -> None:
 def test_harbor_table5(imported: dict[str, Any]) -> None:
     table = _json(imported["harbor_work"] / "table5.json")
     assert table["table5"]["total"] == {"passed_review": 2, "replay_failed": 0, "environment_unusable": 0,
-                                        "no_valid_verdict_or_not_failing": 0, "not_oracle_solvable": 0, "included": 2}
+                                        "no_valid_verdict_or_not_failing": 0, "not_oracle_solvable": 0, "unstable_verifier": 0, "included": 2}
     assert table["stage_ii"]["total"]["no_final_state"] == 1
     assert table["stage_ii"]["repo"] == {"infra_failure": 1, "not_submitted": 1, "not_failing": 1,
                                          "no_final_state": 1, "unchanged": 0, "duplicate": 0}
@@ -274,7 +275,7 @@ def test_predictions_pipeline(imported: dict[str, Any]) -> None:
         ("gauge", "other_model-a1", "unchanged")]
     table = _json(work / "table5.json")
     assert table["table5"]["total"] == {"passed_review": 2, "replay_failed": 0, "environment_unusable": 0,
-                                        "no_valid_verdict_or_not_failing": 1, "not_oracle_solvable": 0, "included": 1}
+                                        "no_valid_verdict_or_not_failing": 1, "not_oracle_solvable": 0, "unstable_verifier": 0, "included": 1}
     outcomes = {c["candidate"]: (c["category"], c["detail"]) for c in table["candidates"]}
     assert outcomes["swe_agent_gpt_4o-a2"] == ("no_valid_verdict_or_not_failing",
                                               "no longer failing: the verifier passes")

@@ -33,7 +33,7 @@ def _pipeline(work: Path, out: Path) -> None:
     assert cli_main(["residualize", "generate", str(SAMPLE), *predecessors, "--out", str(work), "--backend", "local"]) == 0
     assert cli_main(["residualize", "filter", str(work)]) == 0
     assert cli_main(["residualize", "review", str(work), "--accept-all-as", "pipeline-test"]) == 0
-    assert cli_main(["residualize", "build", str(work), "--out", str(out)]) == 0
+    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--repeats", "1"]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_table5_and_filter_records(regenerated: tuple[Path, Path]) -> None:
     work, _ = regenerated
     table = json.loads((work / "table5.json").read_text())["table5"]
     assert table["total"] == {"passed_review": 18, "replay_failed": 0, "environment_unusable": 0,
-                              "no_valid_verdict_or_not_failing": 0, "not_oracle_solvable": 0, "included": 18}
+                              "no_valid_verdict_or_not_failing": 0, "not_oracle_solvable": 0, "unstable_verifier": 0, "included": 18}
     generated = json.loads((work / "generate.json").read_text())
     assert set(generated["skipped"]) == {e.task.id for e in load_dataset(SAMPLE).entries if e.task.track == "machine"}
     record = json.loads((work / "runs" / "lru-cache-ttl" / "drafter" / "1" / "record.json").read_text())

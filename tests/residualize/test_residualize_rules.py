@@ -136,7 +136,7 @@ def test_stage_iv_exclusions_and_table5(pipeline: dict[str, Any]) -> None:
     assert outcomes["good"]["category"] == reconstruct.INCLUDED and outcomes["good"]["state"] == "good-1"
     assert pipeline["built"]["table5"]["total"] == {
         "passed_review": 5, "replay_failed": 1, "environment_unusable": 1,
-        "no_valid_verdict_or_not_failing": 2, "not_oracle_solvable": 0, "included": 1}
+        "no_valid_verdict_or_not_failing": 2, "not_oracle_solvable": 0, "unstable_verifier": 0, "included": 1}
     states = sorted(p.name for p in (pipeline["out"] / "calc" / "residual").iterdir())
     assert states == ["good-1"]
     table = json.loads((pipeline["work"] / "table5.json").read_text())

@@ -67,7 +67,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
         assert cli_main(["residualize", "filter", str(work)]) == 0
         cli_main(["residualize", "review", str(work)])
         assert cli_main(["residualize", "review", str(work), "--accept-all-as", "test"]) == 0
-        assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "docker"]) == 0
+        assert cli_main(["residualize", "build", str(work), "--out", str(out), "--backend", "docker",
+                            "--repeats", "1"]) == 0
     finally:
         remove_cached_images("serve-files")
     return {"table5": json.loads((work / "table5.json").read_text()), "out": out}

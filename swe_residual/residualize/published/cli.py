@@ -25,7 +25,7 @@ def _build(args: argparse.Namespace) -> int:
 
     report = build(Path(args.dataset), _sources(args.source), validate=args.validate, backend_name=args.backend,
                    machine_trust=choose_trust(args.machine_trust, Path.cwd()), tasks=frozenset(args.task) or None,
-                   runs_from=frozenset(args.runs_from) or None, fetch=args.fetch)
+                   runs_from=frozenset(args.runs_from) or None, fetch=args.fetch, repeats=args.repeats)
     for problem in report.problems:
         print(f"problem: {problem}")
     if args.validate:
@@ -63,6 +63,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     build.add_argument("--runs-from", action="append", default=[], metavar="SOURCE",
                        help="only the states from this source of runs (repeatable) and the tasks they are on: "
                             "only the sources those need are given or fetched")
+    build.add_argument("--repeats", type=int, default=3, metavar="N",
+                       help="with --validate: the verifier and the oracle N times per state, all agreeing (default 3)")
     build.add_argument("--backend", default="docker", help="backend for --validate (default docker)")
     build.add_argument("--machine-trust", metavar="auto|none|PATH", help=TRUST_HELP)
     build.set_defaults(func=_build)

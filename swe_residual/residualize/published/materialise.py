@@ -196,7 +196,7 @@ def _write_state(manifest: Manifest, state: StateRef, repo: Path, directory: Pat
 def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, backend_name: str = "docker",
           progress: Callable[[str], None] = print, machine_trust: str | None = None,
           tasks: frozenset[str] | None = None, runs_from: frozenset[str] | None = None,
-          fetch: bool = False, cache: Path | None = None) -> BuildReport:
+          fetch: bool = False, cache: Path | None = None, repeats: int = 1) -> BuildReport:
     """Write the tasks and states (those of `tasks`, from the sources of runs `runs_from`, when
     given) from the clones `sources` gives and, with `fetch`, the others fetched into `cache`;
     with `validate`, Stage IV again on the states written."""
@@ -217,7 +217,7 @@ def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, 
         from swe_residual.residualize.published.revalidate import revalidate
 
         report.validation = revalidate(directory, manifest, backend_name=backend_name, progress=progress,
-                                       machine_trust=machine_trust, states=frozenset(report.states))
+                                       machine_trust=machine_trust, states=frozenset(report.states), repeats=repeats)
         report.problems = [f"{key}: {result['problem']}" for key, result in report.validation.items()
                            if result.get("problem")]
     return report

@@ -2,7 +2,8 @@
 
 Each state is validated exactly as `residualize build` validated it (reconstruct.py's
 `validate_candidate`: instantiated as rollouts start it, the replay reproducing the recording,
-a valid failing verdict, the oracle solving it from the state), and the result is compared with
+a valid failing verdict, the oracle solving it from the state; with `repeats` N, the verifier and
+the oracle N times each, all agreeing), and the result is compared with
 the manifest's: a state that is no longer included, or whose per-test statuses changed, is a
 problem the build reports (exit status 1).
 """
@@ -21,7 +22,7 @@ from swe_residual.residualize.workdir import RECORDED_PANE, RunRef
 
 def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "docker",
                progress: Callable[[str], None] = print, machine_trust: str | None = None,
-               states: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
+               states: frozenset[str] | None = None, repeats: int = 1) -> dict[str, dict[str, Any]]:
     """Stage IV on each recorded state written to `directory` (only the `<task>/<state>` keys of
     `states`, when given), its result beside the manifest's."""
     dataset = load_dataset(directory)
@@ -39,11 +40,14 @@ def revalidate(directory: Path, manifest: Manifest, *, backend_name: str = "dock
                 predecessor = str(recorded[key].state.get("predecessor", state.id))
                 pane_path = state.path / RECORDED_PANE
                 pane = pane_path.read_text(encoding="utf-8", errors="replace") if pane_path.is_file() else None
-                outcome = validate_candidate(backend, entry.task, state, RunRef(entry.task.id, predecessor, 1), pane)
+                outcome = validate_candidate(backend, entry.task, state, RunRef(entry.task.id, predecessor, 1), pane,
+                                             repeats)
                 result: dict[str, Any] = {"category": outcome.category, "detail": outcome.detail,
                                           "oracle_solvable": outcome.oracle_solvable}
                 if outcome.fidelity_check is not None:
                     result["replay"] = outcome.fidelity_check.as_dict()
+                if (stability := outcome.stability()) is not None:
+                    result["stability"] = stability
                 want = (recorded[key].state.get("validation") or {}).get("tests") or {}
                 got = dict(sorted(outcome.verdict.tests.items())) if outcome.verdict is not None else {}
                 result["tests"] = got
