@@ -67,11 +67,23 @@ USER_SITE_PTH = (
 
 # Machine track: a loop left running rewrites the hidden tests into a passing one as soon as
 # they are copied in (and again whenever they are copied in again).
-REWRITE_LOOP = (
-    "setsid nohup sh -c 'while :; do for f in /tests/test_*.py; do "
-    "[ -f \"$f\" ] && ! grep -q PWNED \"$f\" && printf \"def test_pwned():\\n    pass  # PWNED\\n\" > \"$f\"; "
-    "done; sleep 0.02; done' >/dev/null 2>&1 < /dev/null &"
+REWRITE_SCRIPT = (
+    'while :; do for f in /tests/test_*.py; do '
+    '[ -f "$f" ] && ! grep -q PWNED "$f" && printf "def test_pwned():\\n    pass  # PWNED\\n" > "$f"; '
+    'done; sleep 0.02; done'
 )
+REWRITE_LOOP = f"setsid nohup sh -c {shlex.quote(REWRITE_SCRIPT)} >/dev/null 2>&1 < /dev/null &"
+
+
+def as_service(script: str, port: int) -> str:
+    """A detached shell `script` under a Python process holding a listening socket on loopback:
+    the machine track keeps such a process and its children running as a service through
+    verification (issue 48 freezes every other leftover), so the defences behind the freeze are met."""
+    return "setsid nohup python3 -c " + shlex.quote(
+        "import socket, subprocess\n"
+        f"s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen()\n"
+        f"subprocess.call(['sh', '-c', {script!r}])\n"
+    ) + " >/dev/null 2>&1 < /dev/null & sleep 1"  # listening before the agent's command returns
 
 # Signals to the container's PID 1 (issue 33): with the engine's init each of the first two
 # stopped the container (a lost container: infrastructure, retried, excluded).

@@ -22,8 +22,9 @@ from attackers import (
     FORK_TO_THE_LIMIT,
     HANG_ON_IMPORT,
     MACHINE_FIX,
-    REWRITE_LOOP,
+    REWRITE_SCRIPT,
     USER_SITE_PTH,
+    as_service,
     attack_task,
     machine_task,
 )
@@ -162,9 +163,10 @@ def test_a_user_site_pth_changes_nothing_on_the_machine_track_either(world) -> N
 
 
 def test_a_loop_rewriting_the_hidden_tests_on_the_machine_track_is_caught(world) -> None:
-    # Live processes are kept on the machine track (they can be the task), so the loop runs on
-    # while the verifier does; before, it rewrote /tests/test_done.py into a pass: reward 1.
-    record = _run(world, "machine", REWRITE_LOOP)
+    # A loop under a listening process is kept running as a service on the machine track (any
+    # other leftover is frozen, issue 48), so it runs on while the verifier does; before, it
+    # rewrote /tests/test_done.py into a pass: reward 1.
+    record = _run(world, "machine", as_service(REWRITE_SCRIPT, 9912))
     _attacker_failed(record)
     assert record["reward"] == 0.0
     assert any(note.startswith("tampering:") and "test_done.py" in note for note in record["verifier_notes"])

@@ -15,6 +15,8 @@ init and its idle `sleep` (idle.py), and this command itself. The scan runs agai
 round finds nothing new to freeze (a process that forked between two looks). What was kept
 running is named in the verifier's notes: a kept process can still act while the tests run,
 and the streamed channel (verifier/channel.py) and the hidden-file hashes are then what hold.
+Once the verdict is read, the frozen processes are let go on (SIGCONT), so whatever reads the
+machine afterwards (Stage IV's replay checks) finds it as the agent left it.
 
 The scan is a POSIX shell script of builtins, `ls` (one per process, for its descriptors) and
 `kill`'s builtin; the toolchain check (toolchain.py) has already compared `sh` and `ls` with the
@@ -129,6 +131,17 @@ class Frozen:
             notes.append(f"kept running during verification as services (a listening socket): "
                          f"{len(self.kept)} process(es) ({_names(self.kept)})")
         return tuple(notes)
+
+
+def thaw(environment: object, frozen: Frozen) -> None:
+    """Let the frozen processes go on once the verdict is read (SIGCONT): the machine is again
+    as the agent left it, for whatever reads it after the verifier (Stage IV's replay checks)."""
+    pids = [entry.split(" ", 1)[0] for entry in frozen.frozen]
+    if pids:
+        try:
+            environment.run(["sh", "-c", 'kill -CONT "$@" 2>/dev/null; exit 0', "sh", *pids], timeout_sec=30)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - a container gone after its verdict: nothing to let go on
+            pass
 
 
 def _names(entries: tuple[str, ...]) -> str:

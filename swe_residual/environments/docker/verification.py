@@ -54,7 +54,7 @@ from swe_residual.dataset.task import Task
 from swe_residual.environments.verifier.channel import (
     CHANNEL_VARIABLE, STREAM_FD, STREAM_MAX_BYTES, STREAM_VARIABLE, Reporter,
 )
-from swe_residual.environments.docker.leftovers import freeze_leftovers
+from swe_residual.environments.docker.leftovers import Frozen, freeze_leftovers, thaw
 from swe_residual.environments.docker.toolchain import check_toolchain, tool_labels
 from swe_residual.environments.verifier.inputs import changed_tests, test_digests, verifier_env
 from swe_residual.environments.verifier.environment import (
@@ -135,7 +135,15 @@ def _collect_and_verify(backend: Orchestrator, environment: DockerEnvironment, t
         # the runner did so before the patch capture). Machine-track processes are the state: kept.
         environment.stop_processes()
     # Machine track: what the agent left running is frozen, its services excepted (leftovers.py).
-    frozen = freeze_leftovers(environment).notes() if task.track == Track.MACHINE else ()
+    frozen = freeze_leftovers(environment) if task.track == Track.MACHINE else Frozen()
+    try:
+        return _verify_frozen(backend, environment, task, plan, artifacts_dir, frozen)
+    finally:
+        thaw(environment, frozen)
+
+
+def _verify_frozen(backend: Orchestrator, environment: DockerEnvironment, task: Task, plan: VerifierEnvironmentPlan,
+                   artifacts_dir: Path, frozen: Frozen) -> VerifierOutput:
     # A separate verifier's container starts while the collect steps run: it needs nothing of
     # theirs until the artifacts are copied in, and starting it is most of a verification's cost.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="swe-residual-verifier") as pool:
@@ -169,7 +177,7 @@ def _collect_and_verify(backend: Orchestrator, environment: DockerEnvironment, t
                 if started is not None:
                     started.close()  # idempotent
     return replace(output, environment=plan.describe(), collect=collected, artifacts=tuple(present),
-                   notes=(*frozen, *output.notes))
+                   notes=(*frozen.notes(), *output.notes))
 
 
 def machine_toolchain(backend: Orchestrator, environment: DockerEnvironment, task: Task) -> list[str]:
