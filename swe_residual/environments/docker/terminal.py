@@ -11,14 +11,17 @@ foreground. Replaying such a run means replaying the keys into the same kind of 
 - each keystroke entry is sent with `tmux send-keys -t SESSION -- KEYS` (tmux reads a key name
   such as `C-c` or `Enter` as that key, anything else as literal text), or, when it is too long
   for one tmux command, through a paste buffer, as Terminus-2 does;
-- keys that end with Enter start a command: the replay then waits until the command is done
-  (the shell is the pane's foreground process again and the pane stopped changing) or the
-  pane's output has been quiescent for `QUIET_SEC` (a server waiting for requests, a program
-  waiting for input), bounded by the entry's `duration_sec` (the wait the recording had after
-  these keys) or, when none is recorded, `DEFAULT_COMMAND_WAIT_SEC`, and always by
-  `HARD_CAP_SEC`. So the next keys never go into a command the recording had seen finish
-  (an `apt install` whose debconf would swallow them), and still go into one that never
-  returns, as they did in the recording, once the bound is reached;
+- keys that end with Enter start a command: the replay then waits at least the entry's
+  `duration_sec` (the wait the recording had after these keys: a floor, never the wait
+  itself), and beyond it until the command is done (the shell is the pane's foreground
+  process again and the pane stopped changing) or the pane's output has been quiescent for
+  `QUIET_SEC` while its processes use no CPU (a server waiting for requests, a program
+  waiting for input; a script computing in silence is still running), at most
+  `HARD_CAP_SEC`. So under load the next keys never go into a command still running (a
+  script the recording saw finish, an `apt install` whose debconf would swallow them), and the
+  machine is not snapshotted before the last command ended; a command that never returns
+  still gets the next keys, as it did in the recording, once its output is quiet. Without a
+  recorded duration the floor is 0 and the wait is bounded by `DEFAULT_COMMAND_WAIT_SEC`;
 - other keys (`C-c`, text typed into an editor) wait the entry's `duration_sec` (default 1 s),
   less the time the send took, as Terminus-2's non-blocking sends do.
 
@@ -53,8 +56,14 @@ HARD_CAP_SEC = 600.0  # no wait after one entry is longer, whatever was recorded
 QUIET_SEC = 15.0  # a pane unchanged this long is waiting for something other than time
 POLL_SEC = 0.25
 ENTER_KEYS = frozenset({"Enter", "C-m", "KPEnter"})
-# One exec per poll: the pane's foreground process, then its content.
-PANE_STATE = f"tmux display-message -p -t {SESSION} '#{{pane_current_command}}' && tmux capture-pane -p -t {SESSION}"
+# One exec per poll: the pane's foreground process; the CPU time (clock ticks) used so far by the
+# processes of the pane's session (the shell is its session leader, so its commands share its
+# session id; read from /proc with awk, empty where the image has no awk); then the content.
+_PANE_TICKS = (f"pid=$(tmux display-message -p -t {SESSION} '#{{pane_pid}}'); "
+               "cat /proc/[0-9]*/stat 2>/dev/null | awk -v s=\"$pid\" "
+               "'{ sub(/^.*\\) /, \"\"); if ($4 == s) t += $12 + $13 } END { print t + 0 }' 2>/dev/null || echo")
+PANE_STATE = (f"tmux display-message -p -t {SESSION} '#{{pane_current_command}}' && {{ {_PANE_TICKS}; }} && "
+              f"tmux capture-pane -p -t {SESSION}")
 # Terminus-2's package-manager install of tmux, per package manager it knows.
 INSTALL_TMUX = (
     "if command -v apt-get >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get update "
@@ -124,11 +133,17 @@ class TerminalSession:
 
     def pane_state(self) -> tuple[str, str]:
         """(the pane's foreground process name, its visible content)."""
+        current, _, content = self._poll()
+        return current, content
+
+    def _poll(self) -> tuple[str, int | None, str]:
+        """(foreground process name, CPU ticks of the pane's processes or None, content)."""
         result = self.environment.exec(PANE_STATE, timeout_sec=COMMAND_TIMEOUT_SEC)
         if result.exit_code != 0:
-            return "", result.output
-        current, _, content = result.output.partition("\n")
-        return current.strip(), content
+            return "", None, result.output
+        current, _, rest = result.output.partition("\n")
+        ticks, _, content = rest.partition("\n")
+        return current.strip(), int(ticks) if ticks.strip().isdigit() else None, content
 
     def send(self, keys: str, wait_sec: float | None) -> None:
         """Type `keys` into the session, then wait: for the command they start (keys ending with
@@ -141,26 +156,38 @@ class TerminalSession:
         else:
             self._paste(keys)
         if runs_command(keys):
-            bound = DEFAULT_COMMAND_WAIT_SEC if wait_sec is None else wait_sec
-            self.waits.append(self.settle(began, min(bound, self.hard_cap_sec)))
+            floor = 0.0 if wait_sec is None else min(wait_sec, self.hard_cap_sec)
+            bound = DEFAULT_COMMAND_WAIT_SEC if wait_sec is None else self.hard_cap_sec
+            self.waits.append(self.settle(began, min(bound, self.hard_cap_sec), floor))
             return
         left = min(DEFAULT_KEYSTROKE_WAIT_SEC if wait_sec is None else wait_sec, self.hard_cap_sec) \
             - (time.monotonic() - began)
         if left > 0:
             time.sleep(left)
 
-    def settle(self, began: float, bound_sec: float) -> tuple[float, str]:
-        """Wait until the command just started is done, or the pane is quiescent, or `bound_sec`
-        from `began` passed: (seconds waited, "done" | "quiet" | "bound")."""
+    def settle(self, began: float, bound_sec: float, floor_sec: float = 0.0) -> tuple[float, str]:
+        """Wait, never less than `floor_sec` from `began`, until the command just started is
+        done, or the pane is quiescent, or `bound_sec` from `began` passed: (seconds waited,
+        "done" | "quiet" | "bound")."""
         previous: tuple[str, str] | None = None
         changed_at = time.monotonic()
+        busy: int | None = None  # CPU ticks of the pane's processes when the screen last changed
         while True:
             elapsed = time.monotonic() - began
             if elapsed >= bound_sec:
                 return round(elapsed, 3), "bound"
             time.sleep(min(POLL_SEC, bound_sec - elapsed))
-            current, content = self.pane_state()
+            current, ticks, content = self._poll()
             now = time.monotonic()
+            if ticks is not None and busy is not None and ticks > busy:
+                changed_at, busy = now, ticks  # computing in silence: still at work, not quiet
+            if now - began < floor_sec:
+                # The recorded wait is not over: whatever the pane shows, the keys wait (the
+                # recording's next keys came no sooner). Changes still count for quiescence.
+                if previous is None or content != previous[1]:
+                    changed_at, busy = now, ticks
+                previous = (current, content)
+                continue
             if previous is not None and content == previous[1]:
                 # Done: the shell is in the foreground on two polls in a row with nothing new on
                 # the screen (one poll could fall between two commands of a `;` list).
@@ -169,7 +196,7 @@ class TerminalSession:
                 if now - changed_at >= self.quiet_sec:
                     return round(now - began, 3), "quiet"
             else:
-                changed_at = now
+                changed_at, busy = now, ticks
             previous = (current, content)
 
     def capture(self) -> str:

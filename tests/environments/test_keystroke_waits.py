@@ -1,0 +1,78 @@
+"""A keystroke replay waits for each command to finish (the shell back at its prompt, the pane
+quiet), with the recorded duration as a floor, not as the wait (environments/docker/terminal.py).
+
+Driven through a real tmux on this machine, the session's commands run by a real bash (the
+same `TerminalSession` a container's replay uses, its shell here the host's, the tmux server
+on a socket of the test's own directory): no engine is needed to time the waits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from swe_residual.environments.base import ExecResult
+from swe_residual.environments.docker.terminal import SESSION, TerminalSession
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux on this machine")
+
+
+class HostShell:
+    """Commands run by bash on this machine, with a tmux server of their own (TMUX_TMPDIR)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {**os.environ, "TMUX_TMPDIR": str(root), "HOME": str(root)}
+        self.env.pop("TMUX", None)
+
+    def exec(self, command: str, *, timeout_sec: float | None = None, env: dict[str, str] | None = None,
+             cwd: str | None = None) -> ExecResult:
+        started = time.monotonic()
+        done = subprocess.run(["bash", "-c", command], cwd=cwd or self.root, env={**self.env, **(env or {})},
+                              capture_output=True, text=True, timeout=timeout_sec)
+        return ExecResult(exit_code=done.returncode, stdout=done.stdout, stderr=done.stderr,
+                          duration_sec=time.monotonic() - started)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        Path(path).write_bytes(data)
+
+
+@pytest.fixture
+def session(tmp_path: Path):  # type: ignore[no-untyped-def]
+    shell = HostShell(tmp_path)
+    terminal = TerminalSession(shell, tmp_path / "commands.jsonl", quiet_sec=1.0)
+    yield terminal, tmp_path
+    shell.exec("tmux kill-server 2>/dev/null; true")  # the test's own server (its own socket)
+
+
+def test_the_next_keys_wait_for_a_command_that_outlasts_its_recorded_duration(session) -> None:  # type: ignore[no-untyped-def]
+    terminal, root = session
+    began = time.monotonic()
+    # Recorded with a 0.3 s wait; here it computes for 2 s printing nothing (a loaded machine),
+    # longer than the pane may stay unchanged (1 s here): its CPU time says it is still at work.
+    terminal.send(f"timeout 2 sh -c 'while :; do :; done'; echo finished > {root}/done\n", 0.3)
+    waited, why = terminal.waits[-1]
+    assert (root / "done").read_text() == "finished\n" and why == "done"
+    assert waited >= 2.0 and time.monotonic() - began >= 2.0
+
+
+def test_the_recorded_duration_is_a_floor(session) -> None:  # type: ignore[no-untyped-def]
+    terminal, root = session
+    terminal.send("true\n", 1.5)  # done at once, but the recording's next keys came 1.5 s later
+    waited, why = terminal.waits[-1]
+    assert why == "done" and waited >= 1.5
+
+
+def test_a_command_that_never_returns_gets_the_next_keys_once_quiet(session) -> None:  # type: ignore[no-untyped-def]
+    terminal, root = session
+    terminal.send("cat\n", 0.3)  # reads the terminal forever, printing nothing
+    waited, why = terminal.waits[-1]
+    assert why == "quiet" and 1.0 <= waited < 10.0
+    terminal.send("typed into cat\n", 0.3)  # the keys go to cat, as they did in the recording
+    current, _ = terminal.pane_state()
+    assert current == "cat"
+    assert SESSION in terminal.environment.exec("tmux ls").stdout
