@@ -5,13 +5,13 @@ gives no valid verdict, a passing verdict held to the expected tests, and the sc
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from swe_residual.environments.verifier.collect import host_path
 from swe_residual.environments.base import Backend, StartSpec, VerifierOutput
-from swe_residual.dataset.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError, EnvironmentLostByAgent, InfraError
 from swe_residual.environments.patches import apply_patch
 from swe_residual.dataset.task import Task
 from swe_residual.dataset.values import Outcome, Termination, Track
@@ -55,8 +55,17 @@ def reverify_saved(backend: Backend, environment: Any, task: Task, final_patch: 
     fresh = None
     if task.track == Track.MACHINE:
         saved, final_patch = None, None  # verified again where it is
+    saving_failed: str | None = None
     if callable(saved):
-        fresh = saved(fresh_spec)
+        try:
+            fresh = saved(fresh_spec)
+        except EnvironmentLostByAgent:
+            raise
+        except InfraError as exc:
+            # The saved copy is the engine's step alone, but whether the engine or the state the agent
+            # left made it fail is unclear: the state is verified once more where it is, and when that
+            # gives no verdict either the canary decides, as for any other (issue 48).
+            saving_failed = f"the final state could not be saved for a fresh instance ({exc}): verified again where it is"
     elif final_patch is not None:
         fresh = backend.start(task, None, fresh_spec)
         try:
@@ -71,7 +80,13 @@ def reverify_saved(backend: Backend, environment: Any, task: Task, final_patch: 
     finally:
         if fresh is not None:
             fresh.close()
-    return Verification(evaluate(output, acceptance), output, True, time.monotonic() - started)
+    if saving_failed is None:
+        return Verification(evaluate(output, acceptance), output, True, time.monotonic() - started)
+    output = replace(output, notes=(*output.notes, saving_failed))
+    verdict = evaluate(output, acceptance)
+    if not verdict.valid:  # said with the verdict's error, which the record keeps
+        verdict = replace(verdict, error=f"{verdict.error}; {saving_failed}")
+    return Verification(verdict, output, True, time.monotonic() - started)
 
 
 def checked_claim(backend: Backend, task: Task, run_id: str, verification: Verification) -> Verdict:
