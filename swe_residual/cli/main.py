@@ -295,7 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "with the statuses state.toml records)")
     validate.add_argument("--backend", default="auto", help="backend for --verify: auto, local, docker (default auto)")
     validate.set_defaults(func=cmd_validate)
-    base = sub.add_parser("build-base", help="build the Debian base image the sample tasks start FROM")
+    base = sub.add_parser("build-base", help="build the base image: the sample tasks' first lines on debian:bookworm-slim "
+                          "(pulled, else, where no registry answers, its stand-in made by debootstrap as root)")
     base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
     base.add_argument("--release", metavar="RELEASE",
                       help="Debian release to bootstrap, tagged swe-residual-base:RELEASE (default: the sample "

@@ -5,7 +5,7 @@ own repositories:
 
 | repository | kind | what marks it today |
 |---|---|---|
-| `swe-residual-base` | base | imported with `swe-residual.kind=base`, `swe-residual.recipe` |
+| `swe-residual-base` | base | built on `debian:RELEASE-slim` with `swe-residual.kind=base`, `swe-residual.recipe` (the Debian stand-in under it, where no registry answered, is not the suite's to prune: it carries a public name) |
 | `swe-residual-python` | base | built FROM the base with `swe-residual.kind=python`, `swe-residual.recipe`, `swe-residual.python` |
 | `swe-residual-task` | task | no label (builds add none: a LABEL step costs a commit) |
 | `swe-residual-verifier` | verifier | no label (the same builds) |

@@ -110,7 +110,7 @@ def _task_stand_in(backend: Orchestrator, task: Task, reference: str, answer: st
             how = (f"the task's environment/Dockerfile with FROM {plan.base_from} replaced by {plan.stand_in.image}"
                    + (f"; {'; '.join(plan.stand_in.deviations)}" if plan.stand_in.deviations else ""))
             backend.progress(f"no registry answers for {reference} ({answer[:200]}): building a stand-in: {how}")
-            rebuild_image(backend.client, plan, progress=backend.progress,
+            rebuild_image(backend.client, plan, progress=backend.progress, probe=False,
                           extra_labels={STAND_IN_LABEL: reference, STAND_IN_HOW_LABEL: how[:1000],
                                         "swe-residual.kind": "stand-in"})
         except RebuildError as exc:

@@ -28,7 +28,7 @@ import docker.errors
 from docker.utils import parse_repository_tag
 from filelock import FileLock
 
-from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image
+from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_image, remove_images
 
 Progress = Callable[[str], None]
 
@@ -82,15 +82,15 @@ def stand_in_of(found: dict[str, Any] | None) -> str | None:
 
 
 def repo_digest(found: dict[str, Any] | None, reference: str) -> str | None:
-    """The registry's digest of a pulled image (`name@sha256:...`), when the engine knows one."""
+    """The registry's digest of `reference`'s image (`name@sha256:...`) when the engine got it
+    from that registry (pulled, by this run or before), else None."""
     if found is None:
         return None
-    digests = found.get("RepoDigests") or []
     repository = parse_repository_tag(reference)[0]
-    for digest in digests:
+    for digest in found.get("RepoDigests") or []:
         if digest.split("@", 1)[0] in (repository, f"docker.io/{repository}", f"docker.io/library/{repository}"):
             return str(digest)
-    return str(digests[0]) if digests else None
+    return None
 
 
 def _lock_path(lock_dir: Path, engine_key: str, reference: str) -> Path:
@@ -109,9 +109,13 @@ def pull_image(client: docker.DockerClient, reference: str, *, engine_key: str, 
         if found is not None and not (replace_stand_in and stand_in_of(found)):
             return found
         _pull(client, reference, progress)
+        replaced = found
         found = inspect_image(client, reference)
         if found is None:
             raise PullRefused(reference, "the engine reported the pull done, but has no such image")
+        if replaced is not None and replaced["Id"] != found["Id"]:
+            # The stand-in the real image replaced would linger untagged (kept while images built on it remain).
+            remove_images(client, [replaced["Id"]])
         return found
 
 
@@ -137,7 +141,9 @@ def _pull(client: docker.DockerClient, reference: str, progress: Progress) -> No
     progress(f"pulled {reference} in {time.monotonic() - started:.1f}s")
 
 
-# Where an image came from, as a run record says it (trial/record_model.py `ImagePart`).
+# Where an image came from, as a run record says it (trial/record_model.py `ImagePart`): `local`
+# is an image the engine had that came from no registry (built, loaded or tagged there); one the
+# engine got from its registry, in this run or before, is `pulled` with the registry's digest.
 LOCAL, PULLED, BUILT, RECIPE, STAND_IN = "local", "pulled", "built", "recipe", "stand-in"
 
 
@@ -157,8 +163,10 @@ def source_of(found: dict[str, Any], reference: str, origin: str) -> ImageSource
     """The `ImageSource` of an inspected image; a stand-in (or an image built on one) says so."""
     labels = (found.get("Config") or {}).get("Labels") or {}
     stands_in_for = labels.get(STAND_IN_LABEL) or None
+    digest = repo_digest(found, reference) if origin in (LOCAL, PULLED) else None
     if origin in (LOCAL, PULLED) and stands_in_for == reference:
         origin = STAND_IN
-    return ImageSource(reference, origin, str(found["Id"]),
-                       digest=repo_digest(found, reference) if origin in (LOCAL, PULLED) else None,
+    elif origin == LOCAL and digest:
+        origin = PULLED  # it came from the registry (another worker's pull, or an earlier run's)
+    return ImageSource(reference, origin, str(found["Id"]), digest=digest,
                        stands_in_for=stands_in_for, how=labels.get(STAND_IN_HOW_LABEL) or None)
