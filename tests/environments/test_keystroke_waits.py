@@ -53,7 +53,8 @@ def test_the_next_keys_wait_for_a_command_that_outlasts_its_recorded_duration(se
     terminal, root = session
     began = time.monotonic()
     # Recorded with a 0.3 s wait; here it computes for 2 s printing nothing (a loaded machine),
-    # longer than the pane may stay unchanged (1 s here): its CPU time says it is still at work.
+    # longer than the pane may stay unchanged (1 s here): its CPU time says it is still at work;
+    # a loop that only wakes now and then (below) is waiting.
     terminal.send(f"timeout 2 sh -c 'while :; do :; done'; echo finished > {root}/done\n", 0.3)
     waited, why = terminal.waits[-1]
     assert (root / "done").read_text() == "finished\n" and why == "done"
@@ -76,3 +77,14 @@ def test_a_command_that_never_returns_gets_the_next_keys_once_quiet(session) -> 
     current, _ = terminal.pane_state()
     assert current == "cat"
     assert SESSION in terminal.environment.exec("tmux ls").stdout
+
+
+def test_a_loop_that_wakes_now_and_then_is_waiting_not_computing(session) -> None:  # type: ignore[no-untyped-def]
+    terminal, root = session
+    # A ticker left in the foreground (as a Terminus-2 run left one): its few wake-ups a second
+    # are no work in progress, so the replay moves on once the pane is quiet, not at the cap.
+    terminal.send(f"while :; do date +%s%N > {root}/tick; sleep 0.1; done\n", 0.3)
+    waited, why = terminal.waits[-1]
+    # "done" when two polls fell between its sleeps (the loop runs in the shell itself).
+    assert why in ("quiet", "done") and waited < 10.0
+    assert terminal.pane_state()[0] in ("bash", "sleep", "date")  # still looping in the foreground

@@ -15,8 +15,8 @@ foreground. Replaying such a run means replaying the keys into the same kind of 
   `duration_sec` (the wait the recording had after these keys: a floor, never the wait
   itself), and beyond it until the command is done (the shell is the pane's foreground
   process again and the pane stopped changing) or the pane's output has been quiescent for
-  `QUIET_SEC` while its processes use no CPU (a server waiting for requests, a program
-  waiting for input; a script computing in silence is still running), at most
+  `QUIET_SEC` while its processes use less than `BUSY_CPU_SHARE` of a CPU (a server waiting
+  for requests, a program waiting for input; a script computing in silence is still running), at most
   `HARD_CAP_SEC`. So under load the next keys never go into a command still running (a
   script the recording saw finish, an `apt install` whose debconf would swallow them), and the
   machine is not snapshotted before the last command ended; a command that never returns
@@ -55,6 +55,11 @@ COMMAND_TIMEOUT_SEC = 30.0
 HARD_CAP_SEC = 600.0  # no wait after one entry is longer, whatever was recorded
 QUIET_SEC = 15.0  # a pane unchanged this long is waiting for something other than time
 POLL_SEC = 0.25
+# A pane whose processes use at least this share of one CPU between two polls is computing (a
+# script working in silence), not waiting: a loop that wakes now and then (a ticker writing a
+# file every 0.1 s uses about 2%) is waiting. /proc counts CPU time in USER_HZ ticks, 100 a second.
+BUSY_CPU_SHARE = 0.2
+TICKS_PER_SEC = 100
 ENTER_KEYS = frozenset({"Enter", "C-m", "KPEnter"})
 # One exec per poll: the pane's foreground process; the CPU time (clock ticks) used so far by the
 # processes of the pane's session (the shell is its session leader, so its commands share its
@@ -171,7 +176,7 @@ class TerminalSession:
         "done" | "quiet" | "bound")."""
         previous: tuple[str, str] | None = None
         changed_at = time.monotonic()
-        busy: int | None = None  # CPU ticks of the pane's processes when the screen last changed
+        last: tuple[float, int | None] = (time.monotonic(), None)  # the previous poll's time and CPU ticks
         while True:
             elapsed = time.monotonic() - began
             if elapsed >= bound_sec:
@@ -179,13 +184,15 @@ class TerminalSession:
             time.sleep(min(POLL_SEC, bound_sec - elapsed))
             current, ticks, content = self._poll()
             now = time.monotonic()
-            if ticks is not None and busy is not None and ticks > busy:
-                changed_at, busy = now, ticks  # computing in silence: still at work, not quiet
+            if ticks is not None and last[1] is not None \
+                    and ticks - last[1] >= BUSY_CPU_SHARE * TICKS_PER_SEC * (now - last[0]):
+                changed_at = now  # computing in silence: still at work, not quiet
+            last = (now, ticks)
             if now - began < floor_sec:
                 # The recorded wait is not over: whatever the pane shows, the keys wait (the
                 # recording's next keys came no sooner). Changes still count for quiescence.
                 if previous is None or content != previous[1]:
-                    changed_at, busy = now, ticks
+                    changed_at = now
                 previous = (current, content)
                 continue
             if previous is not None and content == previous[1]:
@@ -196,7 +203,7 @@ class TerminalSession:
                 if now - changed_at >= self.quiet_sec:
                     return round(now - began, 3), "quiet"
             else:
-                changed_at, busy = now, ticks
+                changed_at = now
             previous = (current, content)
 
     def capture(self) -> str:
