@@ -309,3 +309,12 @@ def test_a_python_base_keeps_its_c_headers(tmp_path: Path) -> None:
             assert found.stdout.strip().endswith("Python.h True"), (python, found.stdout, found.stderr)
     finally:
         subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)
+
+
+@pytest.mark.unit
+def test_a_dockerfile_without_run_steps_gets_none_of_the_builds_own_files(tmp_path: Path) -> None:
+    """The suite's offline stand-in of such a task is its FROM, its own steps and nothing more."""
+    plan = rebuild.make_plan(_task(tmp_path / "task", "FROM debian:bookworm-slim\nWORKDIR /app\n"), [])
+    prelude, _ = rebuild.base_prelude(plan, "")
+    assert rebuild.generated_dockerfile(plan, prelude) == \
+        "FROM swe-residual-base:bookworm\nARG DEBIAN_FRONTEND=noninteractive\nWORKDIR /app\n"

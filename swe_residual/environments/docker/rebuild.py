@@ -496,10 +496,14 @@ def pip_conf(settings: dict[str, str], has_ca: bool) -> str:
 def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
     out: list[str] = []
     seen_from = False
+    # The build's own files serve RUN steps only: a Dockerfile with none gets none (each step
+    # is a commit, seconds on fuse-overlayfs).
+    runs = any(instruction.keyword == "RUN" for instruction in plan.dockerfile) or plan.uvx_specs or plan.repos \
+        or any(line.startswith("RUN ") for line in prelude)
     for instruction in plan.dockerfile:
         if instruction.keyword == "FROM":
             # The task-independent part first, so that its layers are shared by every rebuild.
-            out += [prelude[0], f"COPY {CONTEXT_DIR}/net/ {BUILD_DIR}/", *prelude[1:]]
+            out += [prelude[0], *([f"COPY {CONTEXT_DIR}/net/ {BUILD_DIR}/"] if runs else []), *prelude[1:]]
             if plan.uvx_specs:
                 out += uvx_lines(plan.uvx_specs, debian_python=not plan.stand_in.python_build)
             if plan.repos:
@@ -510,8 +514,8 @@ def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
             out.append(f"RUN . {BUILD_DIR}/net.sh; " + instruction.text.split(None, 1)[1])
         elif seen_from or instruction.keyword == "ARG":
             out.append(instruction.text)
-    # Before CMD/ENTRYPOINT is fine: RUN does not change WORKDIR or the command.
-    out.append(f"RUN rm -rf {BUILD_DIR}")
+    if runs:  # before CMD/ENTRYPOINT is fine: RUN does not change WORKDIR or the command
+        out.append(f"RUN rm -rf {BUILD_DIR}")
     return "\n".join(out) + "\n"
 
 
