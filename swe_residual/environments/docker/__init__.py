@@ -10,7 +10,10 @@ Modules, one concern each:
   terminal      a tmux session driven by keystrokes, as Terminus-2 drove it (keystroke replay)
   failures      states whose apply or replay failed, remembered for the rest of the run
   agent_setup   the agent's set-up layer (--agent-setup), once per task image and script
-  named_images  images a task names: built from the dataset's recipe, or already on the engine
+  named_images  images a task names: the dataset's recipe, the engine's own, pulled, or a stand-in offline
+  pulls         a pull through the engine, once per image per engine; unreachable vs refused
+  public_images the images a Dockerfile starts FROM: the engine's, pulled, or a labelled stand-in
+  rebuild       a published task's Dockerfile rebuilt on a stand-in base (the offline route)
   inventory     the suite's cached images: listing and pruning (`swe-residual images`)
   ancestry      the parent/child graph of images, for the space a prune frees
   exec          commands in a container: deadlines inside and outside, output capped while streamed
