@@ -118,9 +118,8 @@ def test_logs_left_as_a_plain_file_is_the_agents_failure(world) -> None:
 def test_a_failing_rm_first_on_path_is_not_what_the_suite_runs(world) -> None:
     # The suite clears its directories with the system's rm: the agent's fix is graded as usual.
     record = world.run("m", resolve_agent(f"cmd:{FAILING_RM} && {MACHINE_FIX}"))
-    assert record["outcome"] != "infra_error" and len(record["attempts"]) == 1, record["attempts"]
+    assert (record["outcome"], record["reward"], len(record["attempts"])) == ("success", 1.0, 1), record["attempts"]
     assert not any("could not clear" in note for note in record["verifier_notes"]), record["verifier_notes"]
-    assert record["reward"] is not None, record  # a verdict on the final state
 
 
 def test_an_artifacts_symlink_loop_is_the_agents_failure(world) -> None:
