@@ -44,7 +44,7 @@ class HostShell:
 @pytest.fixture
 def session(tmp_path: Path):  # type: ignore[no-untyped-def]
     shell = HostShell(tmp_path)
-    terminal = TerminalSession(shell, tmp_path / "commands.jsonl", quiet_sec=1.0)
+    terminal = TerminalSession(shell, tmp_path / "commands.jsonl")  # the replay's own quiet rule
     yield terminal, tmp_path
     shell.exec("tmux kill-server 2>/dev/null; true")  # the test's own server (its own socket)
 
@@ -53,12 +53,13 @@ def test_the_next_keys_wait_for_a_command_that_outlasts_its_recorded_duration(se
     terminal, root = session
     began = time.monotonic()
     # Recorded with a 0.3 s wait; here it computes for 2 s printing nothing (a loaded machine),
-    # longer than the pane may stay unchanged (1 s here): its CPU time says it is still at work;
+    # longer than the pane may stay unchanged (twice 0.3 s, at least 2 s): its CPU time says it
+    # is still at work;
     # a loop that only wakes now and then (below) is waiting.
-    terminal.send(f"timeout 2 sh -c 'while :; do :; done'; echo finished > {root}/done\n", 0.3)
+    terminal.send(f"timeout 3 sh -c 'while :; do :; done'; echo finished > {root}/done\n", 0.3)
     waited, why = terminal.waits[-1]
     assert (root / "done").read_text() == "finished\n" and why == "done"
-    assert waited >= 2.0 and time.monotonic() - began >= 2.0
+    assert waited >= 3.0 and time.monotonic() - began >= 3.0
 
 
 def test_the_recorded_duration_is_a_floor(session) -> None:  # type: ignore[no-untyped-def]
@@ -72,7 +73,7 @@ def test_a_command_that_never_returns_gets_the_next_keys_once_quiet(session) -> 
     terminal, root = session
     terminal.send("cat\n", 0.3)  # reads the terminal forever, printing nothing
     waited, why = terminal.waits[-1]
-    assert why == "quiet" and 1.0 <= waited < 10.0
+    assert why == "quiet" and 2.0 <= waited < 10.0  # quiet for twice its recorded 0.3 s, at least 2 s
     terminal.send("typed into cat\n", 0.3)  # the keys go to cat, as they did in the recording
     current, _ = terminal.pane_state()
     assert current == "cat"

@@ -15,7 +15,8 @@ foreground. Replaying such a run means replaying the keys into the same kind of 
   `duration_sec` (the wait the recording had after these keys: a floor, never the wait
   itself), and beyond it until the command is done (the shell is the pane's foreground
   process again and the pane stopped changing) or the pane's output has been quiescent for
-  `QUIET_SEC` while its processes use less than `BUSY_CPU_SHARE` of a CPU (a server waiting
+  twice the recorded duration (at least `QUIET_MIN_SEC`, at most `QUIET_SEC`) while its
+  processes use less than `BUSY_CPU_SHARE` of a CPU (a server waiting
   for requests, a program waiting for input; a script computing in silence is still running), at most
   `HARD_CAP_SEC`. So under load the next keys never go into a command still running (a
   script the recording saw finish, an `apt install` whose debconf would swallow them), and the
@@ -54,6 +55,10 @@ INSTALL_TIMEOUT_SEC = 300.0
 COMMAND_TIMEOUT_SEC = 30.0
 HARD_CAP_SEC = 600.0  # no wait after one entry is longer, whatever was recorded
 QUIET_SEC = 15.0  # a pane unchanged this long is waiting for something other than time
+# With a recorded wait, a pane unchanged (and its processes idle) for twice that wait, and at
+# least QUIET_MIN_SEC, is waiting: the agent expected the command to show something by then.
+QUIET_MIN_SEC = 2.0
+QUIET_PER_RECORDED_SEC = 2.0
 POLL_SEC = 0.25
 # A pane whose processes use at least this share of one CPU between two polls is computing (a
 # script working in silence), not waiting: a loop that wakes now and then (a ticker writing a
@@ -163,17 +168,21 @@ class TerminalSession:
         if runs_command(keys):
             floor = 0.0 if wait_sec is None else min(wait_sec, self.hard_cap_sec)
             bound = DEFAULT_COMMAND_WAIT_SEC if wait_sec is None else self.hard_cap_sec
-            self.waits.append(self.settle(began, min(bound, self.hard_cap_sec), floor))
+            quiet = self.quiet_sec if wait_sec is None else \
+                min(self.quiet_sec, max(QUIET_MIN_SEC, QUIET_PER_RECORDED_SEC * wait_sec))
+            self.waits.append(self.settle(began, min(bound, self.hard_cap_sec), floor, quiet))
             return
         left = min(DEFAULT_KEYSTROKE_WAIT_SEC if wait_sec is None else wait_sec, self.hard_cap_sec) \
             - (time.monotonic() - began)
         if left > 0:
             time.sleep(left)
 
-    def settle(self, began: float, bound_sec: float, floor_sec: float = 0.0) -> tuple[float, str]:
+    def settle(self, began: float, bound_sec: float, floor_sec: float = 0.0,
+               quiet_sec: float | None = None) -> tuple[float, str]:
         """Wait, never less than `floor_sec` from `began`, until the command just started is
-        done, or the pane is quiescent, or `bound_sec` from `began` passed: (seconds waited,
-        "done" | "quiet" | "bound")."""
+        done, or the pane is quiescent for `quiet_sec` (default the session's), or `bound_sec`
+        from `began` passed: (seconds waited, "done" | "quiet" | "bound")."""
+        quiet_sec = self.quiet_sec if quiet_sec is None else quiet_sec
         previous: tuple[str, str] | None = None
         changed_at = time.monotonic()
         last: tuple[float, int | None] = (time.monotonic(), None)  # the previous poll's time and CPU ticks
@@ -200,7 +209,7 @@ class TerminalSession:
                 # the screen (one poll could fall between two commands of a `;` list).
                 if current == self.shell and previous[0] == self.shell:
                     return round(now - began, 3), "done"
-                if now - changed_at >= self.quiet_sec:
+                if now - changed_at >= quiet_sec:
                     return round(now - began, 3), "quiet"
             else:
                 changed_at = now
