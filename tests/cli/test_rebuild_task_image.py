@@ -317,4 +317,4 @@ def test_a_dockerfile_without_run_steps_gets_none_of_the_builds_own_files(tmp_pa
     plan = rebuild.make_plan(_task(tmp_path / "task", "FROM debian:bookworm-slim\nWORKDIR /app\n"), [])
     prelude, _ = rebuild.base_prelude(plan, "")
     assert rebuild.generated_dockerfile(plan, prelude) == \
-        "FROM swe-residual-base:bookworm\nARG DEBIAN_FRONTEND=noninteractive\nWORKDIR /app\n"
+"FROM swe-residual-base:bookworm\nWORKDIR /app\n"

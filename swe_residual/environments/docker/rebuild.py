@@ -503,7 +503,9 @@ def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
     for instruction in plan.dockerfile:
         if instruction.keyword == "FROM":
             # The task-independent part first, so that its layers are shared by every rebuild.
-            out += [prelude[0], *([f"COPY {CONTEXT_DIR}/net/ {BUILD_DIR}/"] if runs else []), *prelude[1:]]
+            # Without RUN steps the prelude's ARG would be a step of its own, for nothing.
+            out += [prelude[0], *([f"COPY {CONTEXT_DIR}/net/ {BUILD_DIR}/"] if runs else []),
+                    *(line for line in prelude[1:] if runs or not line.startswith("ARG "))]
             if plan.uvx_specs:
                 out += uvx_lines(plan.uvx_specs, debian_python=not plan.stand_in.python_build)
             if plan.repos:
