@@ -22,6 +22,7 @@ import docker
 from filelock import FileLock
 
 from swe_residual.dataset.errors import DatasetError, InfraError
+from swe_residual.dataset.image_recipes import IMAGES_FILE
 from swe_residual.environments.docker.base_image import (
     _cache_dir, debian_release, engine_key_of, ensure_base_image, ensure_debian_image,
 )
@@ -48,7 +49,8 @@ def offline_error(where: Path, field: str, reference: str, answer: str, why: str
     """No registry answers and no stand-in can be made for `reference`."""
     return DatasetError(
         where, f"{reference!r} is not on this engine and no registry answers ({answer.strip()[:300]}); {why}. "
-        f"Give the engine registry access, `docker load` the image, or tag a local one (`docker tag LOCAL {reference}`)",
+        f"Give the engine registry access, `docker load` the image, tag a local one (`docker tag LOCAL {reference}`), "
+        f"or add a recipe for it to the dataset's {IMAGES_FILE}",
         field=field)
 
 
