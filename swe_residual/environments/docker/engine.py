@@ -4,7 +4,8 @@
 Every call to the engine goes through the Docker SDK (`docker` package). The engine is the one
 the environment names (`DOCKER_HOST`, the default socket) unless a URL is given (`unix://`,
 `tcp://`, `ssh://`), so each worker can drive its own engine. Failures are told apart by the
-SDK's exception types (and HTTP status codes), never by reading error text.
+SDK's exception types (and HTTP status codes), never by reading error text (a failed pull
+alone, in pulls.py: the engine says whether a registry answered in no other way).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def infra_error(exc: BaseException, what: str, *, stage: str = "environment") ->
     if isinstance(exc, docker.errors.ContainerError):
         return InfraError(f"{what} failed: exit status {exc.exit_status}: {_text(exc.stderr)[-800:]}", stage=stage)
     if isinstance(exc, docker.errors.ImageNotFound):
-        return InfraError(f"{what} failed: image not present locally (nothing can be pulled here): "
+        return InfraError(f"{what} failed: image not present locally: "
                           f"{_explanation(exc)}", stage=stage)
     if isinstance(exc, docker.errors.NotFound):
         return InfraError(f"{what} failed: not found: {_explanation(exc)}", stage=stage)
