@@ -62,6 +62,8 @@ class AttemptResult:
     canary: Canary | None = None  # the clean state's verdict, when it was asked
     disk: DiskReport | None = None  # how `[environment] storage_mb` was enforced (None: the task sets none)
     machine_kept: float | None = None  # machine track: share of the predecessor's file changes left as they were
+    # The task's memory_mb reached (termination memory_limit): `memory_mb`, `killed`, `evidence`.
+    memory: Any = None
 
     def summary(self) -> Attempt:
         return Attempt(attempt=self.number, outcome=self.outcome, termination=self.termination, error=self.error,
@@ -99,14 +101,11 @@ def read_machine_kept(environment: Any, state: ResidualState | None) -> float | 
         return None
 
 
-def out_of_memory(environment: Any, termination: Termination, message: str | None) -> tuple[Termination, str | None]:
-    """An agent whose run ended in its own error after the kernel killed its processes at the
-    task's memory limit (its command exits 137): `memory_limit`, the kills in the message."""
+def out_of_memory(environment: Any) -> Any:
+    """The kernel's kills of the agent's processes at the task's memory limit so far (docker:
+    `memory_mb`, `killed`, `evidence`, `message`); None when there were none."""
     kills = getattr(environment, "memory_kills", None)
-    note = kills() if callable(kills) else None
-    if not note:
-        return termination, message
-    return Termination.MEMORY_LIMIT, f"{message}; {note}" if message else note
+    return kills() if callable(kills) else None
 
 
 def lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSession, trajectory: Trajectory,
@@ -118,11 +117,12 @@ def lost_by_agent(number: int, lost: EnvironmentLostByAgent, session: AgentSessi
     trajectory.final_message = reason
     durations.setdefault("agent_sec", time.monotonic() - agent_started)
     durations["total_sec"] = time.monotonic() - started
-    termination = Termination.MEMORY_LIMIT if isinstance(lost, MemoryLimitReached) else Termination.AGENT_ERROR
+    memory = lost if isinstance(lost, MemoryLimitReached) else None
+    termination = Termination.MEMORY_LIMIT if memory is not None else Termination.AGENT_ERROR
     return AttemptResult(number, Outcome.FAILURE, termination, trajectory=trajectory, message=reason,
                     error=reason, durations=durations, cost=session.cost, engine=getattr(environment, "engine", None),
                     actions_recorded=session.actions_recorded, workdir=environment.workdir, tokens=session.tokens,
-                    cost_known=session.cost_known)
+                    cost_known=session.cost_known, memory=memory)
 
 
 def run_attempt(
@@ -171,8 +171,12 @@ def run_attempt(
         try:
             termination, message, result, disk = agent_run_watched(agent, session, options.watchdog_exceptions,
                                                                     watch, environment)
-            if termination == Termination.AGENT_ERROR:
-                termination, message = out_of_memory(environment, termination, message)
+            # An agent whose run ended in its own error after the kernel killed its processes at
+            # the task's memory limit (its command exits 137): memory_limit, the kills in the message.
+            memory = out_of_memory(environment) if termination == Termination.AGENT_ERROR else None
+            if memory is not None:
+                termination = Termination.MEMORY_LIMIT
+                message = f"{message}; {memory.message}" if message else memory.message
             trajectory.final_message = message
             if handoff is not None:  # gone before the patch, the collect steps and the verifier
                 handoff.take_back()
@@ -231,7 +235,7 @@ def run_attempt(
                         verification=verification, actions_recorded=session.actions_recorded,
                         workdir=environment.workdir, tokens=session.tokens, cost_known=session.cost_known,
                         submitted=termination == Termination.SUBMITTED, notes=notes, canary=canary_record,
-                        disk=disk, committed_patch=committed, machine_kept=machine_kept)
+                        disk=disk, committed_patch=committed, machine_kept=machine_kept, memory=memory)
     finally:
         if isinstance(watch, DiskWatcher):
             watch.halt()  # already stopped, unless the attempt ended early (an engine failure)

@@ -38,8 +38,8 @@ from pydantic.json_schema import SkipJsonSchema
 from swe_residual.dataset.values import Outcome, Start, Termination, Track
 
 __all__ = [
-    "AgentConfig", "Attempt", "Canary", "DiskLimit", "DURATION_FIELDS", "Durations", "HARNESS_FIELDS", "RECORD_SCHEMA",
-    "RecordBudget", "RecordPart", "RunRecord", "Tokens", "as_member",
+    "AgentConfig", "Attempt", "Canary", "DiskLimit", "DURATION_FIELDS", "Durations", "HARNESS_FIELDS", "MemoryLimit",
+    "RECORD_SCHEMA", "RecordBudget", "RecordPart", "RunRecord", "Tokens", "as_member",
 ]  # fmt: skip
 
 RECORD_SCHEMA = 1
@@ -211,6 +211,17 @@ class DiskLimit(RecordPart):
     error: str | None = None  # why the readings stopped early, if they did
 
 
+class MemoryLimit(RecordPart):
+    """The task's `[environment] memory_mb` reached (`memory_limit`, written only then): the
+    kernel killed processes of the agent's container within that limit (termination
+    `memory_limit`). `killed`: each as "name (pid N, oom_score_adj N)", pids on the engine's host,
+    from the kernel's log; `evidence`: the engine's (`oom` events, OOMKilled)."""
+
+    memory_mb: int | None = None
+    killed: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+
+
 class AgentConfig(RecordPart):
     """What configured the agent, and its digest (`agent_config`).
 
@@ -261,8 +272,8 @@ class RunRecord(RecordPart):
 
     model_config = ConfigDict(extra="allow")
 
-    written_when_set = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "committed_patch",
-                                  "atif_trajectory", "agent_logs", "machine_kept", "image"})
+    written_when_set = frozenset({"handoff", "harbor_trial", "contradicted", "disk_limit", "memory_limit",
+                                  "committed_patch", "atif_trajectory", "agent_logs", "machine_kept", "image"})
 
     schema: int = RECORD_SCHEMA
     run_id: str
@@ -313,6 +324,7 @@ class RunRecord(RecordPart):
     # `reward` is then 0 and `rewards` keeps the file's figures; written only when set.
     contradicted: str | None = None
     disk_limit: DiskLimit | None = None  # the task's storage_mb and how it was enforced; written only when set
+    memory_limit: MemoryLimit | None = None  # the task's memory_mb reached: what was killed; written only when set
     # Stage I runs (repo track): the predecessor's commits flattened, `git diff BASE HEAD` (the
     # state's committed.patch); written only when set.
     committed_patch: str | None = None

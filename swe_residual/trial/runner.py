@@ -47,7 +47,9 @@ from swe_residual.environments.disk_usage import DiskReport
 from swe_residual.dataset.errors import InfraError
 from swe_residual.trial.handoff.views import BLIND
 from swe_residual.trial.steps.inherited import opened_and_inspected
-from swe_residual.trial.record_model import AgentConfig, Attempt, DiskLimit, Durations, RecordBudget, RunRecord, Tokens
+from swe_residual.trial.record_model import (
+    AgentConfig, Attempt, DiskLimit, Durations, MemoryLimit, RecordBudget, RunRecord, Tokens,
+)
 from swe_residual.trial.records import agent_slug, read_record, record_json
 from swe_residual.agents.redaction import redact, secret_values
 from swe_residual.dataset.states.state import ResidualState
@@ -182,6 +184,7 @@ def run_item(
         contradicted=contradiction(final.verdict),
         machine_kept=final.machine_kept,
         disk_limit=_disk_record(final.disk),
+        memory_limit=_memory_record(final.memory),
         **verification,
     )
     return redact_record(record, secrets)
@@ -194,6 +197,13 @@ def _disk_record(report: DiskReport | None) -> DiskLimit | None:
                      peak_bytes=report.peak_bytes, readings=report.readings,
                      interval_sec=round(report.interval_sec, 3) if report.interval_sec is not None else None,
                      exceeded=report.exceeded, error=report.error)
+
+
+def _memory_record(memory: Any) -> MemoryLimit | None:
+    """The task's memory_mb reached: the limit, what the kernel killed, the engine's evidence."""
+    if memory is None:
+        return None
+    return MemoryLimit(memory_mb=memory.memory_mb, killed=tuple(memory.killed), evidence=tuple(memory.evidence))
 
 
 def _verifier_notes(task: Task, final: AttemptResult) -> list[str]:

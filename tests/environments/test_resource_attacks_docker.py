@@ -95,6 +95,10 @@ def test_running_out_of_memory_is_the_agents_failure_and_gains_nothing(world) ->
     assert "reached its memory limit of 512 MiB ([environment] memory_mb)" in message, message
     assert "the kernel killed sh (pid " in message and "oom_score_adj 1000" in message, message
     assert "engine event: oom at" in message and "OOMKilled" in message and "exit code 137" in message, message
+    memory = oom["memory_limit"]
+    assert memory["memory_mb"] == 512 and memory["killed"][-1].startswith("sh (pid ")
+    assert memory["killed"][-1].endswith("oom_score_adj 1000)") and "the engine's state: OOMKilled" in memory["evidence"]
+    assert "memory_limit" not in solved and "memory_limit" not in records["honest"][1]
     assert records["honest"][1]["outcome"] == "failure" and records["honest"][1]["reward"] == 0.0
     print(f"attacker: {figures['attacker']}, honest: {figures['honest']}")
     assert figures["attacker"] == figures["honest"] == (50.0, 2)
@@ -135,3 +139,4 @@ def test_the_agents_own_process_killed_at_its_memory_limit_is_memory_limit(world
     assert record["termination"] == "memory_limit" and record["reward"] == 0.0, record  # the final state verified
     assert record["message"].startswith("exit status 137"), record["message"]
     assert "reached its memory limit of 512 MiB ([environment] memory_mb): the kernel killed python3" in record["message"]
+    assert record["memory_limit"]["memory_mb"] == 512 and record["memory_limit"]["killed"][0].startswith("python3 (pid ")

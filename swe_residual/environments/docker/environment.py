@@ -25,6 +25,7 @@ from swe_residual.environments.docker.archives import (
     untar_files,
 )
 from swe_residual.environments.docker.containers import SCRATCH_DIR
+from swe_residual.environments.docker.oom import MemoryAccount
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, inspect_container
 from swe_residual.environments.docker.exec import RawExec, lost_or_failed, run_exec, to_result
 from swe_residual.environments.docker.pulls import ImageSource
@@ -350,9 +351,9 @@ class DockerEnvironment:
         return fresh
 
     # -- the task's memory_mb (oom.py) --------------------------------------------------------
-    def memory_kills(self) -> str | None:
-        """The out-of-memory kills within this container's own memory limit so far, described;
-        None when there were none (or the engine cannot say)."""
+    def memory_kills(self) -> MemoryAccount | None:
+        """The out-of-memory kills within this container's own memory limit so far; None when
+        there were none (or the engine cannot say)."""
         try:
             return lost.memory_kills(self.client, self.container_id)
         except InfraError:

@@ -30,7 +30,7 @@ from typing import Any
 import docker
 
 from swe_residual.environments.docker.engine import ENGINE_EXCEPTIONS, infra_error, inspect_container
-from swe_residual.environments.docker.oom import OomKill, container_kills
+from swe_residual.environments.docker.oom import MemoryAccount, OomKill, container_kills, killed_names
 from swe_residual.dataset.errors import EnvironmentLostByAgent, InfraError, MemoryLimitReached
 
 # How far past the container's recorded end its events are read: a `die` event is written a
@@ -148,30 +148,34 @@ def out_of_memory(evidence: StopEvidence, container_id: str, prefix: str, suffix
         f"out of memory: the agent's container reached its memory limit of {limit} ([environment] memory_mb) and "
         f"stopped: {said}{unread}; container {container_id[:12]}, {evidence.describe_end()}",
         environment_id=container_id, memory_mb=round(limit_mb) if evidence.memory_bytes else None,
-        killed=tuple(f"{kill.task} (pid {kill.pid}, oom_score_adj {kill.score_adj})" for kill in kills or ()),
-        evidence=tuple(engine),
+        killed=killed_names(kills or ()), evidence=tuple(engine),
     )
 
 
-def memory_kills(client: docker.DockerClient, container_id: str) -> str | None:
+def memory_kills(client: docker.DockerClient, container_id: str) -> MemoryAccount | None:
     """While the container runs: the kernel's out-of-memory kills within its own memory limit
-    (the agent's processes killed at its budget), described; None when there were none, or the
-    container has no limit. Without the kernel's log, the engine's `oom` events since its start."""
+    (the agent's processes killed at its budget); None when there were none, or the container
+    has no limit. Without the kernel's log, the engine's `oom` events since its start."""
     found = inspect_container(client, container_id)
     memory = int(((found or {}).get("HostConfig") or {}).get("Memory") or 0)
     if not memory:
         return None
     kills = container_kills(container_id)
+    own: list[OomKill] = []
+    engine: list[str] = []
     if kills is not None:
-        described = [kill.describe() for kill in kills if kill.by_container_limit(container_id)]
+        own = [kill for kill in kills if kill.by_container_limit(container_id)]
+        described = [kill.describe() for kill in own]
     else:
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         events = _events_since_last_start(client, container_id, str((found or {}).get("Created") or ""), now)
-        described = [event.describe() for event in events or () if event.action == _OOM]
+        engine = described = [event.describe() for event in events or () if event.action == _OOM]
     if not described:
         return None
-    return (f"out of memory: processes of the agent's container reached its memory limit of "
-            f"{memory / (1024 * 1024):g} MiB ([environment] memory_mb): {'; '.join(described)}")
+    limit_mb = memory / (1024 * 1024)
+    return MemoryAccount(round(limit_mb), killed_names(own), tuple(engine),
+                         f"out of memory: processes of the agent's container reached its memory limit of "
+                         f"{limit_mb:g} MiB ([environment] memory_mb): {'; '.join(described)}")
 
 
 def stop_evidence(client: docker.DockerClient, container_id: str) -> StopEvidence | None:

@@ -65,6 +65,21 @@ class OomKill:
         return f"the kernel killed {self.task} (pid {self.pid} on the host{adj}): {limit}"
 
 
+@dataclass(frozen=True)
+class MemoryAccount:
+    """What the record says of a run that reached its memory limit: the limit, what the kernel
+    killed (name, host pid, oom_score_adj), the engine's evidence; `message` says it in words."""
+
+    memory_mb: int | None
+    killed: tuple[str, ...]
+    evidence: tuple[str, ...]
+    message: str
+
+
+def killed_names(kills: Iterable[OomKill]) -> tuple[str, ...]:
+    return tuple(f"{kill.task} (pid {kill.pid}, oom_score_adj {kill.score_adj})" for kill in kills)
+
+
 def _names(cgroup: str, container_id: str) -> bool:
     """Whether a cgroup path is the container's own: its last part holds the container's id
     (`/docker/<id>`, `/system.slice/docker-<id>.scope`)."""
