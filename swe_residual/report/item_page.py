@@ -77,6 +77,9 @@ def _facts(r: RunRecord) -> str:
     ]
     if r.disk_limit is not None:
         rows.append(("Disk", e(_disk(r.disk_limit))))
+    if r.memory_limit is not None:
+        killed = ", ".join(r.memory_limit.killed) or "unknown (the kernel's log could not be read)"
+        rows.append(("Memory", e(f"limit {r.memory_limit.memory_mb} MiB reached (memory_limit); killed: {killed}")))
     if r.error:
         rows.append(("Error", f'<pre class="wrap">{e(r.error)}</pre>'))
     notes = r.verifier_notes
