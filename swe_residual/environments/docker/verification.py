@@ -314,7 +314,8 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
         # What the agent's container holds now must be what was copied in (a process left on the
         # machine track may rewrite it): hashed on the host, through the engine, now and after.
         expected = test_digests(task.tests_dir)
-        changed = changed_tests(expected, _digests_in(environment, TESTS_DIR))
+        with on_final_state(environment, "reading the hidden tests back"):
+            changed = changed_tests(expected, _digests_in(environment, TESTS_DIR))
     paths = {"TESTS_DIR": TESTS_DIR, "VERIFIER_LOGS_DIR": VERIFIER_LOGS_DIR, "APP_DIR": environment.workdir,
              "ARTIFACTS_DIR": ARTIFACTS_DIR}
     install = reporter.install_command()
@@ -337,7 +338,8 @@ def _run_tests(environment: DockerEnvironment, task: Task, reporter: Reporter, *
         files = environment.copy_out_directory(VERIFIER_LOGS_DIR, MAX_LOG_FILE_BYTES)
     channel = reporter.take_channel(files, raw.stderr)
     if not fresh_container:
-        changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
+        with on_final_state(environment, "reading the hidden tests back"):
+            changed = sorted(set(changed) | set(changed_tests(expected, _digests_in(environment, TESTS_DIR))))
     return VerifierOutput(
         exit_code=result.exit_code,
         output=result.stdout + result.stderr,
