@@ -172,7 +172,7 @@ def test_images_are_used_pulled_built_or_stood_in_for_and_each_record_says_which
 
         # --force-build: the Dockerfile is built although the task names an image.
         forced_task = _task(tmp_path / "forced", "forced", docker_image=unreachable,
-                            dockerfile=f"FROM {pushed['from']}\nENV FORCED=1\n")
+                            dockerfile=f"FROM {pushed['from']}\n")
         with DockerBackend(run_id=f"pulls-forced-{TOKEN}", cache_dir=cache, force_build=True,
                            progress=lambda _line: None) as backend:
             prepared = backend.task_image(load_dataset(forced_task.parent).entries[0].task)
