@@ -1,45 +1,49 @@
-"""The bundled sample dataset, run end to end by the suite itself (local backend).
+"""The bundled sample dataset, run end to end by the suite itself (local and docker backends).
 
 `oracle` must solve every start and `noop` must fail every one with a valid verdict; each
 state's measured per-test statuses must equal what its state.toml claims, fail, and pass at
 least half of the acceptance tests.
+
+The docker run is the README's first command as its users run it: never as root. Where the
+tests run as root, it runs as a user the test makes (tests/engineuser.py: in the engine socket's
+group, its own HOME and cache, its own copy of the checkout, `python -m pip install -e .` into its
+own venv, no debootstrap on its PATH); the sample's base image must be on the engine already
+(scripts/setup-tests puts it there). Elsewhere it runs as the user running the tests.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
+import time
 import uuid
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
 from dockerneeded import engine_needed, requires_docker  # noqa: F401 - engine_needed is autouse
+from engineuser import EngineUser, engine_user
 
 from swe_residual.dataset.load import load_dataset
 
 SAMPLE = REPO_ROOT / "datasets" / "sample"
 
 
-@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=requires_docker)])
-def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict]]:
-    backend = request.param
-    out = tmp_path_factory.mktemp("sample-run")
-    cache = tmp_path_factory.mktemp("cache")
-    run_id = f"sample-{backend}-{uuid.uuid4().hex[:8]}"  # unique: the containers' label names it
+def _suite_args(backend: str, out: Path, run_id: str) -> list[str]:
     # On docker as the README's first command runs it, one worker per core (its items wait on
     # containers more than they compute); on the host serially, as the quick look runs.
     workers = ["-n", "2"] if backend == "docker" else []
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--agent=oracle", "--agent=noop", f"--backend={backend}",
-         f"--results-dir={out}", f"--run-id={run_id}", "-q", "-p", "no:cacheprovider", *workers],
-        cwd=REPO_ROOT, capture_output=True, text=True, env={**os.environ, "SWE_RESIDUAL_CACHE": str(cache)},
-        timeout=1500,
-    )
+    return ["-m", "pytest", "--agent=oracle", "--agent=noop", f"--backend={backend}", f"--results-dir={out}",
+            f"--run-id={run_id}", "-q", "-p", "no:cacheprovider", *workers]
+
+
+def _read_run(result: subprocess.CompletedProcess[str], backend: str, run_dir: Path,
+              run_id: str) -> tuple[dict, list[dict]]:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "SWE-Residual summary" in result.stdout
-    run_dir = out / run_id
     if backend == "docker":  # nothing of the run may outlive it
         left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=swe-residual.run={run_id}"],
                               capture_output=True, text=True, check=True).stdout.split()
@@ -47,6 +51,43 @@ def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     summary = json.loads((run_dir / "summary.json").read_text())
     records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     return summary, records
+
+
+def _as_engine_user(user: EngineUser, run_id: str) -> tuple[dict, list[dict]]:
+    """The README's first command as `user`: its install, then the run, timed (--durations shows
+    the whole; the parts are printed)."""
+    found = user.run(["sh", "-c", "command -v debootstrap"])
+    assert found.returncode != 0, f"debootstrap is on the user's PATH: {found.stdout}"
+    started = time.monotonic()
+    install = user.run([str(user.python), "-m", "pip", "install", "--disable-pip-version-check", "-e", "."], timeout=900)
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    installed = time.monotonic()
+    where = user.run([str(user.python), "-c", "import os, swe_residual; print(os.getuid(), swe_residual.__file__)"])
+    uid, module = where.stdout.split()
+    assert (int(uid), Path(module).parent) == (user.uid, user.checkout / "swe_residual"), where.stderr
+    out = user.home / "out"
+    result = user.run([str(user.python), *_suite_args("docker", out, run_id)], timeout=1500)
+    print(f"as {user.name}: install {installed - started:.1f}s, run {time.monotonic() - installed:.1f}s")
+    assert (user.home / ".cache" / "swe-residual").is_dir()  # the suite's cache is the user's own
+    return _read_run(result, "docker", out / run_id, run_id)
+
+
+@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=requires_docker)])
+def sample_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict]]:
+    backend = request.param
+    run_id = f"sample-{backend}-{uuid.uuid4().hex[:8]}"  # unique: the containers' label names it
+    if backend == "docker" and os.geteuid() == 0:
+        with engine_user(REPO_ROOT) as user:
+            measured = _as_engine_user(user, run_id)
+        with pytest.raises(KeyError):  # the user and its files went with the run
+            pwd.getpwnam(user.name)
+        assert not user.home.exists()
+        return measured
+    out = tmp_path_factory.mktemp("sample-run")
+    cache = tmp_path_factory.mktemp("cache")
+    result = subprocess.run([sys.executable, *_suite_args(backend, out, run_id)], cwd=REPO_ROOT, capture_output=True,
+                            text=True, env={**os.environ, "SWE_RESIDUAL_CACHE": str(cache)}, timeout=1500)
+    return _read_run(result, backend, out / run_id, run_id)
 
 
 @pytest.mark.slow
