@@ -311,7 +311,7 @@ def ensure_debian_image(reference: str, *, progress: Progress = print, client: A
                 from swe_residual.environments.docker.engine import remove_images
 
                 remove_images(client, [now["Id"]])  # an older stand-in, no longer tagged
-    progress(f"using a stand-in for {reference}: {stand_in_how(release)}")
+    progress(f"no registry answers ({answer[:120]}): using a stand-in for {reference}: {stand_in_how(release)}")
     _KEPT_STAND_INS[key] = image_id
     return image_id
 
