@@ -376,12 +376,15 @@ def _build_on_slim(image: str, release: str, digest: str, slim_id: str, progress
     from swe_residual.environments.docker.engine import engine_errors
 
     progress(f"building {image} on {slim_image_name(release)}: {' '.join(BASE_PACKAGES)} from the Debian mirror")
+    from swe_residual.environments.docker.rebuild import label_instruction
+
     labels = {RECIPE_LABEL: digest, "swe-residual.kind": "base", BASE_FROM_LABEL: slim_id}
-    dockerfile = io.BytesIO(base_dockerfile(release).encode())
+    # The labels last, as one step after the shared lines (which the sample tasks' builds then find in the cache).
+    dockerfile = io.BytesIO((base_dockerfile(release) + label_instruction(labels) + "\n").encode())
     tail: list[str] = []
     image_id = ""
     with engine_errors(f"building {image}", stage="build"):
-        for chunk in client.api.build(fileobj=dockerfile, tag=image, labels=labels, rm=True, forcerm=True, decode=True):
+        for chunk in client.api.build(fileobj=dockerfile, tag=image, rm=True, forcerm=True, decode=True):
             tail = (tail + str(chunk.get("stream") or "").splitlines())[-30:]
             if "aux" in chunk and "ID" in chunk["aux"]:
                 image_id = chunk["aux"]["ID"]

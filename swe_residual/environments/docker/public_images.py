@@ -32,7 +32,7 @@ from swe_residual.environments.docker.pulls import (
     RegistryUnreachable, pull_image, source_of, stand_in_of,
 )
 from swe_residual.environments.docker.python_image import ensure_python_image
-from swe_residual.environments.docker.rebuild import RebuildError, stand_in_for, venv_path_lines
+from swe_residual.environments.docker.rebuild import RebuildError, label_instruction, stand_in_for, venv_path_lines
 
 VENV = "/opt/venv"
 
@@ -119,8 +119,9 @@ def _python_stand_in(client: docker.DockerClient, reference: str, *, where: Path
               "swe-residual.kind": "stand-in"}
     progress(f"no registry answers for {reference}: building its stand-in ({how})")
     with engine_errors(f"building the stand-in for {reference}", stage="build"):
-        for chunk in client.api.build(fileobj=io.BytesIO("\n".join(lines).encode() + b"\n"), tag=reference,
-                                      labels=labels, rm=True, forcerm=True, decode=True):
+        dockerfile = "\n".join([*lines, label_instruction(labels)]) + "\n"
+        for chunk in client.api.build(fileobj=io.BytesIO(dockerfile.encode()), tag=reference, rm=True, forcerm=True,
+                                      decode=True):
             if "error" in chunk:
                 raise InfraError(f"building the stand-in for {reference} failed: {str(chunk['error']).strip()}",
                                  stage="build")
