@@ -2,7 +2,7 @@
 a task's docker_image only in that registry is pulled once per engine by three xdist workers; a
 Dockerfile FROM an image only there builds; a tag the registry does not have is one clear error;
 a registry that does not answer falls back to a stand-in, labelled, said in the run's header and
-named in each record; `--force-build` builds the Dockerfile although docker_image is given.
+named in each record; a stand-in already there is replaced by the real image once a registry answers; `--force-build` builds the Dockerfile although docker_image is given.
 
 The image pushed is our own: the debian:bookworm-slim on this engine (its stand-in here, where
 nothing can be pulled from the internet), its stand-in labels blanked so
@@ -137,6 +137,9 @@ def test_images_are_used_pulled_built_or_stood_in_for_and_each_record_says_which
     _task(dataset, "offline", docker_image=unreachable, dockerfile="FROM debian:bookworm-slim\n")
     out, cache = tmp_path / "runs", tmp_path / "cache"
     client = docker.from_env()
+    # A stand-in already on the engine under the task's name: a registry answers, so the real image
+    # is pulled over it (the stand-in keeps its other name).
+    client.api.tag("debian:bookworm-slim", registry.reference(REPOSITORY), "run")
     try:
         first = _run(dataset, out, f"pulls-{TOKEN}", cache, "-n", "3")
         said = first.stdout + first.stderr
@@ -156,6 +159,8 @@ def test_images_are_used_pulled_built_or_stood_in_for_and_each_record_says_which
             assert (image["reference"], image["origin"]) == (pushed["run"], "pulled")
             assert image["digest"].startswith(f"{registry.reference(REPOSITORY)}@sha256:")
             assert image["stands_in_for"] is None
+        assert client.api.inspect_image(pushed["run"])["Id"] == records["pulled-a"]["image"]["image_id"] \
+            != client.api.inspect_image("debian:bookworm-slim")["Id"]
         assert records["from-registry"]["image"]["origin"] == "built"
         assert records["from-registry"]["image"]["reference"].startswith("swe-residual-task:from-registry-")
         offline = records["offline"]["image"]

@@ -38,7 +38,7 @@ from filelock import FileLock
 from swe_residual.environments.cache import default_cache_dir
 from swe_residual.dataset.errors import InfraError
 from swe_residual.environments.docker.pulls import (
-    STAND_IN_HOW_LABEL, STAND_IN_LABEL, PullRefused, RegistryUnreachable, pull_image, stand_in_of,
+    STAND_IN_HOW_LABEL, STAND_IN_LABEL, PullRefused, RegistryUnreachable, pull_image, remove_if_untagged, stand_in_of,
 )
 
 BASE_REPOSITORY = "swe-residual-base"
@@ -308,9 +308,7 @@ def ensure_debian_image(reference: str, *, progress: Progress = print, client: A
                      "packages (debootstrap)")
             image_id = _debootstrap_stand_in(reference, release, progress, client, answer, source)
             if now is not None and now["Id"] != image_id:
-                from swe_residual.environments.docker.engine import remove_images
-
-                remove_images(client, [now["Id"]])  # an older stand-in, no longer tagged
+                remove_if_untagged(client, now["Id"])  # an older stand-in
     progress(f"no registry answers ({answer[:120]}): using a stand-in for {reference}: {stand_in_how(release)}")
     _KEPT_STAND_INS[key] = image_id
     return image_id

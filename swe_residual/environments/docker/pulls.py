@@ -93,6 +93,14 @@ def repo_digest(found: dict[str, Any] | None, reference: str) -> str | None:
     return None
 
 
+def remove_if_untagged(client: docker.DockerClient, image_id: str) -> None:
+    """Remove an image a name moved away from, unless another name still holds it (removing by
+    id would take that name too) or images built on it remain (the engine refuses: kept)."""
+    found = inspect_image(client, image_id)
+    if found is not None and not found.get("RepoTags"):
+        remove_images(client, [image_id])
+
+
 def _lock_path(lock_dir: Path, engine_key: str, reference: str) -> Path:
     key = hashlib.sha256(f"{engine_key}\0{reference}".encode()).hexdigest()[:24]
     return lock_dir / "pulls" / f"{key}.lock"
@@ -115,7 +123,7 @@ def pull_image(client: docker.DockerClient, reference: str, *, engine_key: str, 
             raise PullRefused(reference, "the engine reported the pull done, but has no such image")
         if replaced is not None and replaced["Id"] != found["Id"]:
             # The stand-in the real image replaced would linger untagged (kept while images built on it remain).
-            remove_images(client, [replaced["Id"]])
+            remove_if_untagged(client, replaced["Id"])
         return found
 
 
