@@ -25,6 +25,7 @@ from plugins.reporter import ResidualReporter
 from plugins.sendable import WorkerGuard
 from swe_residual.environments.agent_environment import require_docker
 from swe_residual.agents import AGENT_FORMS
+from swe_residual.environments.cache import cache_dir_problem, default_cache_dir
 from swe_residual.environments.choice import BackendChoice
 from swe_residual.environments.registry import checked_docker_hosts
 from swe_residual.dataset.load import not_a_directory
@@ -111,6 +112,9 @@ def pytest_configure(config: pytest.Config) -> None:
             choice = backend_choice_of(config)
             if not settings.agent_environment.empty:  # set-up scripts and mounts need containers
                 require_docker(settings.agent_environment, choice.name)
+            problem = cache_dir_problem(default_cache_dir())
+            if problem is not None:
+                raise ConfigError(problem)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from exc
     if _is_worker(config):
@@ -167,9 +171,14 @@ def _claim_run_directory(config: pytest.Config, settings: RunSettings, directory
         else:
             write_run_config(directory, settings, labels,
                              selection_of(config.option.keyword, config.option.markexpr))
-    except (ConfigError, OSError) as exc:
+    except ConfigError as exc:
         lock.release()
         raise pytest.UsageError(str(exc)) from exc
+    except OSError as exc:  # e.g. a results directory this user may not write
+        lock.release()
+        flag = "--resume" if settings.resume is not None else "--results-dir"
+        raise pytest.UsageError(f"{flag}: the run directory {directory} cannot be written by this user: "
+                                f"{exc.strerror or exc}") from exc
     config.stash[lock_key] = lock
     config.stash[run_dir_key] = directory
     config.stash[finished_key] = (prepare_resume(directory / "results.jsonl") if settings.resume is not None

@@ -20,6 +20,7 @@ import time
 import uuid
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,19 @@ def _as_engine_user(user: EngineUser, run_id: str) -> tuple[dict, list[dict]]:
     uid, module = where.stdout.split()
     assert (int(uid), Path(module).parent) == (user.uid, user.checkout / "swe_residual"), where.stderr
     out = user.home / "out"
+    # Directories of root's (a shared SWE_RESIDUAL_CACHE, a results directory elsewhere) are one clear
+    # usage error before anything runs, never an infrastructure failure on every item.
+    closed = Path(tempfile.mkdtemp(prefix="swe-residual-root-"))  # mode 0700, root's
+    try:
+        cache = user.run([str(user.python), *_suite_args("docker", out, f"{run_id}-cache")],
+                         env=user.env(SWE_RESIDUAL_CACHE=str(closed)))
+        results = user.run([str(user.python), *_suite_args("docker", closed / "out", f"{run_id}-out")])
+    finally:
+        closed.rmdir()
+    assert cache.returncode == 4 and f"SWE_RESIDUAL_CACHE {closed} is not writable by this user" in cache.stderr, \
+        cache.stdout[-2000:] + cache.stderr[-2000:]
+    assert results.returncode == 4 and "--results-dir: the run directory" in results.stderr, \
+        results.stdout[-2000:] + results.stderr[-2000:]
     result = user.run([str(user.python), *_suite_args("docker", out, run_id)], timeout=1500)
     print(f"as {user.name}: install {installed - started:.1f}s, run {time.monotonic() - installed:.1f}s")
     assert (user.home / ".cache" / "swe-residual").is_dir()  # the suite's cache is the user's own
