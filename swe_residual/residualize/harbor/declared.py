@@ -45,16 +45,24 @@ class Declaration:
     how: str  # the evidence, in one line (recorded with the run)
 
 
+def answer_object(text: str) -> dict[str, Any] | None:
+    """The JSON object of one Terminus answer (from its first `{` to its last `}`), or None
+    when the answer holds none (its XML form, or prose)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start == -1 or end <= start:
+        return None
+    try:
+        data = json.loads(text[start:end + 1])
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _answer_declares(text: str) -> bool:
     """Whether one Terminus answer (JSON or XML form) sets `task_complete`."""
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        try:
-            data = json.loads(text[start:end + 1])
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict) and any(field in data for field in _ANSWER_FIELDS):
-            return any(data.get(field) is True for field in _ANSWER_FIELDS)
+    data = answer_object(text)
+    if data is not None and any(field in data for field in _ANSWER_FIELDS):
+        return any(data.get(field) is True for field in _ANSWER_FIELDS)
     return bool(_XML_COMPLETE.search(text))
 
 

@@ -17,7 +17,6 @@ in the order they were sent; replayed through tmux (environments/docker/terminal
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -26,7 +25,9 @@ from typing import Any
 import pyte
 
 from swe_residual.dataset.harbor_layout import read_object
-from swe_residual.residualize.harbor.declared import Declaration, episodes_declaration, terminus_declaration
+from swe_residual.residualize.harbor.declared import (
+    Declaration, answer_object, episodes_declaration, terminus_declaration,
+)
 from swe_residual.dataset.states.state import DEFAULT_KEYSTROKE_WAIT_SEC
 from swe_residual.environments.docker.terminal import PANE_HEIGHT, PANE_WIDTH
 
@@ -63,16 +64,11 @@ def _entry(keys: str, duration: Any) -> dict[str, Any]:
 
 def parse_response(text: str) -> list[dict[str, Any]] | None:
     """The commands of one Terminus answer (JSON or XML form), or None when it has neither."""
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        try:
-            data = json.loads(text[start:end + 1])
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("commands"), list):
-            return [_entry(command["keystrokes"], command.get("duration"))
-                    for command in data["commands"]
-                    if isinstance(command, dict) and isinstance(command.get("keystrokes"), str)]
+    data = answer_object(text)
+    if data is not None and isinstance(data.get("commands"), list):
+        return [_entry(command["keystrokes"], command.get("duration"))
+                for command in data["commands"]
+                if isinstance(command, dict) and isinstance(command.get("keystrokes"), str)]
     found = _XML_KEYS.findall(text)
     if found:
         entries = []
