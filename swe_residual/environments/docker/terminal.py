@@ -18,7 +18,8 @@ foreground. Replaying such a run means replaying the keys into the same kind of 
   twice the recorded duration (at least `QUIET_MIN_SEC`, at most `QUIET_SEC`) while its
   processes use less than `BUSY_CPU_SHARE` of a CPU (a server waiting
   for requests, a program waiting for input; a script computing in silence is still running), at most
-  `HARD_CAP_SEC`. So under load the next keys never go into a command still running (a
+  `HARD_CAP_SEC`; output that keeps changing while the processes stay idle (a ticker, `tail -f`)
+  counts as waiting after `IDLE_CHANGING_FACTOR` quiet windows. So under load the next keys never go into a command still running (a
   script the recording saw finish, an `apt install` whose debconf would swallow them), and the
   machine is not snapshotted before the last command ended; a command that never returns
   still gets the next keys, as it did in the recording, once its output is quiet. Without a
@@ -64,6 +65,9 @@ POLL_SEC = 0.25
 # script working in silence), not waiting: a loop that wakes now and then (a ticker writing a
 # file every 0.1 s uses about 2%) is waiting. /proc counts CPU time in USER_HZ ticks, 100 a second.
 BUSY_CPU_SHARE = 0.2
+# A pane whose output keeps changing while its processes stay under BUSY_CPU_SHARE for this many
+# quiet windows is waiting too (a foreground ticker or log follower never goes quiet).
+IDLE_CHANGING_FACTOR = 2.0
 TICKS_PER_SEC = 100
 ENTER_KEYS = frozenset({"Enter", "C-m", "KPEnter"})
 # One exec per poll: the pane's foreground process; the CPU time (clock ticks) used so far by the
@@ -184,7 +188,7 @@ class TerminalSession:
         from `began` passed: (seconds waited, "done" | "quiet" | "bound")."""
         quiet_sec = self.quiet_sec if quiet_sec is None else quiet_sec
         previous: tuple[str, str] | None = None
-        changed_at = time.monotonic()
+        changed_at = busy_at = time.monotonic()
         last: tuple[float, int | None] = (time.monotonic(), None)  # the previous poll's time and CPU ticks
         while True:
             elapsed = time.monotonic() - began
@@ -195,7 +199,8 @@ class TerminalSession:
             now = time.monotonic()
             if ticks is not None and last[1] is not None \
                     and ticks - last[1] >= BUSY_CPU_SHARE * TICKS_PER_SEC * (now - last[0]):
-                changed_at = now  # computing in silence: still at work, not quiet
+                changed_at = busy_at = now  # computing in silence: still at work, not quiet
+            idle_known = ticks is not None and last[1] is not None
             last = (now, ticks)
             if now - began < floor_sec:
                 # The recorded wait is not over: whatever the pane shows, the keys wait (the
@@ -213,6 +218,11 @@ class TerminalSession:
                     return round(now - began, 3), "quiet"
             else:
                 changed_at = now
+                # Output that keeps changing while the pane's processes stay idle (a ticker, `tail
+                # -f`, a server's log) is a command waiting, not working: it gets the next keys
+                # once idle for IDLE_CHANGING_FACTOR quiet windows, not at the hard cap.
+                if idle_known and now - busy_at >= IDLE_CHANGING_FACTOR * quiet_sec:
+                    return round(now - began, 3), "quiet"
             previous = (current, content)
 
     def capture(self) -> str:
