@@ -52,7 +52,7 @@ def runner_json() -> dict:
 
 def test_the_enums_are_the_strings_they_stand_for() -> None:
     assert [str(o) for o in Outcome] == ["success", "failure", "infra_error"] == list(OUTCOMES)
-    assert [str(t) for t in Termination] == ["submitted", "time_limit", "step_limit", "cost_limit", "disk_limit",
+    assert [str(t) for t in Termination] == ["submitted", "time_limit", "step_limit", "cost_limit", "disk_limit", "memory_limit",
                                              "agent_error", "verifier_failed_on_final_state", "infra_error"]
     assert [str(s) for s in Start] == ["clean", "residual"]
     assert [str(t) for t in Track] == ["repo", "machine"] == list(TRACKS)

@@ -231,7 +231,7 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
         "stage_ii_candidates": len(filtered.get("candidates") or []),
         "stage_iii_retained": len(review["retained"]) if review else table5["table5"]["total"]["passed_review"],
         **({"stage_iii_rejected": len(review["rejected"])} if review else {}),
-        "stage_iv": {label: table5["table5"]["total"][row] for row, label in TABLE5_ROWS},
+        "stage_iv": {label: table5["table5"]["total"].get(row, 0) for row, label in TABLE5_ROWS},  # a row newer than the build: none
     }
     notes = tomllib.loads(sources_file.read_text(encoding="utf-8")).get("notes") or {}
     manifest["candidates"] = {
