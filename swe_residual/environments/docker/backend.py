@@ -36,6 +36,7 @@ from swe_residual.environments.docker.environment import DockerEnvironment
 from swe_residual.environments.docker.failures import StateFailures
 from swe_residual.environments.docker.hygiene import LABEL
 from swe_residual.environments.docker.images import PreparedImage, Progress
+from swe_residual.environments.docker.leftovers import state_processes
 from swe_residual.environments.docker.named_images import ENVIRONMENT_FIELD, named_image
 from swe_residual.environments.docker.pulls import BUILT, source_of
 from swe_residual.environments.cache import default_cache_dir, tree_digest
@@ -388,6 +389,7 @@ class DockerBackend:
                 raise
             replayed.base_image = self.task_image(task).image_id
             replayed.image_source = self.task_image(task).source
+            replayed.state_processes = state_processes(replayed)
             return replayed
         environment = self.start_container(image, task, spec, task.config.agent_network_mode, head)
         environment.fidelity = fidelity

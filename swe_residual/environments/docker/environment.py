@@ -90,6 +90,9 @@ class DockerEnvironment:
         self.closed = False
         # Machine-track states: "replay" or "snapshot" (see states.py); else None.
         self.fidelity: str | None = None
+        # Machine track, replayed states: the state's own processes ("pid:start-time") before the
+        # agent started, never frozen before the verifier (leftovers.py).
+        self.state_processes: tuple[str, ...] = ()
         # Machine track: the replayed commands' outputs, for Stage IV to compare with the recording.
         self.replayed_outputs: list[Any] = []
         # The task's own clean image (never an agent's set-up layer): where the harness's trusted

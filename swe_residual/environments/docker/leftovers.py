@@ -11,7 +11,9 @@ or ignored) except the services the tests may talk to: a process holding a liste
 (TCP, UDP or a unix socket; read from /proc/net and each process's descriptors) and its
 descendants (an nginx's workers, a database's helpers). Not a service: the harness's own
 terminal (a tmux server, whose sockets are the agent's panes, not the task's), the container's
-init and its idle `sleep` (idle.py), and this command itself. The scan runs again until a
+init and its idle `sleep` (idle.py), and this command itself. Nor frozen: the Residual State's
+own processes, alive before the agent started (`state_processes`, read when the state was
+restored), and their descendants, but never through the terminal server. The scan runs again until a
 round finds nothing new to freeze (a process that forked between two looks). What was kept
 running is named in the verifier's notes: a kept process can still act while the tests run,
 and the streamed channel (verifier/channel.py) and the hidden-file hashes are then what hold.
@@ -33,9 +35,11 @@ from swe_residual.environments.docker import harness_tools
 
 FREEZE_ROUNDS = 5
 
-# $1: the pattern of a process title that is the harness's terminal, not a service.
+# $1: the pattern of a process title that is the harness's terminal, not a service; $2: the
+# Residual State's own processes ("pid:start-time", alive before the agent started).
 _SCRIPT = r'''
 terminal=$1
+own=" $2 "
 listen=" "
 for f in /proc/net/tcp /proc/net/tcp6; do
   [ -r "$f" ] || continue
@@ -61,7 +65,7 @@ while [ $round -lt FREEZE_ROUNDS ]; do
     { read -r line < "$d/stat"; } 2>/dev/null || continue
     rest=${line##*) }
     set -- $rest
-    eval "state_$p=$1 pp_$p=$2"
+    eval "state_$p=$1 pp_$p=$2 start_$p=${20}"
     pids="$pids $p"
   done
   services=" "
@@ -84,7 +88,13 @@ while [ $round -lt FREEZE_ROUNDS ]; do
     hops=0
     while [ -n "$q" ] && [ "$q" != 0 ] && [ "$q" != 1 ] && [ $hops -lt 64 ]; do
       { [ "$q" = "$me" ] || [ "$q" = "$PPID" ]; } && { keep=self; break; }  # this scan, its `timeout`
+      # Nothing is kept through the terminal: the agent's own panes are its children too.
+      if [ "$q" != "$p" ]; then
+        { read -r qc < "/proc/$q/comm"; } 2>/dev/null && case "$qc" in $terminal) break ;; esac
+      fi
       case "$services" in *" $q "*) keep=service; break ;; esac
+      eval "qs=\$start_$q"
+      case "$own" in *" $q:$qs "*) keep=state; break ;; esac
       eval "q=\$pp_$q"
       hops=$((hops + 1))
     done
@@ -96,6 +106,7 @@ while [ $round -lt FREEZE_ROUNDS ]; do
     fi
     case "$keep" in
       service) [ $round = 1 ] && { read -r comm < "/proc/$p/comm"; } 2>/dev/null && echo "kept $p $comm" ;;
+      state) [ $round = 1 ] && { read -r comm < "/proc/$p/comm"; } 2>/dev/null && echo "state $p $comm" ;;
       "") frozen="$frozen $p" ;;
     esac
   done
@@ -116,6 +127,7 @@ class Frozen:
 
     frozen: tuple[str, ...] = ()  # "pid name" of each process stopped
     kept: tuple[str, ...] = ()  # "pid name" of each service left running
+    state: tuple[str, ...] = ()  # "pid name" of each process of the Residual State itself, left running
     killed: bool = False  # the scan could not run: every leftover process was killed instead
     reason: str = ""
 
@@ -130,6 +142,9 @@ class Frozen:
         if self.kept:
             notes.append(f"kept running during verification as services (a listening socket): "
                          f"{len(self.kept)} process(es) ({_names(self.kept)})")
+        if self.state:
+            notes.append(f"kept running during verification as the Residual State's own (alive before the agent "
+                         f"started): {len(self.state)} process(es) ({_names(self.state)})")
         return tuple(notes)
 
 
@@ -154,17 +169,32 @@ def freeze_leftovers(environment: object) -> Frozen:
     client, container_id = environment.client, environment.container_id  # type: ignore[attr-defined]
     if not harness_tools.leftover_processes(client, container_id):
         return Frozen()
-    done = environment.run(["sh", "-c", _SCRIPT, "sh", TERMINAL_TITLES], timeout_sec=60)  # type: ignore[attr-defined]
+    own = " ".join(environment.state_processes)  # type: ignore[attr-defined]
+    done = environment.run(["sh", "-c", _SCRIPT, "sh", TERMINAL_TITLES, own], timeout_sec=60)  # type: ignore[attr-defined]
     if done.exit_code != 0:
         failure = f"the scan exited {done.exit_code}: {done.stderr.decode(errors='replace')[-200:].strip()}"
         environment.stop_processes()  # type: ignore[attr-defined]
         return Frozen(killed=True, reason=failure)
-    frozen: list[str] = []
-    kept: list[str] = []
+    found: dict[str, list[str]] = {"frozen": [], "kept": [], "state": []}
     for line in done.stdout.decode(errors="replace").splitlines():
         kind, _, entry = line.partition(" ")
-        if kind == "frozen":
-            frozen.append(entry)
-        elif kind == "kept":
-            kept.append(entry)
-    return Frozen(tuple(frozen), tuple(kept))
+        if kind in found:
+            found[kind].append(entry)
+    return Frozen(tuple(found["frozen"]), tuple(found["kept"]), state=tuple(found["state"]))
+
+
+# Every process now: "pid:start-time" (field 22 of /proc/PID/stat), which names a process even
+# once its pid is reused.
+_STATE_SCRIPT = r'''for d in /proc/[0-9]*; do
+  { read -r line < "$d/stat"; } 2>/dev/null || continue
+  rest=${line##*) }; set -- $rest; echo "${d#/proc/}:${20}"
+done'''
+
+
+def state_processes(environment: object) -> tuple[str, ...]:
+    """The processes of a restored Residual State before the agent starts (a predecessor's
+    ticker, server or shell left running): part of the state, not the agent's leftovers, so they
+    are never frozen before the verifier. Empty when they cannot be listed (all are then judged
+    as the agent's)."""
+    done = environment.run(["sh", "-c", _STATE_SCRIPT], timeout_sec=30)  # type: ignore[attr-defined]
+    return tuple(done.stdout.decode(errors="replace").split()) if done.exit_code == 0 else ()
