@@ -25,12 +25,15 @@ def _build(args: argparse.Namespace) -> int:
 
     report = build(Path(args.dataset), _sources(args.source), validate=args.validate, backend_name=args.backend,
                    machine_trust=choose_trust(args.machine_trust, Path.cwd()), tasks=frozenset(args.task) or None,
-                   runs_from=frozenset(args.runs_from) or None, fetch=args.fetch, repeats=args.repeats)
+                   runs_from=frozenset(args.runs_from) or None, fetch=args.fetch, repeats=args.repeats, record=args.record)
     for problem in report.problems:
         print(f"problem: {problem}")
     if args.validate:
         kept = len(report.validation) - len(report.problems)
         print(f"Stage IV again: {kept} of {len(report.validation)} state(s) validate as recorded")
+    if args.record:
+        print(f"recorded the repeated runs of {len(report.recorded)} state(s) in {Path(args.dataset) / 'manifest.toml'}"
+              + "".join(f"\n  {key}" for key in report.recorded))
     return 1 if report.problems else 0
 
 
@@ -65,6 +68,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                             "only the sources those need are given or fetched")
     build.add_argument("--repeats", type=int, default=3, metavar="N",
                        help="with --validate: the verifier and the oracle N times per state, all agreeing (default 3)")
+    build.add_argument("--record", action="store_true",
+                       help="with --validate and --repeats N >= 2: write each state's repeated runs (verifier and "
+                            "oracle runs, per-test statuses, date, time, machine load) into manifest.toml as "
+                            "[provenance.stage_iv.repeated], for the states found as recorded")
     build.add_argument("--backend", default="docker", help="backend for --validate (default docker)")
     build.add_argument("--machine-trust", metavar="auto|none|PATH", help=TRUST_HELP)
     build.set_defaults(func=_build)

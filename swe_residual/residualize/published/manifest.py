@@ -36,6 +36,11 @@ MANIFEST = "manifest.toml"
 SCHEMA = 1
 
 
+def state_directory(directory: Path, task_id: str, state_id: str) -> Path:
+    """Where a build writes one state of the dataset in `directory` (the suite's dataset layout)."""
+    return directory / task_id / "residual" / state_id
+
+
 @dataclass(frozen=True)
 class SourceRef:
     name: str

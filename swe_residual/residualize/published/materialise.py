@@ -23,15 +23,19 @@ and states chosen (`--task`, `--runs-from`; all by default) and only from the so
 Everything written is ignored by git (the directory's own `.gitignore`); only the manifest is
 the repository's. With `--validate`, Stage IV runs again on every state (reconstruct.py: it
 fails the verifier as published, the oracle solves it, two replays agree, the replayed pane
-matches) and each result is printed beside the one the manifest records.
+matches) and each result is printed beside the one the manifest records; with `--record` (and
+`--repeats` N >= 2), the repeated runs of each state found as recorded are written into the
+manifest (repeated.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -39,7 +43,8 @@ from typing import Any, Callable
 from swe_residual.dataset.errors import ConfigError
 from swe_residual.residualize.importing import git_source
 from swe_residual.residualize.importing.tb_keys import read_trial_keys
-from swe_residual.residualize.published.manifest import Manifest, StateRef, read_manifest
+from swe_residual.residualize.published.repeated import Conditions, check_record, record_repeats
+from swe_residual.residualize.published.manifest import Manifest, StateRef, read_manifest, state_directory
 from swe_residual.residualize.harbor.terminus import PANE_LOG, read_keystrokes, recorded_screen
 from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
 from swe_residual.residualize import tomlwrite
@@ -62,6 +67,7 @@ class BuildReport:
     states: list[str] = field(default_factory=list)
     validation: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    recorded: list[str] = field(default_factory=list)  # states whose repeated runs --record wrote
 
 
 @dataclass(frozen=True)
@@ -220,7 +226,7 @@ def _write_patch_state(manifest: Manifest, state: StateRef, repo: Path, director
     if digest != state.patch_sha256:
         raise ConfigError(f"state {state.task_id}/{state.state_id}: {state.trial}/{RUN_PATCHES[source.runs_format]} "
                           f"has SHA-256 {digest}, the manifest records {state.patch_sha256}")
-    target = directory / state.task_id / "residual" / state.state_id
+    target = state_directory(directory, state.task_id, state.state_id)
     target.mkdir(parents=True, exist_ok=True)
     (target / PATCH).write_bytes(patch)  # applied uncommitted at every start, like every repo-track state
     (target / "state.toml").write_text(tomlwrite.dumps(state.state), encoding="utf-8")
@@ -236,7 +242,7 @@ def _write_state(manifest: Manifest, state: StateRef, repo: Path, directory: Pat
     if digest != state.commands_sha256:
         raise ConfigError(f"state {state.task_id}/{state.state_id}: the keys of {state.trial} give commands.jsonl "
                           f"{digest}, the manifest records {state.commands_sha256}")
-    target = directory / state.task_id / "residual" / state.state_id
+    target = state_directory(directory, state.task_id, state.state_id)
     target.mkdir(parents=True, exist_ok=True)
     (target / COMMANDS).write_bytes(commands)
     (target / "state.toml").write_text(tomlwrite.dumps(state.state), encoding="utf-8")
@@ -254,10 +260,13 @@ def _stale_tasks(manifest: Manifest, directory: Path) -> list[Path]:
 def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, backend_name: str = "docker",
           progress: Callable[[str], None] = print, machine_trust: str | None = None,
           tasks: frozenset[str] | None = None, runs_from: frozenset[str] | None = None,
-          fetch: bool = False, cache: Path | None = None, repeats: int = 1) -> BuildReport:
+          fetch: bool = False, cache: Path | None = None, repeats: int = 1, record: bool = False) -> BuildReport:
     """Write the tasks and states (those of `tasks`, from the sources of runs `runs_from`, when
     given) from the clones `sources` gives and, with `fetch`, the others fetched into `cache`;
-    with `validate`, Stage IV again on the states written."""
+    with `validate`, Stage IV again on the states written; with `record`, the repeated runs of
+    those found as recorded written into the manifest (repeated.py)."""
+    if record:
+        check_record(validate, repeats)
     manifest = read_manifest(directory)
     chosen = select(manifest, tasks, runs_from)
     repos = _sources(manifest, chosen, sources, fetch, cache, progress)
@@ -277,8 +286,12 @@ def build(directory: Path, sources: dict[str, Path], *, validate: bool = False, 
     if validate:
         from swe_residual.residualize.published.revalidate import revalidate
 
+        started, load_at_start = time.monotonic(), os.getloadavg()[0]
         report.validation = revalidate(directory, manifest, backend_name=backend_name, progress=progress,
                                        machine_trust=machine_trust, states=frozenset(report.states), repeats=repeats)
         report.problems = [f"{key}: {result['problem']}" for key, result in report.validation.items()
                            if result.get("problem")]
+        if record:
+            conditions = Conditions(time.monotonic() - started, tuple(report.tasks), load_at_start, os.getloadavg()[0])
+            report.recorded = record_repeats(directory, report.validation, repeats, conditions)
     return report
