@@ -9,7 +9,8 @@ track, and on the machine track from the keystrokes a Terminus-2 trial sent (har
 `commands.jsonl` in the keystroke form, replayed through tmux) or, for an agent that acted
 through tools (OpenClaw), from its tool calls (harbor/tool_calls.py: commands, file writes and
 edits, each command with the output it showed; such a trial submitted only when its last turn
-called no tool). A trial without either is imported with no final state and excluded by Stage
+called no tool), or, without a trajectory, from the bash calls of an agent that logs its turns as
+episodes (harbor/episode_tools.py: ktb-openrouter's `agent/episodes/episode-N/`). A trial without either is imported with no final state and excluded by Stage
 II (`no_final_state`). A trial is matched to its task by Harbor's task path and checksum
 (`trial_task`); a mismatch is reported, never imported, unless `--other-task-versions` asks for
 trials of another version of a dataset task (the mismatch recorded in the run's provenance). Trials of tasks not in DATASET are counted and skipped; trials that cannot be read
@@ -36,6 +37,7 @@ from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary,
                                         write_stage_one)
 from swe_residual.residualize.harbor.terminus import PANE_HEIGHT, PANE_LOG, PANE_WIDTH, read_keystrokes, recorded_screen
 from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
+from swe_residual.residualize.harbor.episode_tools import read_episode_tool_calls
 from swe_residual.dataset.task import Task
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
 from swe_residual.dataset.values import Outcome, Termination, Track
@@ -161,6 +163,9 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
     # (harbor/declared.py): Terminus's task_complete, a final message reporting the work.
     keys = read_keystrokes(trial.path) if task.track != Track.REPO else None
     tools = read_tool_calls(trial.path) if task.track != Track.REPO and keys is None else None
+    if tools is None and task.track != Track.REPO and keys is None:
+        # No ATIF trajectory: an agent that logs its turns as episodes (harbor/episode_tools.py).
+        tools = read_episode_tool_calls(trial.path)
     declared: tuple[bool, str] | None = None
     if keys is not None and keys.declaration is not None:
         declared = (keys.declaration.declared, keys.declaration.how)
@@ -235,7 +240,8 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         else:
             unrecoverable = (f"{task.track} track: {trial.relative} recorded no keystrokes (Terminus-2's "
                              "bash_command calls in agent/trajectory.json, or agent/episode-N/response.txt) "
-                             "and no tool calls, so nothing replays the agent's interactions with the machine")
+                             "and no tool calls (agent/trajectory.json, agent/episodes/episode-N/), so nothing "
+                             "replays the agent's interactions with the machine")
     else:
         for wanted, destination in _patch_sources(task):
             found = trial.artifact(wanted, destination)

@@ -30,6 +30,7 @@ manifest (repeated.py).
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import shutil
@@ -47,13 +48,19 @@ from swe_residual.residualize.published.repeated import Conditions, check_record
 from swe_residual.residualize.published.manifest import Manifest, StateRef, read_manifest, state_directory
 from swe_residual.residualize.harbor.terminus import PANE_LOG, read_keystrokes, recorded_screen
 from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
+from swe_residual.residualize.harbor.episode_tools import read_episode_tool_calls
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORDED_PANE
 
 # What a trial folder holds that the keys' reader uses (the rest: agent logs, casts of tests).
 TRIAL_FILES = ("results.json", "commands.txt", "sessions/agent.cast", "panes/post-agent.txt")
-# A Harbor trial: its ATIF trajectory, and the session's working directory (OpenClaw).
-HARBOR_TRIAL_FILES = ("agent/trajectory.json", "agent/openclaw-session.jsonl", PANE_LOG)
+# A Harbor trial: its ATIF trajectory, and the session's working directory (OpenClaw); or an
+# agent's episodes (ktb-openrouter: each answer, its tool results, the long ones' files, and the
+# config's command deadline), not their requests (each the whole conversation so far). Patterns
+# (fnmatch), matched against the paths below the trial.
+HARBOR_TRIAL_FILES = ("agent/trajectory.json", "agent/openclaw-session.jsonl", PANE_LOG, "config.json",
+                      "agent/episodes/episode-*/response.json", "agent/episodes/episode-*/tool-results.json",
+                      "agent/persisted-tool-results/episode-*/tool-*.txt")
 TERMINAL_BENCH, HARBOR_JOBS = "terminal-bench", "harbor-jobs"
 # DeepSWE run folders (importing/codex_runs.py, pi_runs.py, deepswe_trials.py): where each keeps
 # the patch its run submitted, which is the repository-track state as it is.
@@ -167,11 +174,14 @@ def _write_licence(manifest: Manifest, name: str, repo: Path, directory: Path) -
 
 def harbor_trial_commands(folder: Path, trial: str) -> tuple[bytes, bytes | None]:
     """A Harbor trial's interactions as `import harbor-jobs` reads them: Terminus-2's keystrokes
-    (with the screen its pane log leaves), else the tool calls of an agent that acted through tools."""
+    (with the screen its pane log leaves), else the tool calls of an agent that acted through tools
+    (its ATIF trajectory, else its episodes' bash calls)."""
     keys = read_keystrokes(folder)
     if keys is not None:
         return interactions_jsonl(keys.interactions), recorded_screen(folder)
     tools = read_tool_calls(folder)
+    if tools is None:
+        tools = read_episode_tool_calls(folder)
     if tools is None or tools.refused is not None:
         raise ConfigError(f"{trial}: {tools.refused if tools else 'no keystrokes and no tool calls'}")
     return interactions_jsonl(tools.interactions), None
@@ -183,8 +193,8 @@ def trial_commands(repo: Path, commit: str, trial: str, runs_format: str = TERMI
         folder = Path(scratch)
         listed = {f.path: f for f in git_source.tree_files(repo, commit, trial)}
         if runs_format == HARBOR_JOBS:
-            for name in HARBOR_TRIAL_FILES:
-                if name in listed:
+            for name in listed:
+                if any(fnmatch.fnmatchcase(name, pattern) for pattern in HARBOR_TRIAL_FILES):
                     (folder / name).parent.mkdir(parents=True, exist_ok=True)
                     (folder / name).write_bytes(git_source.read_blob(repo, listed[name].blob))
             return harbor_trial_commands(folder, trial)
