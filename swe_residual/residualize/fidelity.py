@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from swe_residual.dataset.errors import InfraError
+from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.dataset.states.pane_fidelity import describe, first_divergence
 from swe_residual.dataset.states.tool_calls import output_divergence
 
@@ -244,6 +244,9 @@ class FidelityCheck:
     files: int = 0  # paths the replay changed (volatile ones set aside)
     processes: list[str] = field(default_factory=list)
     outputs_compared: int = 0  # replayed commands whose output was compared with the recording
+    # What the second replay changed beyond the clean start (review_machine.changes_since), kept so
+    # that an included state's machine.json needs no replay of its own; None: not listed.
+    machine_changes: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         found = {"replays_agree": not (self.divergence or "").startswith(REPLAYS_DIFFER),
@@ -284,10 +287,13 @@ def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: An
     finally:
         if first_env is not environment:
             first_env.close()
-    second_env = states.replayed_instance(backend, task, state, spec, prepared)
+    listed: dict[str, Any] = {}  # the second replay's machine at its clean start
+    second_env = states.replayed_instance(backend, task, state, spec, prepared,
+                                          lambda clean: listed.update(before=_listing(clean)))
     try:
         second = fingerprint(second_env)
         outputs = outputs or list(getattr(second_env, "replayed_outputs", None) or [])
+        changes = _changes(second_env, listed.get("before"))
     finally:
         second_env.close()
     agreement = compare(first, second)
@@ -296,7 +302,7 @@ def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: An
         # Judged once the replays are compared: what they did not reproduce cannot be held to the recording.
         pane = pane_divergence(replayed_pane, recorded_pane, agreement.content_differs) or "matches"
     check = FidelityCheck(None, agreement.content_differs, pane, len(first.files), list(first.processes),
-                          len(outputs))
+                          len(outputs), changes)
     output_why = outputs_divergence(outputs)
     if output_why is not None:  # the earliest cause first: the replay went elsewhere from that command on
         check.divergence = output_why
@@ -305,3 +311,26 @@ def check_replay(backend: Any, task: Any, state: Any, environment: Any, spec: An
     elif pane not in ("matches", "not recorded"):
         check.divergence = f"pane: {pane}"
     return check
+
+
+def _listing(environment: Any) -> Any:
+    """The machine's listing (processes, packages), or None where it cannot be had."""
+    from swe_residual.environments.machine.listing import list_machine
+
+    try:
+        return list_machine(environment)
+    except (DatasetError, InfraError, OSError):
+        return None
+
+
+def _changes(environment: Any, before: Any) -> dict[str, Any] | None:
+    """The replay's machine changes, or None where they cannot be listed (Stage IV then replays
+    once more for them, as it did before)."""
+    from swe_residual.residualize.review_machine import changes_since
+
+    if before is None:
+        return None
+    try:
+        return changes_since(environment, before)
+    except (DatasetError, InfraError, OSError):
+        return None

@@ -89,6 +89,9 @@ from swe_residual.dataset.values import Track
 USABLE_MARK = "swe-residual-usable"
 STATE_SCHEMA = 1
 DEFAULT_REPEATS = 3  # Stage IV's verifier and oracle runs per state (the paper's "several times")
+# Where an included machine state's machine.json came from (table5.json `machine_changes_from`):
+# each replay of a real run can take minutes to hours, so Stage IV reuses one when it has it.
+FROM_REVIEW, FROM_FIDELITY, FROM_OWN_REPLAY = "stage iii replay", "stage iv second replay", "a replay of its own"
 
 
 @dataclass
@@ -109,6 +112,7 @@ class Outcome:
     # Machine track: what the predecessor changed on the machine (MachineChanges.as_dict), kept
     # as the state's machine.json; None: not known (a backend that cannot list it).
     machine_changes: dict[str, Any] | None = None
+    machine_changes_from: str | None = None  # which replay listed them (MACHINE_CHANGES_FROM)
     fidelity_check: FidelityCheck | None = None  # machine track on docker: replays and pane
     # Step 5: each verifier run on the state ("failure: a, b" / "success" / "no verdict: ...") and
     # each oracle run from it ("solved" / "not solved: ..."), in order; empty: not repeated.
@@ -412,7 +416,9 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
             else:
                 outcome = validate_candidate(backend, task, state, ref, _recorded_pane(work, ref), repeats)
                 if outcome.category == INCLUDED and task.track == Track.MACHINE:
-                    outcome.machine_changes = predecessor_machine_changes(work, backend, task, state, ref)
+                    outcome.machine_changes, outcome.machine_changes_from = predecessor_machine_changes(
+                        work, backend, task, state, ref,
+                        outcome.fidelity_check.machine_changes if outcome.fidelity_check else None)
                 _drop_snapshot(backend, task, state)
             outcome.review = entry
             outcomes.append(outcome)
@@ -450,7 +456,9 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
                                      "oracle_on_state": o.oracle_on_state,
                                      "oracle_on_state_detail": o.oracle_on_state_detail or None,
                                      "replay": o.fidelity_check.as_dict() if o.fidelity_check else None,
-                                     "stability": o.stability()}
+                                     "stability": o.stability(),
+                                     **({"machine_changes_from": o.machine_changes_from}
+                                        if o.machine_changes_from else {})}
                                     for o in outcomes]}
     result["table5"] = table = table5(result["candidates"])
     work.write_json("table5.json", result)
@@ -482,11 +490,12 @@ def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], written: li
             write_bytes(directory / MACHINE_FILE, (json.dumps(outcome.machine_changes, indent=1) + "\n").encode())
 
 
-def predecessor_machine_changes(work: Workdir, backend: Any, task: Task, state: ResidualState,
-                                ref: RunRef) -> dict[str, Any] | None:
-    """What the machine-track candidate changed beyond the clean start: Stage III's replay of it
-    (`--replay`, kept beside its packet) when there is one, else one replay now in a fresh
-    container of the task's image (docker backend); None when neither can say."""
+def predecessor_machine_changes(work: Workdir, backend: Any, task: Task, state: ResidualState, ref: RunRef,
+                                replayed: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """What the machine-track candidate changed beyond the clean start, and which replay said it:
+    Stage III's (`--replay`, kept beside its packet) when there is one, else Stage IV's second
+    replay's (`replayed`: its fidelity check listed them), else one replay now in a fresh
+    container of the task's image (docker backend); (None, None) when none can say."""
     kept = machine_changes_path(work, ref)
     if kept.is_file():
         try:
@@ -494,13 +503,15 @@ def predecessor_machine_changes(work: Workdir, backend: Any, task: Task, state: 
         except (OSError, ValueError):
             data = None
         if isinstance(data, dict) and "files" in data:
-            return data
+            return data, FROM_REVIEW
+    if replayed is not None:
+        return replayed, FROM_FIDELITY
     if not hasattr(backend, "start_container"):
-        return None
+        return None, None
     try:
-        return replay_changes(backend, task, state, f"build:{ref.task}/{ref.candidate}/machine")
+        return replay_changes(backend, task, state, f"build:{ref.task}/{ref.candidate}/machine"), FROM_OWN_REPLAY
     except (DatasetError, InfraError, OSError):
-        return None
+        return None, None
 
 
 def stage_ii_table(filtered: dict[str, Any]) -> dict[str, dict[str, int]]:

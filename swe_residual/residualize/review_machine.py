@@ -29,8 +29,6 @@ def machine_changes_path(work: Workdir, ref: RunRef) -> Path:
 def replay_changes(backend: Any, task: Any, state: Any, item: str) -> dict[str, Any]:
     """The state replayed into a fresh container of the task's (agent's) image: what it changed."""
     from swe_residual.environments.docker import states
-    from swe_residual.environments.docker.machine_changes import machine_changes
-    from swe_residual.environments.machine.kept import file_digests
     from swe_residual.environments.machine.listing import list_machine
 
     prepared = backend.agent_image(task)
@@ -39,11 +37,19 @@ def replay_changes(backend: Any, task: Any, state: Any, item: str) -> dict[str, 
                                  prepared.head) as environment:
         before = list_machine(environment)
         states.replay(environment, state)
-        changes = machine_changes(environment, before).as_dict()
-        files = changes["files"]
-        # What each file it changed holds (deleted: "-"), for Kept on this track.
-        changes["digests"] = file_digests(environment, sorted({*files["added"], *files["changed"], *files["deleted"]}))
-        return changes
+        return changes_since(environment, before)
+
+
+def changes_since(environment: Any, before: Any) -> dict[str, Any]:
+    """What `environment` holds beyond its clean start (`before`, its listing then): files,
+    packages, processes, and what each file it changed holds (deleted: "-"), for Kept on this track."""
+    from swe_residual.environments.docker.machine_changes import machine_changes
+    from swe_residual.environments.machine.kept import file_digests
+
+    changes = machine_changes(environment, before).as_dict()
+    files = changes["files"]
+    changes["digests"] = file_digests(environment, sorted({*files["added"], *files["changed"], *files["deleted"]}))
+    return changes
 
 
 def replay_candidates(workdir: Path | str, *, backend: Any = None,

@@ -101,6 +101,9 @@ def test_pipeline_regenerates_the_machine_states(tmp_path: Path) -> None:
             # what the predecessor changed on the machine, kept for Opened and Inspected
             assert new.machine_paths() == old.machine_paths() != set()
     # every run record carries the (null) fidelity of its clean start; the build cleaned up after itself
+    # Each included state's machine.json is what Stage IV's second replay listed: no replay of its own.
+    included = [c for c in json.loads((work / "table5.json").read_text())["candidates"] if c["state"]]
+    assert included and {c["machine_changes_from"] for c in included} == {"stage iv second replay"}
     record = json.loads((work / "runs" / "artifact-http-server" / "drafter" / "1" / "record.json").read_text())
     assert "fidelity" in record and record["residualize"]["payload"] == "commands.jsonl"
     assert _leftovers("residualize-build", pids["build"]) == []

@@ -33,6 +33,7 @@ import secrets
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import docker
@@ -213,11 +214,15 @@ def state_fidelity(client: docker.DockerClient, tag: str) -> str:
 
 
 def replayed_instance(backend: Orchestrator, task: Task, state: ResidualState, spec: StartSpec,
-                      prepared: PreparedImage) -> DockerEnvironment:
-    """A fresh container of the task image with the state's commands replayed into it."""
+                      prepared: PreparedImage,
+                      before_replay: Callable[[DockerEnvironment], None] | None = None) -> DockerEnvironment:
+    """A fresh container of the task image with the state's commands replayed into it;
+    `before_replay` sees the container at its clean start (Stage IV lists it there)."""
     environment = backend.start_container(prepared.image_id, task, spec, task.config.agent_network_mode,
                                           prepared.head)
     try:
+        if before_replay is not None:
+            before_replay(environment)
         replay(environment, state)
     except BaseException:
         environment.close()
