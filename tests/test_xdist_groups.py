@@ -58,8 +58,10 @@ def test_a_steal_never_cuts_a_module_fixture_across_workers(pytester: pytest.Pyt
     # xdist's stealing cuts the module: its fixture is built on both workers (on the thief again
     # each time quick tests come between the stolen ones).
     assert {"gw0", "gw1"} <= set(_setups(pytester, monkeypatch, grouped=False))
-    # Cut at the module's end instead: built once, and the quick tests still spread.
-    assert _setups(pytester, monkeypatch, grouped=True) == ["gw0"]
+    # Cut at the module's end instead: built once, and the quick tests still spread. On whichever
+    # worker took the module first: under load that is gw1 as often as gw0 (a CI run saw ['gw1']).
+    setups = _setups(pytester, monkeypatch, grouped=True)
+    assert len(setups) == 1 and setups[0] in {"gw0", "gw1"}, setups
 
 
 @pytest.mark.unit
