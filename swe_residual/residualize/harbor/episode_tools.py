@@ -49,7 +49,7 @@ from typing import Any
 
 from swe_residual.dataset.harbor_layout import read_object
 from swe_residual.residualize.harbor.declared import Declaration, final_message_declaration
-from swe_residual.residualize.harbor.tool_calls import MIN_ENDED_TIMEOUT_SEC, ToolCalls
+from swe_residual.residualize.harbor.tool_calls import MIN_ENDED_TIMEOUT_SEC, ToolCalls, read_tool_calls
 
 EPISODES = "agent/episodes"
 PERSISTED = "agent/persisted-tool-results"
@@ -242,3 +242,11 @@ def read_episode_tool_calls(trial_dir: Path) -> ToolCalls | None:
         declaration = _declaration(numbers[-1], last)
     return ToolCalls(reader.lines, EPISODES, declaration.declared, dict(sorted(reader.counts.items())), refused,
                      declaration.how)
+
+
+def read_any_tool_calls(trial_dir: Path) -> ToolCalls | None:
+    """A trial's tool calls, by the layout it has: its ATIF trajectory (tool_calls.py), else its
+    episodes' bash calls; None when it has neither (what `import harbor-jobs` and `dataset build`
+    both read)."""
+    tools = read_tool_calls(trial_dir)
+    return tools if tools is not None else read_episode_tool_calls(trial_dir)

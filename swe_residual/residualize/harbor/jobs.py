@@ -36,8 +36,8 @@ from swe_residual.residualize.harbor.match import Checksums, export_source, loca
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
 from swe_residual.residualize.harbor.terminus import PANE_HEIGHT, PANE_LOG, PANE_WIDTH, read_keystrokes, recorded_screen
-from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
-from swe_residual.residualize.harbor.episode_tools import read_episode_tool_calls
+from swe_residual.residualize.harbor.tool_calls import interactions_jsonl
+from swe_residual.residualize.harbor.episode_tools import read_any_tool_calls
 from swe_residual.dataset.task import Task
 from swe_residual.trial.record_model import HARNESS_FIELDS, AgentConfig, Attempt, Durations, Tokens
 from swe_residual.dataset.values import Outcome, Termination, Track
@@ -162,10 +162,8 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
     # through tools (harbor/tool_calls.py). Either says whether the agent declared the task done
     # (harbor/declared.py): Terminus's task_complete, a final message reporting the work.
     keys = read_keystrokes(trial.path) if task.track != Track.REPO else None
-    tools = read_tool_calls(trial.path) if task.track != Track.REPO and keys is None else None
-    if tools is None and task.track != Track.REPO and keys is None:
-        # No ATIF trajectory: an agent that logs its turns as episodes (harbor/episode_tools.py).
-        tools = read_episode_tool_calls(trial.path)
+    # No keystrokes: the ATIF trajectory's tool calls, else an agent's episodes (harbor/episode_tools.py).
+    tools = read_any_tool_calls(trial.path) if task.track != Track.REPO and keys is None else None
     declared: tuple[bool, str] | None = None
     if keys is not None and keys.declaration is not None:
         declared = (keys.declaration.declared, keys.declaration.how)

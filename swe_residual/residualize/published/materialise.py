@@ -47,8 +47,8 @@ from swe_residual.residualize.importing.tb_keys import read_trial_keys
 from swe_residual.residualize.published.repeated import Conditions, check_record, record_repeats
 from swe_residual.residualize.published.manifest import Manifest, StateRef, read_manifest, state_directory
 from swe_residual.residualize.harbor.terminus import PANE_LOG, read_keystrokes, recorded_screen
-from swe_residual.residualize.harbor.tool_calls import interactions_jsonl, read_tool_calls
-from swe_residual.residualize.harbor.episode_tools import read_episode_tool_calls
+from swe_residual.residualize.harbor.tool_calls import interactions_jsonl
+from swe_residual.residualize.harbor.episode_tools import read_any_tool_calls
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORDED_PANE
 
@@ -179,9 +179,7 @@ def harbor_trial_commands(folder: Path, trial: str) -> tuple[bytes, bytes | None
     keys = read_keystrokes(folder)
     if keys is not None:
         return interactions_jsonl(keys.interactions), recorded_screen(folder)
-    tools = read_tool_calls(folder)
-    if tools is None:
-        tools = read_episode_tool_calls(folder)
+    tools = read_any_tool_calls(folder)
     if tools is None or tools.refused is not None:
         raise ConfigError(f"{trial}: {tools.refused if tools else 'no keystrokes and no tool calls'}")
     return interactions_jsonl(tools.interactions), None
