@@ -176,8 +176,13 @@ class ObservesTheMachine:
         seen["note"] = session.exec("cat /srv/note.txt").stdout
         seen["typed"] = session.exec("cat /app/typed.txt").stdout
         seen["tick"] = session.exec("cat /app/tick").stdout
-        time.sleep(0.6)
-        seen["tick_later"] = session.exec("cat /app/tick").stdout
+        # Polled up to 20 s, not read once after a fixed wait: under a loaded CI machine the
+        # container's loop can be starved past any short wait; a stopped loop never changes it.
+        deadline = time.monotonic() + 20
+        seen["tick_later"] = seen["tick"]
+        while seen["tick_later"] == seen["tick"] and time.monotonic() < deadline:
+            time.sleep(0.3)
+            seen["tick_later"] = session.exec("cat /app/tick").stdout
         session.exec("touch /app/solved")
         return AgentResult(SUBMITTED)
 
