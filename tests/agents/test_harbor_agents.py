@@ -336,7 +336,9 @@ def test_run_is_stopped_at_the_time_limit_with_its_tokens(terminus_runs) -> None
     # TIME_LIMITED: run() gets 15 s; three answered calls, then the model never answers.
     record = terminus_runs["time_limit"]
     assert (record["termination"], record["outcome"]) == ("time_limit", "failure"), record.get("message")
-    assert 15 <= record["durations"]["agent_run_sec"] < 15 + 3
+    # Stopped at its limit, not when the model answers (never): a bound well under that, with room
+    # for a loaded CI machine's late stop (15 + 3 was tight there).
+    assert 15 <= record["durations"]["agent_run_sec"] < 15 + 10
     assert record["durations"]["agent_sec"] < 15 + 15
     # the three answered calls, as the server counted them (100/20 each): nothing lost at the limit
     assert record["tokens"] == {"prompt": 300, "completion": 60}
