@@ -352,11 +352,14 @@ def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tu
         # the same without touching the system's packages. They also ship Python's C headers
         # (a test that builds an extension with setuptools needs Python.h): python3-dev.
         packages = "python3 python3-venv python3-pip python3-dev"
+        # test.sh's uvx stand-in needs curl besides those: installed in this one apt step, so
+        # that uvx_lines need not run apt again (an index fetch and a layer commit fewer).
+        packages += " curl" if plan.uvx_specs else ""
         tools = ["pip"]
         lines += [
+            # The venv in the apt step's layer: each step is a commit (seconds on fuse-overlayfs).
             f"RUN . {BUILD_DIR}/net.sh; apt-get update && apt-get install -y --no-install-recommends {packages} "
-            "&& rm -rf /var/lib/apt/lists/*",
-            f"RUN python3 -m venv {VENV}",
+            f"&& rm -rf /var/lib/apt/lists/* && python3 -m venv {VENV}",
             *venv_path_lines(VENV),
         ]
         poetry = poetry_lines(dockerfile_text)
@@ -404,17 +407,20 @@ def venv_path_lines(venv: str) -> list[str]:
             + " > /etc/profile.d/swe-residual-venv.sh"]
 
 
-def uvx_lines(specs: list[str], debian_python: bool = True) -> list[str]:
+def uvx_lines(specs: list[str], debian_python: bool = True, apt_done: bool = False) -> list[str]:
     """The tools test.sh runs with `uvx`, preinstalled; the Pythons uv manages carry their C
     headers, so the stand-in's Python does too (python3-dev, for Debian's python3; a Python
-    compiled into /usr/local has its headers and venv already)."""
+    compiled into /usr/local has its headers and venv already). `apt_done`: the prelude's apt
+    step installed these packages already (a venv stand-in: base_prelude)."""
     quoted = " ".join(shlex.quote(s) for s in specs)
     packages = "curl python3-venv python3-dev" if debian_python else "curl"
-    return [
+    apt = [] if apt_done else [
         f"RUN . {BUILD_DIR}/net.sh; apt-get update && apt-get install -y --no-install-recommends {packages} "
-        "&& rm -rf /var/lib/apt/lists/*",
-        f"RUN . {BUILD_DIR}/net.sh; python3 -m venv {UVX_TOOLS} && {UVX_TOOLS}/bin/pip install {quoted}",
-        f"RUN install -m 0755 {BUILD_DIR}/uvx /usr/local/bin/uvx && mkdir -p /root/.local/bin "
+        "&& rm -rf /var/lib/apt/lists/*"]
+    return [
+        *apt,
+        f"RUN . {BUILD_DIR}/net.sh; python3 -m venv {UVX_TOOLS} && {UVX_TOOLS}/bin/pip install {quoted} "
+        f"&& install -m 0755 {BUILD_DIR}/uvx /usr/local/bin/uvx && mkdir -p /root/.local/bin "
         "&& touch /root/.local/bin/env",
     ]
 
@@ -506,6 +512,13 @@ def pip_conf(settings: dict[str, str], has_ca: bool) -> str:
         return handle.read()
 
 
+def venv_prelude_installs_uvx_packages(prelude: list[str]) -> bool:
+    """Whether the prelude's apt step (a venv stand-in's, base_prelude) installs what uvx_lines
+    would install with apt: curl, python3-venv and python3-dev."""
+    return any("apt-get install" in line and all(f" {package}" in line for package in
+                                                 ("curl", "python3-venv", "python3-dev")) for line in prelude)
+
+
 def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
     out: list[str] = []
     seen_from = False
@@ -520,7 +533,8 @@ def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
             out += [prelude[0], *([f"COPY {CONTEXT_DIR}/net/ {BUILD_DIR}/"] if runs else []),
                     *(line for line in prelude[1:] if runs or not line.startswith("ARG "))]
             if plan.uvx_specs:
-                out += uvx_lines(plan.uvx_specs, debian_python=not plan.stand_in.python_build)
+                out += uvx_lines(plan.uvx_specs, debian_python=not plan.stand_in.python_build,
+                                 apt_done=venv_prelude_installs_uvx_packages(prelude))
             if plan.repos:
                 out.append(f"COPY {CONTEXT_DIR}/git/ {BUILD_DIR}/git/")
             seen_from = True
