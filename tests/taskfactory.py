@@ -244,14 +244,21 @@ def assert_replayed_as_recorded(environment) -> None:
     assert environment.exec("test -e /app/swallowed").exit_code == 1
     # C-c is a keystroke: it interrupted `sleep 300` (status 130) and the shell went on.
     assert environment.read_file("interrupted").strip() == b"130"
-    # The foreground loop keeps running after the replay (it replaces the file ten times a
-    # second, each time whole). Polled for up to 20 s: on a loaded CI machine a container's
-    # loop was once starved past a fixed 0.6 s wait; a stopped loop never changes the file.
-    first = environment.exec("cat /app/tick").stdout
-    assert first.strip()
+    # The foreground loop keeps running after the replay (ten times a second). The shared Stage IV
+    # build's ticker writes its file in place (`date > /app/tick`), so a read can fall between the
+    # truncation and the write and see it empty: an empty read is no value. Polled for up to 20 s
+    # (a loaded CI machine starved a fixed 0.6 s wait): a stopped loop never changes the file.
     deadline = time.monotonic() + 20
-    while environment.exec("cat /app/tick").stdout == first:
+
+    def tick() -> str:
         assert time.monotonic() < deadline, "the ticker left running by the replay has stopped"
+        return environment.exec("cat /app/tick").stdout.strip()
+
+    first = tick()
+    while not first:
+        time.sleep(0.1)
+        first = tick()
+    while tick() in ("", first):
         time.sleep(0.3)
 
 
