@@ -49,6 +49,7 @@ from swe_residual.residualize.published.manifest import Manifest, StateRef, read
 from swe_residual.residualize.harbor.terminus import PANE_LOG, read_keystrokes, recorded_screen
 from swe_residual.residualize.harbor.tool_calls import interactions_jsonl
 from swe_residual.residualize.harbor.episode_tools import read_any_tool_calls
+from swe_residual.residualize.harbor.responses_tools import EVENT_FILES
 from swe_residual.residualize import tomlwrite
 from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORDED_PANE
 
@@ -56,11 +57,12 @@ from swe_residual.residualize.workdir import COMMANDS, PATCH, RECORDED_PANE
 TRIAL_FILES = ("results.json", "commands.txt", "sessions/agent.cast", "panes/post-agent.txt")
 # A Harbor trial: its ATIF trajectory, and the session's working directory (OpenClaw); or an
 # agent's episodes (ktb-openrouter: each answer, its tool results, the long ones' files, and the
-# config's command deadline), not their requests (each the whole conversation so far). Patterns
-# (fnmatch), matched against the paths below the trial.
+# config's command deadline), not their requests (each the whole conversation so far); or a
+# harness's events file (ThinHarness, Pi: harbor/responses_tools.py). Patterns (fnmatch), matched
+# against the paths below the trial.
 HARBOR_TRIAL_FILES = ("agent/trajectory.json", "agent/openclaw-session.jsonl", PANE_LOG, "config.json",
                       "agent/episodes/episode-*/response.json", "agent/episodes/episode-*/tool-results.json",
-                      "agent/persisted-tool-results/episode-*/tool-*.txt")
+                      "agent/persisted-tool-results/episode-*/tool-*.txt", *EVENT_FILES)
 TERMINAL_BENCH, HARBOR_JOBS = "terminal-bench", "harbor-jobs"
 # DeepSWE run folders (importing/codex_runs.py, pi_runs.py, deepswe_trials.py): where each keeps
 # the patch its run submitted, which is the repository-track state as it is.
