@@ -238,7 +238,8 @@ def _run(trial: HarborTrial, task: Task, identity: str, source: str, command: st
         else:
             unrecoverable = (f"{task.track} track: {trial.relative} recorded no keystrokes (Terminus-2's "
                              "bash_command calls in agent/trajectory.json, or agent/episode-N/response.txt) "
-                             "and no tool calls (agent/trajectory.json, agent/episodes/episode-N/), so nothing "
+                             "and no tool calls (agent/trajectory.json, agent/episodes/episode-N/, "
+                             "agent/thinharness-events.jsonl, agent/pi-events.jsonl), so nothing "
                              "replays the agent's interactions with the machine")
     else:
         for wanted, destination in _patch_sources(task):
