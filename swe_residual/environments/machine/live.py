@@ -24,7 +24,7 @@ from swe_residual.environments.machine.terminal import SESSION
 
 # Bump when the rule above changes: it is part of a machine snapshot's tag (docker/states.py state_tag),
 # so snapshots labelled under an older rule are rebuilt instead of reused.
-RESTORE_RULE = "2"
+RESTORE_RULE = "3"  # 3: "none" only after three listings agree (machine/replay.py restore_by_replay)
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ash"})
 
 

@@ -23,6 +23,7 @@ a writable /tmp (staged input and output).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from swe_residual.dataset.errors import DatasetError
@@ -91,6 +92,10 @@ def replay(environment: Machine, state: ResidualState, *, runner: CommandRunner 
     return replayed
 
 
+LIVE_LOOKS = 3  # listings after a replay before its state is said to hold no live process
+LIVE_LOOK_GAP_SEC = 0.5
+
+
 def restore_by_replay(environment: Machine, state: ResidualState, *,
                       runner: CommandRunner | None = None) -> ReplayResult:
     """`replay`, with the processes listed right before and after it: which live processes the
@@ -98,4 +103,13 @@ def restore_by_replay(environment: Machine, state: ResidualState, *,
     clean = list_machine(environment)
     outputs = replay(environment, state, runner=runner)
     live = live_after_replay(clean, list_machine(environment))
+    # A loop the terminal's shell runs itself (`while true; do ...; sleep 0.1; done`) shows as a
+    # child only while one of its commands runs: one listing can fall between two of them and
+    # see an idle shell (on a loaded CI machine it did, and the state lost its ticker to a
+    # snapshot). "None" is only concluded after LIVE_LOOKS listings agree on it.
+    for _ in range(LIVE_LOOKS - 1):
+        if live:
+            break
+        time.sleep(LIVE_LOOK_GAP_SEC)
+        live = live_after_replay(clean, list_machine(environment))
     return ReplayResult(tuple(outputs), tuple(live))
