@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -161,3 +162,16 @@ def machine_task_id() -> Iterator[str]:
     name = f"machine-{secrets.token_hex(3)}"
     yield name
     remove_cached_images(name)
+
+
+def commit_folder(folder: Path) -> str:
+    """`folder` made a git repository of one commit (a source of runs as `dataset build` reads it
+    from a clone); its commit."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "jobs")
+    return git("rev-parse", "HEAD")

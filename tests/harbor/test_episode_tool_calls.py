@@ -8,12 +8,11 @@ runs whose commands.jsonl `dataset build` rebuilds byte for byte from the trial'
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harborjobs import write_trial
+from harborjobs import commit_folder, write_trial
 from taskfactory import make_machine_task
 
 from swe_residual.dataset.errors import ConfigError
@@ -233,10 +232,6 @@ def test_a_call_the_run_never_answered_is_refused_and_an_unreadable_last_episode
     assert read.declared_how == "its last episode (1) cannot be read: the claim is unknown"
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 def _import(tmp_path: Path) -> Path:
     """Three trials of one task imported: declared done, stopped, and cut short; the runs' directory."""
     dataset, jobs = tmp_path / "dataset", tmp_path / "source" / "jobs" / JOB
@@ -270,19 +265,12 @@ def test_import_harbor_jobs_makes_machine_track_runs_of_the_bash_calls(tmp_path:
     assert not final["recoverable"] and "episode 1: bash 'make' has no result" in final["detail"]
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 def test_dataset_build_rebuilds_the_imported_commands_from_a_clone(tmp_path: Path) -> None:
     # Not `unit`: it makes a git repository. `dataset build` reads the trial from a clone at a
     # commit, only the files it needs (no request.json): the same bytes as the import wrote.
     runs = _import(tmp_path)
     source = tmp_path / "source"
-    _git(source, "init", "-q")
-    _git(source, "add", "-A")
-    _git(source, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "jobs")
-    commit = _git(source, "rev-parse", "HEAD")
+    commit = commit_folder(source)
     commands, pane = trial_commands(source, commit, f"jobs/{JOB}/pmars__1", HARBOR_JOBS)
     assert commands == (runs / "1" / "commands.jsonl").read_bytes() and pane is None
     with pytest.raises(ConfigError, match="episode 1: bash 'make' has no result"):

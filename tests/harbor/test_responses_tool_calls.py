@@ -9,12 +9,11 @@ rebuilds from the trial's files."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harborjobs import write_trial
+from harborjobs import commit_folder, write_trial
 from taskfactory import make_machine_task
 
 from swe_residual.cli.main import main
@@ -325,19 +324,12 @@ def test_import_harbor_jobs_reads_the_events_files_into_commands(tmp_path: Path)
     assert not final["recoverable"] and "sequence 2: bash has no result" in final["detail"]
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 def test_dataset_build_rebuilds_the_imported_commands_from_a_clone(tmp_path: Path) -> None:
     # Not `unit`: it makes a git repository. `dataset build` copies the events files
     # (HARBOR_TRIAL_FILES) and reads the same bytes as the import wrote.
     runs = _import(tmp_path)
     source = tmp_path / "source"
-    _git(source, "init", "-q")
-    _git(source, "add", "-A")
-    _git(source, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "jobs")
-    commit = _git(source, "rev-parse", "HEAD")
+    commit = commit_folder(source)
     for number in (1, 2):
         commands, pane = trial_commands(source, commit, f"jobs/{JOB}/nginx__{number}", HARBOR_JOBS)
         assert commands == (runs / str(number) / "commands.jsonl").read_bytes() and pane is None
