@@ -347,7 +347,7 @@ def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tu
         lines += [*local_python.stand_in_lines(stand_in.local_python, f"{CONTEXT_DIR}/python", VENV),
                   *venv_path_lines(VENV), *poetry_lines(dockerfile_text)]
         notes.append(local_python.note(stand_in.local_python, plan.base_from, stand_in.image, VENV))
-    elif stand_in.python_venv:
+    elif venv_prelude(plan):
         # Those bases give python3 + pip on PATH; Debian's python3 in a venv first on PATH does
         # the same without touching the system's packages. They also ship Python's C headers
         # (a test that builds an extension with setuptools needs Python.h): python3-dev.
@@ -512,11 +512,11 @@ def pip_conf(settings: dict[str, str], has_ca: bool) -> str:
         return handle.read()
 
 
-def venv_prelude_installs_uvx_packages(prelude: list[str]) -> bool:
-    """Whether the prelude's apt step (a venv stand-in's, base_prelude) installs what uvx_lines
-    would install with apt: curl, python3-venv and python3-dev."""
-    return any("apt-get install" in line and all(f" {package}" in line for package in
-                                                 ("curl", "python3-venv", "python3-dev")) for line in prelude)
+def venv_prelude(plan: Plan) -> bool:
+    """Whether base_prelude gives `plan` Debian's python3 in a venv: its one apt step then also
+    installs what uvx_lines would install with apt (curl, python3-venv, python3-dev)."""
+    stand_in = plan.stand_in
+    return not stand_in.python_build and stand_in.local_python is None and stand_in.python_venv
 
 
 def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
@@ -534,7 +534,7 @@ def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
                     *(line for line in prelude[1:] if runs or not line.startswith("ARG "))]
             if plan.uvx_specs:
                 out += uvx_lines(plan.uvx_specs, debian_python=not plan.stand_in.python_build,
-                                 apt_done=venv_prelude_installs_uvx_packages(prelude))
+                                 apt_done=venv_prelude(plan))
             if plan.repos:
                 out.append(f"COPY {CONTEXT_DIR}/git/ {BUILD_DIR}/git/")
             seen_from = True
