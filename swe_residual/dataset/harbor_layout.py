@@ -5,7 +5,9 @@ trial; a trial directory holds (Harbor's `TrialPaths`):
 
     config.json                 the trial's `TrialConfig` (task, agent name and model, ...)
     result.json                 its `TrialResult`, written when the trial ends
-    agent/trajectory.json       the agent's trajectory in ATIF, when the agent writes one (see `atif`)
+    agent/trajectory.json       the agent's trajectory in ATIF, when the agent writes one (see `atif`);
+                                an installed agent that leaves it in the task's directory has it
+                                collected as an artifact (pre.dev: artifacts/trajectory.json)
     verifier/                   reward.txt or reward.json, test reports, test output
     artifacts/                  what was collected from the environment, and manifest.json
 
@@ -30,6 +32,8 @@ from typing import Any
 # and in Harbor versions before the mirrored layout at artifacts/x.
 CONVENTION_DIR = PurePosixPath("/logs/artifacts")
 MANIFEST = "manifest.json"
+# Where a trial keeps its ATIF trajectory, in the order looked for.
+TRAJECTORIES = ("agent/trajectory.json", "artifacts/trajectory.json")
 # Directories below the root are searched this deep for trials (jobs/<job>/<trial> is 2).
 MAX_DEPTH = 4
 
@@ -205,6 +209,14 @@ def _model(agent_info: Mapping[str, Any], agent_config: Mapping[str, Any]) -> st
     return _text(agent_config, "model_name")
 
 
+def _trajectory_model(trajectory: Path) -> str | None:
+    """The model an ATIF trajectory names (`agent.model_name`), for an agent whose result does not."""
+    if not trajectory.is_file():
+        return None
+    data, _ = read_object(trajectory)
+    return _text(_table(data or {}, "agent"), "model_name")
+
+
 def _manifest(artifacts_dir: Path) -> tuple[ArtifactEntry, ...]:
     path = artifacts_dir / MANIFEST
     try:
@@ -242,7 +254,7 @@ def read_trial(path: Path, relative: str) -> HarborTrial | TrialProblem:
     for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier"):
         timing = _table(result, phase)
         phases[phase] = (parse_time(timing.get("started_at")), parse_time(timing.get("finished_at")))
-    trajectory = path / "agent" / "trajectory.json"
+    trajectory = next((path / found for found in TRAJECTORIES if (path / found).is_file()), path / TRAJECTORIES[0])
     return HarborTrial(
         path=path,
         relative=relative,
@@ -252,7 +264,7 @@ def read_trial(path: Path, relative: str) -> HarborTrial | TrialProblem:
         task_checksum=_text(result, "task_checksum"),
         agent_name=_text(agent_info, "name") or _text(agent_config, "name") or _text(agent_config, "import_path"),
         agent_version=_text(agent_info, "version"),
-        model_name=_model(agent_info, agent_config),
+        model_name=_model(agent_info, agent_config) or _trajectory_model(trajectory),
         rewards=_rewards(result),
         exception_type=_text(exception, "exception_type"),
         exception_message=_text(exception, "exception_message"),

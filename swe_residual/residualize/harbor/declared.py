@@ -17,6 +17,13 @@ so "the last turn called no tool" is not the rule. Per harness:
   its last sentence is a first-person announcement of a next action ("Let me write a Python
   compressor...", "Now I'll run the tests.", "I need to check ..."). A report ("Created
   /app/run.py with ...", "The results have been saved to ...") declares it done.
+- **pre.dev** (`predev`) declares with a tool, `return_result` (`summary`, `done`,
+  `needsContinuation`): the harness answers "Chain complete." when it ends the run, "Frame
+  checkpointed." when it ends a sub-agent's frame (`sequential_recurse`), and may ask the agent to
+  confirm, which it does with another `return_result`. Rule: its **last** `return_result` does
+  not say the work is unfinished (`done: false`, `needsContinuation: true`), was not answered as a
+  sub-agent's frame, and no call that changes the machine (`bash`, `write_file`, `edit_file`,
+  `execute_program`) follows it. Words after it (a confirmation) do not matter.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MARK_COMPLETE = "mark_task_complete"
+RETURN_RESULT = "return_result"  # pre.dev's
+_FRAME_CLOSED = "Frame checkpointed"  # pre.dev's answer to a sub-agent's return_result
 _ANSWER_FIELDS = ("task_complete", "is_task_complete")
 _XML_COMPLETE = re.compile(r"<task_complete>\s*true\s*</task_complete>", re.IGNORECASE)
 # A sentence that announces what the agent is about to do (its first words, after an optional
@@ -115,3 +124,27 @@ def final_message_declaration(message: str | None) -> Declaration:
     if _NEXT_ACTION.match(last):
         return Declaration(False, f"its final message ends with a next action ({last[:80]!r}): the run stopped")
     return Declaration(True, f"its final message reports the work ({last[:80]!r})")
+
+
+def return_result_declaration(calls: list[tuple[Any, str, dict[str, Any], str | None]],
+                              acting: frozenset[str]) -> Declaration:
+    """pre.dev's claim from its calls ((step, tool, arguments, answer), in order): its last
+    `return_result` declares the work done, ends the run rather than a sub-agent's frame, and no
+    call in `acting` (the tools that change the machine) comes after it."""
+    ends = [position for position, call in enumerate(calls) if call[1] == RETURN_RESULT]
+    if not ends:
+        return Declaration(False, "it never called return_result: the run stopped")
+    step, _, arguments, answer = calls[ends[-1]]
+    if arguments.get("done") is False or arguments.get("needsContinuation") is True:
+        return Declaration(False, f"its last return_result (step {step}) says the work is not done "
+                                  f"(done {arguments.get('done')!r}, needsContinuation "
+                                  f"{arguments.get('needsContinuation')!r})")
+    if isinstance(answer, str) and answer.startswith(_FRAME_CLOSED):
+        return Declaration(False, f"its last return_result (step {step}) closed a sub-agent's frame "
+                                  f"({answer[:40]!r}), not the run: the run stopped")
+    after = [call for call in calls[ends[-1] + 1:] if call[1] in acting]
+    if after:
+        return Declaration(False, f"it went on acting after its last return_result (step {step}): "
+                                  f"{after[0][1]} at step {after[0][0]}: the run stopped")
+    how = f" (answered {answer[:40]!r})" if isinstance(answer, str) and answer else ""
+    return Declaration(True, f"step {step}: return_result declares the work done{how}")

@@ -49,6 +49,7 @@ from typing import Any
 
 from swe_residual.dataset.harbor_layout import read_object
 from swe_residual.residualize.harbor.declared import Declaration, final_message_declaration
+from swe_residual.residualize.harbor.predev_tools import read_predev_tool_calls
 from swe_residual.residualize.harbor.responses_tools import read_responses_tool_calls
 from swe_residual.residualize.harbor.tool_calls import MIN_ENDED_TIMEOUT_SEC, ToolCalls, read_tool_calls
 
@@ -246,10 +247,11 @@ def read_episode_tool_calls(trial_dir: Path) -> ToolCalls | None:
 
 
 def read_any_tool_calls(trial_dir: Path) -> ToolCalls | None:
-    """A trial's tool calls, by the layout it has: its ATIF trajectory (tool_calls.py), else its
-    episodes' bash calls, else its harness's events file (ThinHarness, Pi: responses_tools.py);
-    None when it has none (what `import harbor-jobs` and `dataset build` both read)."""
-    for read in (read_tool_calls, read_episode_tool_calls, read_responses_tool_calls):
+    """A trial's tool calls, by the layout it has: its ATIF trajectory (tool_calls.py), else pre.dev's
+    collected one (predev_tools.py), else its episodes' bash calls, else its harness's events file
+    (ThinHarness, Pi: responses_tools.py); None when it has none (what `import harbor-jobs` and
+    `dataset build` both read)."""
+    for read in (read_tool_calls, read_predev_tool_calls, read_episode_tool_calls, read_responses_tool_calls):
         tools = read(trial_dir)
         if tools is not None:
             return tools

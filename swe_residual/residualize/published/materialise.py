@@ -58,11 +58,13 @@ TRIAL_FILES = ("results.json", "commands.txt", "sessions/agent.cast", "panes/pos
 # A Harbor trial: its ATIF trajectory, and the session's working directory (OpenClaw); or an
 # agent's episodes (ktb-openrouter: each answer, its tool results, the long ones' files, and the
 # config's command deadline), not their requests (each the whole conversation so far); or a
-# harness's events file (ThinHarness, Pi: harbor/responses_tools.py). Patterns (fnmatch), matched
-# against the paths below the trial.
+# harness's events file (ThinHarness, Pi: harbor/responses_tools.py); or pre.dev's collected
+# trajectory, the manifest saying where it was collected from, and the log of its set-up
+# (harbor/predev_tools.py). Patterns (fnmatch), matched against the paths below the trial.
 HARBOR_TRIAL_FILES = ("agent/trajectory.json", "agent/openclaw-session.jsonl", PANE_LOG, "config.json",
                       "agent/episodes/episode-*/response.json", "agent/episodes/episode-*/tool-results.json",
-                      "agent/persisted-tool-results/episode-*/tool-*.txt", *EVENT_FILES)
+                      "agent/persisted-tool-results/episode-*/tool-*.txt", *EVENT_FILES,
+                      "artifacts/trajectory.json", "artifacts/manifest.json", "trial.log")
 TERMINAL_BENCH, HARBOR_JOBS = "terminal-bench", "harbor-jobs"
 # DeepSWE run folders (importing/codex_runs.py, pi_runs.py, deepswe_trials.py): where each keeps
 # the patch its run submitted, which is the repository-track state as it is.
