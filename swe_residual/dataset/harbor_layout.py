@@ -34,8 +34,9 @@ CONVENTION_DIR = PurePosixPath("/logs/artifacts")
 MANIFEST = "manifest.json"
 # Where a trial keeps its ATIF trajectory, in the order looked for.
 TRAJECTORIES = ("agent/trajectory.json", "artifacts/trajectory.json")
-# Directories below the root are searched this deep for trials (jobs/<job>/<trial> is 2).
-MAX_DEPTH = 4
+# Directories below the root are searched this deep for trials (jobs/<job>/<trial> is 2; a published
+# results tree such as results/<machine>/<model>/<task>/<job>/<trial> is 5).
+MAX_DEPTH = 6
 
 
 @dataclass(frozen=True)

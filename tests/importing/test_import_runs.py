@@ -11,6 +11,8 @@ same for a prediction file. Harbor's own models load the fixtures when its venv 
 
 from __future__ import annotations
 
+import shutil
+
 import hashlib
 import json
 import os
@@ -339,6 +341,23 @@ def test_reader_is_tolerant(imported: dict[str, Any]) -> None:
     assert [p.relative for p in jobs.problems] == ["2026-03-01__10-00-00/calc__Hh8"]
     first = jobs.trials[0]
     assert (first.agent_name, first.model_name, first.reward) == ("claude-code", "anthropic/claude-sonnet-4-5", 0.0)
+
+
+@pytest.mark.slow
+def test_trials_are_found_as_deep_as_a_published_results_tree(imported: dict[str, Any], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A results tree as sources publish it (results/<machine>/<model>/<task>/<job>/<trial>: depth 5)
+    is read; a trial deeper than the search goes is not, and the error says how deep it looked."""
+    trial = read_jobs(imported["jobs"]).trials[0].path
+    deep = tmp_path / "results" / "server" / "model" / "calc" / "job"
+    shutil.copytree(trial, deep / trial.name)
+    assert [t.trial_name for t in read_jobs(tmp_path / "results").trials] == [trial.name]
+    too_deep = tmp_path / "deeper" / "a" / "b" / "c" / "d" / "e" / "f"
+    shutil.copytree(trial, too_deep / trial.name)
+    assert read_jobs(tmp_path / "deeper").trials == []
+    assert cli_main(["import", "harbor-jobs", str(tmp_path / "deeper"), "--dataset", str(imported["dataset"]),
+                     "--out", str(tmp_path / "w")]) == 2
+    assert "found within 6 levels of it" in capsys.readouterr().err
 
 
 @pytest.mark.unit

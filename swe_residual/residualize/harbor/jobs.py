@@ -31,7 +31,7 @@ from typing import Any
 from swe_residual.dataset.load import load_dataset
 from swe_residual.dataset.errors import ConfigError
 from swe_residual.agents.atif import read_atif
-from swe_residual.dataset.harbor_layout import HarborTrial, format_time, read_jobs
+from swe_residual.dataset.harbor_layout import MAX_DEPTH, HarborTrial, format_time, read_jobs
 from swe_residual.residualize.harbor.match import Checksums, export_source, local_task_dir, pick
 from swe_residual.residualize.importing.runs import (ImportedRun, ImportSummary, TaskIndex, name_predecessors, run_record,
                                         write_stage_one)
@@ -307,7 +307,8 @@ def import_harbor_jobs(jobs_dir: Path | str, dataset_path: Path | str, out: Path
                + (" --other-task-versions" if other_versions else ""))
     jobs = read_jobs(root)
     if not jobs.trials and not jobs.problems:
-        raise ConfigError(f"{root}: no Harbor trial directories (with a result.json) found")
+        raise ConfigError(f"{root}: no Harbor trial directories (with a result.json) found within {MAX_DEPTH} "
+                          "levels of it: give the directory holding the jobs")
     # (path, path relative to JOBS_DIR, reason): printed with the path, recorded relative.
     problems = [(problem.path, problem.relative, problem.reason) for problem in jobs.problems]
     for problem in jobs.problems:
