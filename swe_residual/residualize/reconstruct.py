@@ -451,7 +451,7 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
     before_review = stage_ii_table(filtered)
     result: dict[str, Any] = {"table5": {}, "rows": [label for _, label in TABLE5_ROWS], "stage_ii": before_review,
               "out": str(out), "machine_trust": trust.describe() if trust is not None else None,
-              "candidates": kept + [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
+              "candidates": _in_earlier_order(earlier, kept + [{**o.ref.as_dict(), "track": o.track, "category": o.category, "detail": o.detail,
                                      "fidelity": o.fidelity, "state": o.state_id, "oracle_solvable": o.oracle_solvable,
                                      "oracle_on_state": o.oracle_on_state,
                                      "oracle_on_state_detail": o.oracle_on_state_detail or None,
@@ -459,12 +459,22 @@ def build(workdir: Path | str, out: Path | str, *, backend_name: str | None = No
                                      "stability": o.stability(),
                                      **({"machine_changes_from": o.machine_changes_from}
                                         if o.machine_changes_from else {})}
-                                    for o in outcomes]}
+                                    for o in outcomes])}
     result["table5"] = table = table5(result["candidates"])
     work.write_json("table5.json", result)
     for line in [*render_table5(table), *render_stage_ii(before_review)]:
         progress(line)
     return result
+
+
+def _in_earlier_order(earlier: list[dict[str, Any]], candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`candidates` in the order the last build listed them (those it did not list after, as they
+    come): a build of some tasks writes the same table5.json as a build of all when nothing changed."""
+    def key(entry: dict[str, Any]) -> tuple[Any, ...]:
+        return (entry["task"], entry["predecessor"], entry["attempt"])
+
+    position = {key(entry): n for n, entry in enumerate(earlier)}
+    return sorted(candidates, key=lambda entry: position.get(key(entry), len(position)))
 
 
 def _write_dataset(work: Workdir, out: Path, tasks: dict[str, Task], written: list[str], config: dict[str, Any],

@@ -28,12 +28,13 @@ def _tree(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _pipeline(work: Path, out: Path) -> None:
+def _pipeline(work: Path, out: Path, tasks: tuple[str, ...] = ()) -> None:
     predecessors = [f"--predecessor={name}=script:{PREDECESSORS / name}" for name in ("drafter", "patcher", "skimmer")]
     assert cli_main(["residualize", "generate", str(SAMPLE), *predecessors, "--out", str(work), "--backend", "local"]) == 0
     assert cli_main(["residualize", "filter", str(work)]) == 0
     assert cli_main(["residualize", "review", str(work), "--accept-all-as", "pipeline-test"]) == 0
-    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--repeats", "1"]) == 0
+    only = [arg for task in tasks for arg in ("--task", task)]
+    assert cli_main(["residualize", "build", str(work), "--out", str(out), "--repeats", "1", *only]) == 0
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,10 @@ def test_table5_and_filter_records(regenerated: tuple[Path, Path]) -> None:
 def test_rerun_is_idempotent(regenerated: tuple[Path, Path]) -> None:
     work, out = regenerated
     before_out, before_work = _tree(out), _tree(work)
-    _pipeline(work, out)
+    # Every stage again; Stage IV for two tasks of each track's kind only (the others keep what the
+    # last build recorded, and are written again from it): a build is per candidate, so two stand for
+    # the eighteen, and the project's CI is spared sixteen more oracle and verifier runs.
+    _pipeline(work, out, tasks=("lru-cache-ttl", "spanfmt-days-weeks"))
     assert _tree(out) == before_out
     # The runs are not repeated, the packets not rewritten: the work directory is unchanged too.
     assert _tree(work) == before_work
