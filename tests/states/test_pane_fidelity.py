@@ -107,6 +107,19 @@ def test_df_sizes_are_the_hosts_disk() -> None:
     assert first_divergence(recorded, replayed.replace("5% /", "5% /data")) is not None
 
 
+def test_the_machines_processors_and_the_newest_pip_are_of_the_moment() -> None:
+    # git-leak-recovery (gpt-oss-120b, recorded on a 32-core machine) and pypi-server (recorded in
+    # April, when pip 26.0.1 was PyPI's newest): neither is the state's.
+    recorded = ("Delta compression using up to 32 threads\n"
+                "[notice] A new release of pip is available: 25.2 -> 26.0.1\n"
+                "[notice] To update, run: pip install --upgrade pip\n")
+    replayed = recorded.replace("32 threads", "2 threads").replace("26.0.1", "26.3")
+    assert first_divergence(recorded, replayed) is None
+    # The pip installed is the state's, and so is a thread count printed by anything else.
+    assert first_divergence(recorded, replayed.replace("25.2 ->", "24.0 ->")) is not None
+    assert first_divergence("make using 32 threads\n", "make using 2 threads\n") is not None
+
+
 def test_ls_blocks_links_and_directory_sizes_are_the_storage_drivers() -> None:
     # A Terminus-2 pane recorded on one engine's storage (directories of 64 bytes, one link,
     # 12 blocks in all) and the same files replayed on ext4-backed overlay.

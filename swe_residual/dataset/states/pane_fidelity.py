@@ -14,6 +14,9 @@ between any two machines or moments is set aside (the tolerance rule):
   the suffix took the line past the pane's width;
 - `df`'s sizes (the host's disk), the header's spacing they set, and the container root's file
   system (the engine's storage driver);
+- the machine's processor count where a tool prints it (git's `Delta compression using up to 32
+  threads`), and the newest pip on PyPI in pip's `A new release of pip is available: 25.2 -> 26.0.1`
+  notice (the index's today, not the state's);
 - in `ls -l` output, what the storage driver decides: the `total` of blocks, link counts and a
   directory's size (a file's size stays compared);
 - trailing spaces and trailing blank lines;
@@ -48,6 +51,10 @@ _MASKS = (
     (re.compile(r"^Filesystem\s+(\S+)\s+Used\s+(Avail\S*)\s+(Use%|Capacity)\s+Mounted on$"), r"Filesystem \1 Used \2 \3 Mounted on"),
     (re.compile(r"^\S+\s+(?:[\d.,]+[KMGTPE]?i?\s+){3}\d+%\s+/$"), "<ROOT-FS> <DF-SIZES> /"),
     (re.compile(r"^(\S+)\s+(?:[\d.,]+[KMGTPE]?i?\s+){3}\d+%\s+(/\S+)$"), r"\1 <DF-SIZES> \2"),
+    # git pack's threads are the machine's processors
+    (re.compile(r"\b(Delta compression using up to) \d+ (threads?)\b"), r"\1 <CPUS> \2"),
+    # pip's notice names the newest pip on the index when it ran: the pip installed stays compared
+    (re.compile(r"(A new release of pip is available: \S+ -> )\S+"), r"\1<NEWEST>"),
 )
 
 
