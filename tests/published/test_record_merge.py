@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from swe_residual.dataset.errors import ConfigError
-from swe_residual.residualize.published.record import _merged
+from swe_residual.residualize.published.record import _merged, submission_name, trial_path
 
 pytestmark = pytest.mark.unit
 
@@ -145,3 +145,14 @@ def test_a_work_directory_judging_again_some_recorded_runs_keeps_the_funnel_and_
     with pytest.raises(ConfigError, match="record the new runs from a work directory of their own"):
         _merged(existing, new, "runs-a", {f"slow/{PRED}-a1", f"fresh/{PRED}-a1"},
                 imported={f"slow/{PRED}", f"fresh/{PRED}"})
+
+
+def test_a_trial_is_named_as_the_repository_names_it_whatever_folder_the_import_read() -> None:
+    # The runs folder of the source (kill-terminalbench: `jobs`), or its root (pre.dev's two run
+    # folders read as one: `.`): git's names never start with `./`, and `dataset build` finds the
+    # trial's files by them.
+    assert trial_path("jobs", "2026-01-01__00-00-00/calc__Aa1") == "jobs/2026-01-01__00-00-00/calc__Aa1"
+    assert trial_path("runs/harbor-v21/", "job/calc__Aa1") == "runs/harbor-v21/job/calc__Aa1"
+    assert trial_path(".", "predev-haiku/jobs/j/calc__Aa1") == "predev-haiku/jobs/j/calc__Aa1"
+    assert submission_name("runs/harbor-v21", "job/calc__Aa1") == "harbor-v21"
+    assert submission_name(".", "predev-haiku/jobs/j/calc__Aa1") == "predev-haiku"

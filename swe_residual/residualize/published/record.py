@@ -29,7 +29,7 @@ import hashlib
 import json
 import re
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from swe_residual.dataset.errors import ConfigError
@@ -53,6 +53,17 @@ DESCRIPTIONS = {
 }
 DESCRIPTIONS["pi-runs"] = DESCRIPTIONS["deepswe-trials"] = DESCRIPTIONS["codex-runs"]
 
+
+def trial_path(runs: str, trial: str) -> str:
+    """The trial's folder in the source's repository, as git names it: `runs` is the folder the
+    import read, relative to the repository's root (`.` when it read the root: no `./` prefix)."""
+    return PurePosixPath(runs.strip("/") or ".", trial).as_posix().removeprefix("./")
+
+
+def submission_name(runs: str, trial: str) -> str:
+    """What the trial was submitted as: the runs folder's name, or where the import read the
+    repository's root, the trial path's first folder (a run of one agent/model)."""
+    return PurePosixPath(runs.strip("/")).name or PurePosixPath(trial).parts[0]
 
 def _state_digest(state_dir: Path) -> dict[str, str]:
     """What names a built state's content: the commands.jsonl of a machine-track state, or the
@@ -285,8 +296,8 @@ def record(work: Path, built: Path, sources_file: Path, out: Path, *, add: bool 
         entry = {
             "source": runs_name,
             # a Terminal-Bench or Harbor trial, or a DeepSWE run folder (codex-runs, pi-runs)
-            "trial": f"{runs_source['runs'].rstrip('/')}/{imported.get('trial') or imported.get('run')}",
-            "submission": Path(runs_source["runs"]).name,
+            "trial": trial_path(runs_source["runs"], str(imported.get("trial") or imported.get("run"))),
+            "submission": submission_name(runs_source["runs"], str(imported.get("trial") or imported.get("run"))),
             "agent": facts.get("agent") or run.agent, "model": facts.get("model"),
             "task_version": (imported.get("task_version") or facts.get("dataset")
                              or ("the dataset's version (the trial's task_checksum is its folder's)"
