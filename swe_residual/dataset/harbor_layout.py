@@ -218,7 +218,8 @@ def _trajectory_model(trajectory: Path) -> str | None:
     return _text(_table(data or {}, "agent"), "model_name")
 
 
-def _manifest(artifacts_dir: Path) -> tuple[ArtifactEntry, ...]:
+def read_artifact_manifest(artifacts_dir: Path) -> tuple[ArtifactEntry, ...]:
+    """The entries of `artifacts_dir/manifest.json`; none when it is missing or unreadable."""
     path = artifacts_dir / MANIFEST
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -276,7 +277,7 @@ def read_trial(path: Path, relative: str) -> HarborTrial | TrialProblem:
         n_input_tokens=_count(agent_result.get("n_input_tokens")),
         n_output_tokens=_count(agent_result.get("n_output_tokens")),
         trajectory_path=trajectory if trajectory.is_file() else None,
-        artifacts=_manifest(path / "artifacts"),
+        artifacts=read_artifact_manifest(path / "artifacts"),
     )
 
 

@@ -56,13 +56,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from swe_residual.dataset.harbor_layout import read_object
+from swe_residual.dataset.harbor_layout import TRAJECTORIES, read_artifact_manifest, read_object
 from swe_residual.residualize.harbor.declared import return_result_declaration
 from swe_residual.residualize.harbor.tool_calls import MAX_TIMEOUT_SEC, MIN_ENDED_TIMEOUT_SEC, ToolCalls
 
 AGENT = "predev"
-TRAJECTORY = "artifacts/trajectory.json"
-MANIFEST = "artifacts/manifest.json"
+TRAJECTORY = TRAJECTORIES[1]  # collected from the task's directory: artifacts/trajectory.json
 TRIAL_LOG = "trial.log"
 SHELL = "bash"
 SETUP_TIMEOUT_SEC = MAX_TIMEOUT_SEC
@@ -257,14 +256,9 @@ class _Reader:
 
 def _left_trajectory(trial_dir: Path) -> str | None:
     """Where the CLI left its trajectory on the machine, when Harbor collected it from there."""
-    try:
-        entries = json.loads((trial_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, dict) and entry.get("destination") == TRAJECTORY and entry.get("status") == "ok":
-            source = entry.get("source")
-            return source if isinstance(source, str) and source.startswith("/") else None
+    for entry in read_artifact_manifest(trial_dir / "artifacts"):
+        if entry.destination == TRAJECTORY and entry.status == "ok" and entry.source.startswith("/"):
+            return entry.source
     return None
 
 
