@@ -65,6 +65,18 @@ _KINDS = {"regular file": "file", "regular empty file": "file", "directory": "di
 # state's processes are those one pid holds in two listings LASTING_SEC apart: age alone is not
 # enough, since under load a `sleep 0.1` stuck in exec has once shown an age of 2 s.
 _PS = "ps -eo pid=,etimes=,args="
+# The same three columns from /proc where the image has no `ps` (the official python:*-slim
+# images have no procps, nor their stand-ins): the age is the uptime less the start time (the
+# 22nd field of /proc/PID/stat, counted after the command's closing parenthesis, in clock ticks).
+# printf, not echo: dash's echo would read a backslash in a command line as an escape.
+_PROC_AGED = (
+    "read -r up _ < /proc/uptime; up=${up%.*}; hz=$(getconf CLK_TCK 2>/dev/null) || hz=100; "
+    "for d in /proc/[0-9]*; do pid=${d#/proc/}; read -r s < $d/stat || continue; s=${s##*\\) }; "
+    "set -- $s; shift 19; args=$(tr '\\0' ' ' < $d/cmdline); "
+    "[ -n \"$args\" ] && printf '%s %s %s\\n' \"$pid\" \"$((up - $1 / hz))\" \"$args\"; done"
+)
+# The listing's own shell holds _PS in its command line either way: it is left out by that.
+_LIST_AGED = f"if command -v ps >/dev/null 2>&1; then {_PS}; else {_PROC_AGED}; fi 2>/dev/null"
 LASTING_SEC = 2
 # A listing whose processes have all run this long holds no loop's children (each lives a
 # fraction of a second, or seconds when stuck in exec under load): no second listing is needed.
@@ -186,9 +198,9 @@ def fingerprint(environment: Any) -> Fingerprint:
 
 def _aged(environment: Any) -> dict[str, tuple[int | None, str]]:
     """Each process's pid -> (age in seconds, or None where `ps` gives none; command line), but
-    the listing's own shell and `ps`."""
+    the listing's own shell and `ps` (from /proc where the image has no `ps`)."""
     aged: dict[str, tuple[int | None, str]] = {}
-    for line in environment.exec(f"{_PS} 2>/dev/null", timeout_sec=60).stdout.splitlines():
+    for line in environment.exec(_LIST_AGED, timeout_sec=60).stdout.splitlines():
         if not line.strip() or _PS in line:
             continue
         pid, _, rest = line.strip().partition(" ")

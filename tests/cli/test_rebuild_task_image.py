@@ -100,6 +100,15 @@ def test_the_generated_dockerfile_starts_from_the_stand_in_and_its_notes_name_ba
     assert notes[:-1] == list(plan.stand_in.deviations)
     assert f"-> {_image(base_from, release)}" in notes[-1] and f"Debian {release}" in notes[-1]
     assert (f"CPython {python} built" if compiled else f"python3 {python}") in notes[-1]
+    # The official python:*-slim* images have no procps: their stand-ins purge the bases' before
+    # the task's own steps (a Dockerfile that installs procps gets it back), and the note says so.
+    # Every other published base keeps it (python:3.11 has procps; the bases install it).
+    slim = base_from.startswith("python:") and "slim" in base_from
+    purges = [i for i, line in enumerate(generated) if "dpkg --purge procps" in line]
+    assert len(purges) == (1 if slim else 0), generated
+    assert not slim or purges[0] < generated.index(f"RUN . {rebuild.BUILD_DIR}/net.sh; pip install numpy==2.3.0")
+    assert ("procps purged (ps, pkill, top, free), as the published slim image has none" in notes[-1]) == slim
+    assert ("procps)" in notes[-1]) == (not slim and not venv)
     # What the engine says of the base's python3, once asked, replaces the release's version.
     found = rebuild.base_prelude(plan, "", "Python 3.13.5")[1][-1]
     assert ("CPython 3.13.5 built" if compiled else "its Python 3.13.5 (with its C headers)" if venv
@@ -154,7 +163,10 @@ def test_a_compiled_python_stands_in_without_a_venv_and_keeps_poetry_and_uvx(tmp
     assert notes[-1] == ("python:3.13-slim-bookworm -> swe-residual-python:3.13-bookworm (Debian bookworm + CPython "
                          "3.13.5 built from Debian's source package python3.13 (upstream tarball, Debian's patches not "
                          "applied), without PGO/LTO, in /usr/local with its pip and C headers, no venv, poetry from PyPI "
-                         "in its own venv at /opt/poetry, on PATH; the base also has python3-pytest, git, patch, procps)")
+                         "in its own venv at /opt/poetry, on PATH; the base also has python3-pytest, git, patch; "
+                         "procps purged (ps, pkill, top, free), as the published slim image has none)")
+    assert lines[1:4] == ["COPY _swe_residual_rebuild/net/ /tmp/swe-residual-rebuild/",
+                          "ARG DEBIAN_FRONTEND=noninteractive", "RUN dpkg --purge procps"], lines
     assert rebuild.image_labels(plan, "Python 3.13.5")["swe-residual.rebuild.base"] == "swe-residual-python:3.13-bookworm"
 
 
@@ -272,7 +284,7 @@ def test_a_python_base_keeps_its_c_headers_and_its_venv_first_on_path(tmp_path: 
     as on the published base and in the Pythons uv manages. In the same image (one build: the
     Python base's apt steps are the costly part), the venv stays first on PATH under a login
     shell: with only `ENV PATH`, Debian's /etc/profile drops it in `bash -lc`; with the script's
-    lines, the venv's pip is the one found."""
+    lines, the venv's pip is the one found; and there is no `ps`, as in the published slim image."""
     tag = f"example/swe-residual-test-headers:{uuid.uuid4().hex[:8]}"
     task = tmp_path / "headers"
     (task / "environment").mkdir(parents=True)
@@ -297,7 +309,9 @@ def test_a_python_base_keeps_its_c_headers_and_its_venv_first_on_path(tmp_path: 
              "print(header, os.path.isfile(header))")
     # One container asks it all: each Python's headers, `bash -lc`'s pip with the script's lines,
     # then with `ENV PATH` only (the profile line removed).
+    # And, a slim image's stand-in, no `ps`: the published python:*-slim images have no procps.
     script = ('for python in python /opt/uvx-tools/bin/python; do echo "$python: $("$python" -c "$0" 2>&1)"; done; '
+              'echo "ps: $(command -v ps || echo none)"; '
               'echo "script: $(bash -lc "command -v pip")"; rm "$1"; echo "env only: $(bash -lc "command -v pip")"')
     try:
         built = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "rebuild-task-image"), str(task)],
@@ -308,6 +322,7 @@ def test_a_python_base_keeps_its_c_headers_and_its_venv_first_on_path(tmp_path: 
         said = dict(line.split(": ", 1) for line in found.stdout.splitlines() if ": " in line)
         for python in ("python", "/opt/uvx-tools/bin/python"):
             assert said.get(python, "").strip().endswith("Python.h True"), (python, found.stdout, found.stderr)
+        assert said.get("ps") == "none", (found.stdout, found.stderr)
         assert said.get("script") == "/opt/venv/bin/pip", (found.stdout, found.stderr)
         assert "env only" in said and said["env only"] != "/opt/venv/bin/pip", (found.stdout, found.stderr)
     finally:
@@ -321,6 +336,11 @@ def test_a_dockerfile_without_run_steps_gets_none_of_the_builds_own_files(tmp_pa
     prelude, _ = rebuild.base_prelude(plan, "")
     assert rebuild.generated_dockerfile(plan, prelude) == \
 "FROM swe-residual-base:bookworm\nWORKDIR /app\n"
+    # A slim python image's stand-in purges procps, which needs none of the build's files either.
+    plan = rebuild.make_plan(_task(tmp_path / "slim", "FROM python:3.13-slim-bookworm\nWORKDIR /app\n"), [])
+    prelude, _ = rebuild.base_prelude(plan, "")
+    assert rebuild.generated_dockerfile(plan, prelude) == \
+"FROM swe-residual-python:3.13-bookworm\nRUN dpkg --purge procps\nWORKDIR /app\n"
 
 
 def test_python_home_copies_one_installation_without_its_packages_and_tests(tmp_path: Path) -> None:

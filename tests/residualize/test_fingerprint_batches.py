@@ -1,7 +1,9 @@
 """Stage IV's fingerprint of a replayed container, on the real engine: described in a handful of
 processes (GNU xargs over the listing), it equals the one-process-loop-per-path description for
 every kind of path (file, empty file, directory, link, a name with a backslash or a space), and
-thousands of paths take seconds, not the minutes a loop per path took."""
+thousands of paths take seconds, not the minutes a loop per path took. Where the image has no
+`ps` (the official python:*-slim images, and their stand-ins, have no procps), the processes are
+read from /proc: the same ones."""
 
 from __future__ import annotations
 
@@ -87,3 +89,28 @@ def test_a_loops_short_lived_children_are_not_the_states_processes(container: _C
     assert listings[0] == listings[1] == listings[2], listings
     assert f"sh -c {loop}" in listings[0] and "sleep 900" in listings[0] and "sleep 600" in listings[0]
     assert not any(args in ("sleep 0.1", "date +%s%N") for args in listings[0]), listings[0]
+
+
+def test_without_ps_the_processes_are_read_from_proc(container: _Container) -> None:
+    """The listing with `ps`, then with it moved aside (as in a slim image): the same lasting
+    processes, each of the same age (the /proc listing's own shell left out as `ps` is; the
+    earlier test's ticker still runs, its short-lived children in neither)."""
+    container.container.exec_run(["sh", "-c", "sleep 700 & sleep 701"], detach=True)
+    time.sleep(LASTING)
+    with_ps = (fidelity.lasting_processes(container), fidelity._aged(container))
+    assert container.container.exec_run(["mv", "/usr/bin/ps", "/usr/bin/ps.aside"]).exit_code == 0
+    try:
+        assert container.container.exec_run(["sh", "-c", "command -v ps"]).exit_code != 0
+        from_proc = (fidelity.lasting_processes(container), fidelity._aged(container))
+    finally:
+        container.container.exec_run(["mv", "/usr/bin/ps.aside", "/usr/bin/ps"])
+    assert from_proc[0] == with_ps[0] and "sleep 701" in from_proc[0], (from_proc[0], with_ps[0])
+    lasting = {pid: age for pid, (age, args) in with_ps[1].items() if age is not None and age >= LASTING}
+    assert len(lasting) >= 4, with_ps[1]
+    for pid, age in lasting.items():
+        found = from_proc[1].get(pid)
+        assert found is not None and found[1] == with_ps[1][pid][1], (pid, found, with_ps[1][pid])
+        assert found[0] is not None and 0 <= found[0] - age <= LASTING + 2, (pid, found, with_ps[1][pid])
+
+
+LASTING = fidelity.LASTING_SEC

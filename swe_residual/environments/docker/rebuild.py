@@ -32,6 +32,13 @@ and deleted at its end (`/tmp/swe-residual-rebuild`):
   context, and git is told (GIT_CONFIG_* variables) to read URL from it, so the Dockerfile's own
   `git clone URL` and its history surgery run unchanged.
 
+The bases have procps (`ps`, `pkill`, `top`, `free`); the official `python:*-slim*` images have
+none, so a stand-in for one purges it first (`dpkg --purge procps`, which would refuse if another
+installed package depended on it; none does in swe-residual-base:bookworm, whose library
+libproc2-0 stays): an agent's `ps` there prints `bash: ps: command not found` as on the
+published image. A Dockerfile that installs procps itself gets it back from its own apt step.
+The suite's own listings inside a container read /proc where there is no `ps`.
+
 Terminal-Bench `tests/test.sh` downloads curl, uv and pytest at verification time; they are
 pre-installed (curl from Debian, the `uvx -w` packages from PyPI into /opt/uvx-tools, a `uvx`
 stand-in on PATH that runs the installed tool, an empty `$HOME/.local/bin/env`).
@@ -83,6 +90,11 @@ CONTEXT_DIR = "_swe_residual_rebuild"
 VENV = "/opt/venv"
 UVX_TOOLS = "/opt/uvx-tools"
 CLONE_URL = re.compile(r"git\s+clone\s+(?:-\S+\s+)*(https://[^\s\"']+)")
+# The official python:*-slim* images have no procps (ps, pkill, top, free); the bases this
+# rebuild starts from install it (base_image.BASE_PACKAGES): a stand-in for a slim image
+# removes it. dpkg, not apt: it refuses rather than removing a package that depends on procps.
+PURGE_PROCPS = "dpkg --purge procps"
+NO_PROCPS_NOTE = "procps purged (ps, pkill, top, free), as the published slim image has none"
 
 
 class RebuildError(ValueError):
@@ -325,6 +337,13 @@ def uvx_specs(test_sh: Path) -> list[str]:
     return list(dict.fromkeys(specs))
 
 
+def published_without_procps(base_from: str) -> bool:
+    """Whether the published base `base_from` lacks procps: the official `python:*-slim*` images."""
+    name = base_from.split("@", 1)[0]
+    repository, _, tag = name.rpartition(":") if ":" in name.rsplit("/", 1)[-1] else (name, "", "latest")
+    return repository.removeprefix("docker.io/").removeprefix("library/") == "python" and "slim" in tag.split("-")
+
+
 def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tuple[list[str], list[str]]:
     """Dockerfile lines standing in for the published base image, and the notes on what they make.
     `found_python` is what `python3 -V` printed in the base (when the engine was asked); without
@@ -333,20 +352,25 @@ def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tu
     python = found_python or f"python3 {stand_in.python}"
     lines = [f"FROM {stand_in.image}", "ARG DEBIAN_FRONTEND=noninteractive"]
     notes = list(stand_in.deviations)
+    no_procps = published_without_procps(plan.base_from)
+    # What the base has besides Python, as the published image has it.
+    also = "python3-pytest, git, patch" + ("; " + NO_PROCPS_NOTE if no_procps else ", procps")
     if stand_in.python_build:
         # Python and pip in /usr/local/bin as in the official image: nothing to add but poetry.
         poetry = poetry_lines(dockerfile_text)
-        lines += poetry
+        lines += [*([f"RUN {PURGE_PROCPS}"] if no_procps else []), *poetry]
         version = found_python.removeprefix("Python ") or stand_in.python
         notes.append(f"{plan.base_from} -> {stand_in.image} (Debian {stand_in.release} + CPython {version} built "
                      f"from Debian's source package python{stand_in.python} (upstream tarball, Debian's patches not "
                      "applied), without PGO/LTO, in /usr/local with its pip and C headers, no venv"
                      + (", poetry from PyPI in its own venv at /opt/poetry, on PATH" if poetry else "")
-                     + "; the base also has python3-pytest, git, patch, procps)")
+                     + f"; the base also has {also})")
     elif stand_in.local_python is not None:
-        lines += [*local_python.stand_in_lines(stand_in.local_python, f"{CONTEXT_DIR}/python", VENV),
+        lines += [*([f"RUN {PURGE_PROCPS}"] if no_procps else []),
+                  *local_python.stand_in_lines(stand_in.local_python, f"{CONTEXT_DIR}/python", VENV),
                   *venv_path_lines(VENV), *poetry_lines(dockerfile_text)]
-        notes.append(local_python.note(stand_in.local_python, plan.base_from, stand_in.image, VENV))
+        notes.append(local_python.note(stand_in.local_python, plan.base_from, stand_in.image, VENV)
+                     + (f"; {NO_PROCPS_NOTE}" if no_procps else ""))
     elif venv_prelude(plan):
         # Those bases give python3 + pip on PATH; Debian's python3 in a venv first on PATH does
         # the same without touching the system's packages. They also ship Python's C headers
@@ -357,8 +381,10 @@ def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tu
         packages += " curl" if plan.uvx_specs else ""
         tools = ["pip"]
         lines += [
-            # The venv in the apt step's layer: each step is a commit (seconds on fuse-overlayfs).
-            f"RUN . {BUILD_DIR}/net.sh; apt-get update && apt-get install -y --no-install-recommends {packages} "
+            # The venv in the apt step's layer: each step is a commit (seconds on fuse-overlayfs);
+            # procps purged in it too, for a slim image.
+            f"RUN . {BUILD_DIR}/net.sh; {PURGE_PROCPS + ' && ' if no_procps else ''}"
+            f"apt-get update && apt-get install -y --no-install-recommends {packages} "
             f"&& rm -rf /var/lib/apt/lists/* && python3 -m venv {VENV}",
             *venv_path_lines(VENV),
         ]
@@ -367,10 +393,11 @@ def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tu
         lines += poetry
         notes.append(f"{plan.base_from} -> {stand_in.image} (Debian {stand_in.release}) + its {python} (with its C "
                      f"headers) in a venv at {VENV} (first on PATH), with {', '.join(tools)} from PyPI"
-                     + (" (poetry in its own venv at /opt/poetry, on PATH)" if "poetry" in tools else ""))
+                     + (" (poetry in its own venv at /opt/poetry, on PATH)" if "poetry" in tools else "")
+                     + (f"; {NO_PROCPS_NOTE}" if no_procps else ""))
     else:
         notes.append(f"{plan.base_from} -> {stand_in.image} (Debian {stand_in.release}; the base also has {python}, "
-                     "python3-pytest, git, patch, procps)")
+                     f"{also})")
     return lines, notes
 
 
@@ -524,8 +551,9 @@ def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
     seen_from = False
     # The build's own files serve RUN steps only: a Dockerfile with none gets none (each step
     # is a commit, seconds on fuse-overlayfs).
+    # The purge of procps needs none of them.
     runs = any(instruction.keyword == "RUN" for instruction in plan.dockerfile) or plan.uvx_specs or plan.repos \
-        or any(line.startswith("RUN ") for line in prelude)
+        or any(line.startswith("RUN ") and line != f"RUN {PURGE_PROCPS}" for line in prelude)
     for instruction in plan.dockerfile:
         if instruction.keyword == "FROM":
             # The task-independent part first, so that its layers are shared by every rebuild.

@@ -29,11 +29,12 @@ _PYTHON_DISTRIBUTIONS = (
     "    print(f\"{d.metadata['Name']}={d.version}\")\n"
 )
 # The processes from /proc, for an image without `ps` (slim images have no procps): the same
-# three columns, with only the shell's builtins and `tr`.
+# three columns, with only the shell's builtins and `tr` (printf: dash's echo would read a
+# backslash in a command line as an escape).
 PROC_PROCESSES = (
     "for d in /proc/[0-9]*; do pid=${d#/proc/}; ppid=; "
     "while read -r key value; do if [ \"$key\" = PPid: ]; then ppid=$value; break; fi; done < $d/status; "
-    "args=$(tr '\\0' ' ' < $d/cmdline); [ -n \"$args\" ] && echo \"$pid $ppid $args\"; done 2>/dev/null"
+    "args=$(tr '\\0' ' ' < $d/cmdline); [ -n \"$args\" ] && printf '%s %s %s\\n' \"$pid\" \"$ppid\" \"$args\"; done 2>/dev/null"
 )
 # One exec: its own pid first (so it and its children are left out), then each section.
 PROCESSES = (
