@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from swe_residual.environments.base import ExecResult
-from swe_residual.environments.machine.terminal import SESSION, TerminalSession
+from swe_residual.environments.machine.terminal import SESSION, PaneProcesses, TerminalSession, at_work, pane_processes
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux on this machine")
 
@@ -89,3 +89,33 @@ def test_a_loop_that_wakes_now_and_then_is_waiting_not_computing(session) -> Non
     # "done" when two polls fell between its sleeps (the loop runs in the shell itself).
     assert why in ("quiet", "done") and waited < 10.0
     assert terminal.pane_state()[0] in ("bash", "sleep", "date")  # still looping in the foreground
+
+
+def test_work_in_a_session_of_its_own_is_still_the_commands(session) -> None:  # type: ignore[no-untyped-def]
+    terminal, root = session
+    # apt-get runs dpkg in a pseudo-terminal of its own, a new session: the install's work is
+    # there, and the command is not waiting. Recorded with a 0.3 s wait, it works for 3 s.
+    terminal.send(f"timeout 3 setsid -w sh -c 'while :; do :; done'; echo finished > {root}/done\n", 0.3)
+    waited, why = terminal.waits[-1]
+    assert (root / "done").read_text() == "finished\n" and why == "done" and waited >= 3.0
+
+
+def test_what_counts_as_work_between_two_polls() -> None:
+    def poll(**processes: tuple[int, str]) -> PaneProcesses:
+        return PaneProcesses("1", {pid.removeprefix("p"): value for pid, value in processes.items()})
+
+    shell = (5, "S")
+    # a process that ended takes its time with it: the other's 30 ticks in 1 s are still work
+    assert at_work(poll(p1=shell, p2=(500, "S"), p3=(0, "S")), poll(p1=shell, p3=(30, "S")), 1.0)
+    # one that started since the last poll: all its time counts
+    assert at_work(poll(p1=shell), poll(p1=shell, p4=(25, "S")), 1.0)
+    # asleep and idle: waiting
+    assert not at_work(poll(p1=shell, p2=(100, "S")), poll(p1=shell, p2=(101, "S")), 1.0)
+    # running, or in uninterruptible sleep (a disk, a user-space file system), at both polls: working
+    assert at_work(poll(p1=shell, p2=(100, "S")), poll(p1=shell, p2=(101, "D")), 1.0)
+    assert at_work(poll(p1=shell, p2=(100, "R")), poll(p1=shell, p2=(100, "R")), 1.0)
+    # a short-lived process caught running (a ticker's `date`), or the shell itself: not work
+    assert not at_work(poll(p1=shell), poll(p1=shell, p9=(0, "R")), 1.0)
+    assert not at_work(poll(p1=(5, "R")), poll(p1=(5, "R")), 1.0)
+    assert pane_processes("12:7:S 40:3:R") == PaneProcesses("12", {"12": (7, "S"), "40": (3, "R")})
+    assert pane_processes("") is None

@@ -18,9 +18,15 @@ foreground. Replaying such a run means replaying the keys into the same kind of 
   itself), and beyond it until the command is done (the shell is the pane's foreground
   process again and the pane stopped changing) or the pane's output has been quiescent for
   twice the recorded duration (at least `QUIET_MIN_SEC`, at most `QUIET_SEC`) while its
-  processes use less than `BUSY_CPU_SHARE` of a CPU (a server waiting
+  processes are idle (a server waiting
   for requests, a program waiting for input; a script computing in silence is still running), at most
-  `HARD_CAP_SEC`; output that keeps changing while the processes stay idle (a ticker, `tail -f`)
+  `HARD_CAP_SEC`. The pane's processes are its shell and all its descendants, whatever their
+  session (`apt-get` runs dpkg and its maintainer scripts in a pseudo-terminal of their own, a
+  new session: counting the shell's session alone took an install for a waiting command). They
+  are at work when they used `BUSY_CPU_SHARE` of a CPU since the last poll (each process's own
+  time: one that ended takes its time with it, never cancelling the others'), or when one of
+  them that was there at the last poll is running or in uninterruptible sleep (`R`, `D`): work
+  that waits on a disk or an overlay's user-space file system uses little CPU of its own; output that keeps changing while the processes stay idle (a ticker, `tail -f`)
   counts as waiting after `IDLE_CHANGING_FACTOR` quiet windows. So under load the next keys never go into a command still running (a
   script the recording saw finish, an `apt install` whose debconf would swallow them), and the
   machine is not snapshotted before the last command ended; a command that never returns
@@ -42,6 +48,7 @@ from __future__ import annotations
 import secrets
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -72,12 +79,17 @@ BUSY_CPU_SHARE = 0.2
 IDLE_CHANGING_FACTOR = 2.0
 TICKS_PER_SEC = 100
 ENTER_KEYS = frozenset({"Enter", "C-m", "KPEnter"})
-# One exec per poll: the pane's foreground process; the CPU time (clock ticks) used so far by the
-# processes of the pane's session (the shell is its session leader, so its commands share its
-# session id; read from /proc with awk, empty where the image has no awk); then the content.
+# One exec per poll: the pane's foreground process; the pane's processes, the shell and all its
+# descendants whatever their session (module docstring), one `pid:ticks:state` each (CPU time in
+# clock ticks, the /proc state letter; read from /proc with awk, empty where the image has no
+# awk; the shell first); then the content.
 _PANE_TICKS = (f"pid=$(tmux display-message -p -t {SESSION} '#{{pane_pid}}'); "
                "cat /proc/[0-9]*/stat 2>/dev/null | awk -v s=\"$pid\" "
-               "'{ sub(/^.*\\) /, \"\"); if ($4 == s) t += $12 + $13 } END { print t + 0 }' 2>/dev/null || echo")
+               "'{ p = $1; sub(/^.*\\) /, \"\"); up[p] = $2; t[p] = $12 + $13; st[p] = $1 } "
+               "END { if (!(s in up)) { print \"\"; exit } in_[s] = 1; do { more = 0; "
+               "for (p in up) if (!(p in in_) && (up[p] in in_)) { in_[p] = 1; more = 1 } } while (more); "
+               "line = s \":\" t[s] \":\" st[s]; for (p in in_) if (p != s) line = line \" \" p \":\" t[p] \":\" st[p]; "
+               "print line }' 2>/dev/null || echo")
 PANE_STATE = (f"tmux display-message -p -t {SESSION} '#{{pane_current_command}}' && {{ {_PANE_TICKS}; }} && "
               f"tmux capture-pane -p -t {SESSION}")
 # Terminus-2's package-manager install of tmux, per package manager it knows.
@@ -152,14 +164,14 @@ class TerminalSession:
         current, _, content = self._poll()
         return current, content
 
-    def _poll(self) -> tuple[str, int | None, str]:
-        """(foreground process name, CPU ticks of the pane's processes or None, content)."""
+    def _poll(self) -> tuple[str, PaneProcesses | None, str]:
+        """(foreground process name, the pane's processes or None where unknown, content)."""
         result = self.environment.exec(PANE_STATE, timeout_sec=COMMAND_TIMEOUT_SEC)
         if result.exit_code != 0:
             return "", None, result.output
         current, _, rest = result.output.partition("\n")
-        ticks, _, content = rest.partition("\n")
-        return current.strip(), int(ticks) if ticks.strip().isdigit() else None, content
+        processes, _, content = rest.partition("\n")
+        return current.strip(), pane_processes(processes), content
 
     def send(self, keys: str, wait_sec: float | None) -> None:
         """Type `keys` into the session, then wait: for the command they start (keys ending with
@@ -191,19 +203,18 @@ class TerminalSession:
         quiet_sec = self.quiet_sec if quiet_sec is None else quiet_sec
         previous: tuple[str, str] | None = None
         changed_at = busy_at = time.monotonic()
-        last: tuple[float, int | None] = (time.monotonic(), None)  # the previous poll's time and CPU ticks
+        last: tuple[float, PaneProcesses | None] = (time.monotonic(), None)  # the previous poll's time and processes
         while True:
             elapsed = time.monotonic() - began
             if elapsed >= bound_sec:
                 return round(elapsed, 3), "bound"
             time.sleep(min(POLL_SEC, bound_sec - elapsed))
-            current, ticks, content = self._poll()
+            current, processes, content = self._poll()
             now = time.monotonic()
-            if ticks is not None and last[1] is not None \
-                    and ticks - last[1] >= BUSY_CPU_SHARE * TICKS_PER_SEC * (now - last[0]):
-                changed_at = busy_at = now  # computing in silence: still at work, not quiet
-            idle_known = ticks is not None and last[1] is not None
-            last = (now, ticks)
+            idle_known = processes is not None and last[1] is not None
+            if idle_known and at_work(last[1], processes, now - last[0]):  # type: ignore[arg-type]
+                changed_at = busy_at = now  # working in silence: still at work, not quiet
+            last = (now, processes)
             if now - began < floor_sec:
                 # The recorded wait is not over: whatever the pane shows, the keys wait (the
                 # recording's next keys came no sooner). Changes still count for quiescence.
@@ -243,6 +254,44 @@ class TerminalSession:
                       "pasting long keystrokes")
         finally:
             self.environment.exec(f"rm -f {path}", timeout_sec=COMMAND_TIMEOUT_SEC)
+
+
+# The pane's processes at one poll: pid -> (CPU ticks used so far, /proc state letter); the
+# pane's shell is `PaneProcesses.shell`.
+@dataclass(frozen=True)
+class PaneProcesses:
+    shell: str
+    processes: dict[str, tuple[int, str]]
+
+
+# /proc states of a process at work: running (or runnable), uninterruptible sleep (a disk, an
+# overlay's user-space file system).
+WORKING_STATES = frozenset("RD")
+
+
+def pane_processes(line: str) -> PaneProcesses | None:
+    """The poll's `pid:ticks:state` list (the shell first), or None when it says nothing (no awk,
+    no pane)."""
+    found: dict[str, tuple[int, str]] = {}
+    for item in line.split():
+        pid, _, rest = item.partition(":")
+        ticks, _, state = rest.partition(":")
+        if not pid.isdigit() or not ticks.isdigit():
+            return None
+        found[pid] = (int(ticks), state[:1])
+    return PaneProcesses(line.split()[0].partition(":")[0], found) if found else None
+
+
+def at_work(before: PaneProcesses, now: PaneProcesses, seconds: float) -> bool:
+    """Whether the pane's processes worked between two polls `seconds` apart: together they used
+    `BUSY_CPU_SHARE` of a CPU (each its own time since the last poll, all of it for one that
+    started since: one that ended takes its time with it, never cancelling the others'), or one
+    of them other than the shell, there at both polls, is running or in uninterruptible sleep."""
+    used = sum(max(0, ticks - before.processes.get(pid, (0, ""))[0]) for pid, (ticks, _) in now.processes.items())
+    if used >= BUSY_CPU_SHARE * TICKS_PER_SEC * seconds:
+        return True
+    return any(state in WORKING_STATES and pid != now.shell and pid in before.processes
+               for pid, (_, state) in now.processes.items())
 
 
 def runs_command(keys: str) -> bool:
