@@ -160,6 +160,24 @@ def test_the_calls_are_read_after_the_setup_with_the_trajectory_left_last(tmp_pa
 
 
 @pytest.mark.unit
+def test_outputs_naming_the_harness_mounts_say_so(tmp_path: Path) -> None:
+    task = make_machine_task(tmp_path / "dataset", "server", None, tmux=False)
+    found = "/home/user/predev-agent/node_modules/zod/src/v3/tests/pipeline.test.ts\n"
+    calls = [ran("find / -name '*pipeline*test*'", found), ran("ls /home/user", "predev-agent-notes\n"), done()]
+    trial = predev_trial(tmp_path / "jobs", "server__1", task, calls)
+    (trial / "docker-compose-mounts.json").write_text(json.dumps({"services": {"main": {"volumes": [
+        "/home/ubuntu/predev-agent:/home/user/predev-agent", "/home/ubuntu/.env.doppler:/home/user/.env.doppler:ro"]}}}))
+    read = read_predev_tool_calls(trial)
+    assert read is not None and read.refused is None
+    observed = [line["observed"] for line in read.interactions if "observed" in line]
+    assert observed == [{"exit_code": 0, "output": found, "harness_mounts": ["/home/user/predev-agent"]},
+                        {"exit_code": 0, "output": "predev-agent-notes\n"}]
+    # Without the mounts file, nothing is known of them: the outputs are compared whole.
+    (trial / "docker-compose-mounts.json").unlink()
+    assert "harness_mounts" not in read_predev_tool_calls(trial).interactions[4]["observed"]  # type: ignore[union-attr]
+
+
+@pytest.mark.unit
 def test_a_trial_of_another_agent_is_not_read(tmp_path: Path) -> None:
     task = make_machine_task(tmp_path / "dataset", "server", None, tmux=False)
     trial = predev_trial(tmp_path / "jobs", "server__1", task, CALLS)

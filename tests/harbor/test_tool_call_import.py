@@ -182,6 +182,16 @@ def test_an_output_is_compared_after_the_tolerance_rule() -> None:
             "harness_files": ["AGENTS.md", "SOUL.md"]}
     assert output_divergence(seen, 0, "data.csv\n") is None
     assert output_divergence({**seen, "harness_files": []}, 0, "data.csv\n") is not None
+    # A path under the recording harness's own mount (pre.dev's runtime, a find / that listed its
+    # node_modules) is not the task's: the replay has no such mount. Only those lines go.
+    found = ("/home/user/predev-agent/node_modules/zod/src/v3/tests/pipeline.test.ts\n"
+             "/usr/lib/python3/dist-packages/pipeline_test.py\n")
+    seen = {"exit_code": 0, "output": found, "harness_mounts": ["/home/user/predev-agent"]}
+    assert output_divergence(seen, 0, "/usr/lib/python3/dist-packages/pipeline_test.py\n") is None
+    assert output_divergence(seen, 0, "") is not None
+    assert output_divergence({**seen, "harness_mounts": []}, 0, "/usr/lib/python3/dist-packages/pipeline_test.py\n") \
+        is not None
+    assert output_divergence({**seen, "output": "/home/user/predev-agent-old/x\n"}, 0, "") is not None
     # `ls -l`: a directory's links and size, and the block total, are the storage driver's.
     listing = "total {}\ndrwxr-xr-x {} root root {} Apr 15 13:23 ssl\n-rw------- 1 root root 1704 Apr 15 13:23 key"
     assert output_divergence({"exit_code": 0, "output": listing.format(20, 1, 4096)}, 0,

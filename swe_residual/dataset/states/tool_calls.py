@@ -21,7 +21,11 @@ and the last `LAST_LINES` lines equal, both outputs trimmed (the agent's tool sh
 trimmed) and without a Python traceback's position markers (`~~~~^^` lines: which lines get
 them depends on the Python version). Lines of the recorded output that end with a file the
 agent's own set-up wrote before its first turn (`observed.harness_files`: OpenClaw's workspace
-files, an `ls` or `find` entry of them) are dropped first: no tool call made those files. A command the agent moved to the background and saw end
+files, an `ls` or `find` entry of them) are dropped first: no tool call made those files. So are
+lines that name a path under a mount of the recording harness's own (`observed.harness_mounts`,
+which the importer read from the source: pre.dev's `/home/user/predev-agent`, the agent's runtime
+mounted from the recording host, in Harbor's `docker-compose-mounts.json`): the task's machine never
+had them, and a replay has no such mount. A command the agent moved to the background and saw end
 only through polls has `observed` without `output`: its exit status alone is compared. An
 output recorded as the `rich` library printed it (`"printed_by": "rich"`: mini-swe-agent's
 printout) is compared with the replayed output made the same way: tabs expanded to 8-column
@@ -163,6 +167,16 @@ def _without_names(output: str, names: list[str]) -> str:
     return "\n".join(line for line in output.split("\n") if not ending.search(line))
 
 
+def _without_mounts(output: str, mounts: list[str]) -> str:
+    """The recorded output less the lines that name a path under one of the recording harness's
+    own mounts (`observed.harness_mounts`): no replay has them."""
+    if not mounts:
+        return output
+    under = re.compile(r"(?<![\w./-])(?:" + "|".join(re.escape(str(mount).rstrip("/")) for mount in mounts)
+                       + r")(?![\w.-])")
+    return "\n".join(line for line in output.split("\n") if not under.search(line))
+
+
 def as_printed(output: str, printed_by: Any) -> str:
     """A replayed output as the agent's terminal would have shown it (`observed.printed_by`)."""
     if printed_by != RICH:
@@ -202,7 +216,8 @@ def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> 
     if "output" not in observed:  # seen only in pieces (a command polled in the background)
         return None
     harness = observed.get("harness_files") or []
-    recorded = _without_names(str(observed.get("output", "")), harness)
+    recorded = _without_mounts(_without_names(str(observed.get("output", "")), harness),
+                               observed.get("harness_mounts") or [])
     installed = _pip_installed(recorded)
     if installed:
         replayed_installed = _pip_installed(output)

@@ -9,6 +9,7 @@ directory:
 | `artifacts/trajectory.json` | the agent's ATIF-v1.4 trajectory (`agent.name = "predev"`, `agent.model_name`), which its CLI writes into the task's directory (`/app/trajectory.json`) and Harbor collects as an artifact: each tool call an agent step with `tool_calls` (`function_name`, `arguments` a JSON string, `tool_call_id`) and, in the same step, `observation.results[]` (`source_call_id`, `content` the tool's text) |
 | `artifacts/manifest.json` | whether Harbor found that file (`status` `ok`) |
 | `trial.log` | Harbor's log of the agent's set-up: `Running command: ...` lines, each followed by `Command outputs captured`, the last two launching the agent |
+| `docker-compose-mounts.json` | the volumes Harbor mounted into the task's container (`services.main.volumes`, `HOST:CONTAINER[:MODE]`): the agent's own runtime, `/home/user/predev-agent`, and its keys |
 
 How the agent ran: inside the task's container, as root, its CLI started in the container's
 working directory (`TASK_DIR=$(readlink -f /proc/1/cwd)`: the image's WORKDIR); its `bash` tool
@@ -24,7 +25,7 @@ background", `get_task_output` to wait for it), as is one run with `run_in_backg
 |---|---|
 | the set-up's `apt-get install` of `unzip curl git gcc g++ make python3`, `git config --global`, `pip install numpy scipy ...`, `echo HASH > /tmp/predev-hash` | the same commands, `bash -c`, in that order, first; the apt step without its proxy clause (the recording host's apt cache at the Docker bridge address, unreachable from another host) |
 | the set-up's install of bun and of the agent's own packages (`/home/user/predev-agent`, a mount) | nothing: the agent's runtime, not the task's (counted) |
-| `bash` answered with its exit status | one command, `bash -c`, at the task's workdir, within its `timeout_ms` (at least `MIN_ENDED_TIMEOUT_SEC`: it ended when recorded), the exit status and output the agent saw kept as `observed` (only the exit status when both streams printed: their interleaving is lost) |
+| `bash` answered with its exit status | one command, `bash -c`, at the task's workdir, within its `timeout_ms` (at least `MIN_ENDED_TIMEOUT_SEC`: it ended when recorded), the exit status and output the agent saw kept as `observed` (only the exit status when both streams printed: their interleaving is lost); the harness's mounts the output names listed as `observed.harness_mounts` (a `find /` that listed the agent's own `node_modules`: the replay has no such mount, and Stage IV sets those lines aside) |
 | `bash` whose answer was cut (the trajectory keeps a prefix of long answers) | the same command, `observed` only its exit status when the cut came after it, else none (counted) |
 | `bash` the tool declined ("Do not use bash heredocs", "Duplicate command detected — NOT re-run", `Error: ...`) | nothing: it never ran (counted) |
 | `write_file` | `{"write": file_path, "content": ...}` |
@@ -133,6 +134,30 @@ def setup_lines(trial_dir: Path) -> tuple[list[dict[str, Any]], Counter[str]]:
     raise _Refused(f"{TRIAL_LOG} records no launch of the agent (`{_LAUNCH}...`): its set-up is unknown")
 
 
+COMPOSE_MOUNTS = "docker-compose-mounts.json"
+
+
+def harness_mounts(trial_dir: Path) -> list[str]:
+    """Where the recording harness mounted its own files into the task's container (the
+    container side of `docker-compose-mounts.json`'s volumes): none of them is the task's."""
+    data, _ = read_object(trial_dir / COMPOSE_MOUNTS)
+    services = (data or {}).get("services")
+    found: list[str] = []
+    for service in services.values() if isinstance(services, dict) else ():
+        volumes = service.get("volumes") if isinstance(service, dict) else None
+        for volume in volumes if isinstance(volumes, list) else ():
+            parts = volume.split(":") if isinstance(volume, str) else []
+            target = parts[1] if len(parts) >= 2 else ""
+            if target.startswith("/") and target.rstrip("/") and target.rstrip("/") not in found:
+                found.append(target.rstrip("/"))
+    return found
+
+
+def named_mounts(output: str, mounts: list[str]) -> list[str]:
+    """The mounts a path in `output` lies under (the mount itself or below it)."""
+    return [mount for mount in mounts if re.search(rf"(?<![\w./-]){re.escape(mount)}(?![\w.-])", output)]
+
+
 def _observed(answer: str) -> dict[str, Any] | None:
     """The exit status and output of a `bash` answer, or None when it was cut before its exit status."""
     try:
@@ -148,8 +173,9 @@ def _observed(answer: str) -> dict[str, Any] | None:
 
 
 class _Reader:
-    def __init__(self, lines: list[dict[str, Any]], counts: Counter[str]) -> None:
+    def __init__(self, lines: list[dict[str, Any]], counts: Counter[str], mounts: list[str] | None = None) -> None:
         self.lines, self.counts = lines, counts
+        self.mounts = mounts or []
 
     def call(self, position: int, calls: list[tuple[Any, str, dict[str, Any], str | None]]) -> None:
         step, name, arguments, answer = calls[position]
@@ -190,6 +216,9 @@ class _Reader:
         observed = _observed(answer)
         code = _EXIT.search(answer)
         if observed is not None:
+            named = named_mounts(observed.get("output", ""), self.mounts)
+            if named:
+                observed["harness_mounts"] = named
             line["observed"] = observed
             self.counts["replayed: bash"] += 1
         elif not answer.startswith("{"):
@@ -272,7 +301,7 @@ def read_predev_tool_calls(trial_dir: Path) -> ToolCalls | None:
     calls = _calls(steps)
     declaration = return_result_declaration(calls, ACTS)
     refused: str | None = None
-    reader = _Reader([], Counter())
+    reader = _Reader([], Counter(), harness_mounts(trial_dir))
     try:
         reader.lines, reader.counts = setup_lines(trial_dir)
         for position in range(len(calls)):
