@@ -26,7 +26,9 @@ JOB = "2026-05-10__01-23-57"
 PROXY = "echo 'Acquire::http::Proxy \"http://172.17.0.1:3142\";' > /etc/apt/apt.conf.d/01proxy 2>/dev/null || true; "
 APT = ("echo 'Acquire::Check-Valid-Until \"false\";' > /etc/apt/apt.conf.d/02noexpire 2>/dev/null || true; "
        "apt-get -o Acquire::Check-Valid-Until=false update && apt-get install -y unzip curl git gcc g++ make python3")
-PIP = "timeout 60 pip install numpy scipy 2>/dev/null || true"
+PIP = "timeout 60 pip install numpy scipy 2>/dev/null || timeout 60 pip3 install numpy scipy 2>/dev/null || true"
+# The same, its time limits lifted: the replay runs it to its end, whatever the machine's speed.
+PIP_UNLIMITED = "pip install numpy scipy 2>/dev/null || pip3 install numpy scipy 2>/dev/null || true"
 SETUP = [PROXY + APT, "git config --global advice.detachedHead false", PIP, "curl -fsSL https://bun.sh/install | bash",
          "cd /home/user/predev-agent && bun install", "echo 932c060b > /tmp/predev-hash"]
 LAUNCH = ("TASK_DIR=$(readlink -f /proc/1/cwd 2>/dev/null || echo /app) && cat > /tmp/i.txt << 'EOF'\n"
@@ -121,7 +123,7 @@ CALLS = [
 REPLAYED = [
     {"command": APT, "shell": "bash", "timeout_sec": 1800.0},
     {"command": "git config --global advice.detachedHead false", "shell": "bash", "timeout_sec": 1800.0},
-    {"command": PIP, "shell": "bash", "timeout_sec": 1800.0},
+    {"command": PIP_UNLIMITED, "shell": "bash", "timeout_sec": 1800.0},
     {"command": "echo 932c060b > /tmp/predev-hash", "shell": "bash", "timeout_sec": 1800.0},
     {"command": "cd /app && ls", "shell": "bash", "timeout_sec": 600.0,
      "observed": {"exit_code": 0, "output": "server.py\n"}},
@@ -154,6 +156,9 @@ def test_the_calls_are_read_after_the_setup_with_the_trajectory_left_last(tmp_pa
     assert read.counts["skipped: execute_program calling only tools that change nothing"] == 1
     assert read.counts["skipped: sequential_recurse (its sub-agent's calls follow it in the trajectory)"] == 1
     assert read.counts["replayed: bash (its answer cut before its exit status: not compared)"] == 1
+    # write_trial's set-up took 60 s: as long as the limit, so the recording cannot show it unreached.
+    assert read.counts["replayed: set-up time limit lifted (timeout 60 s; trial.log cannot show it unreached: "
+                       "the whole set-up took 60 s)"] == 2
     # Harbor did not find the trajectory in the task's directory: nothing is written for it.
     uncollected = predev_trial(tmp_path / "jobs", "server__2", task, CALLS, collected=False)
     assert read_predev_tool_calls(uncollected).interactions == REPLAYED  # type: ignore[union-attr]
@@ -219,6 +224,66 @@ def test_an_unreplayable_call_is_refused_naming_its_step(tmp_path: Path, made: d
     trial = predev_trial(tmp_path / "jobs", "server__1", task, [ran("ls"), made, done()])
     read = read_predev_tool_calls(trial)
     assert read is not None and read.refused is not None and read.refused.startswith(why), read.refused
+
+
+def set_up_took(trial: Path, seconds: float | None) -> None:
+    """result.json's agent_setup lasting `seconds` (none at all for None)."""
+    result = json.loads((trial / "result.json").read_text())
+    if seconds is None:
+        del result["agent_setup"]
+    else:
+        result["agent_setup"] = {"started_at": "2026-05-10T03:13:22.038060Z",
+                                 "finished_at": f"2026-05-10T03:{13 + int(22.038060 + seconds) // 60:02d}:"
+                                                f"{(22.038060 + seconds) % 60:09.6f}Z"}
+    (trial / "result.json").write_text(json.dumps(result))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("took", "shown", "shown_2m"), [
+    (45.5, "never reached: the whole set-up took 46 s", "never reached: the whole set-up took 46 s"),
+    # The recorded trial's (model-extraction-relu-logits__HjbT9gs): 97 s, over the pip line's 60.
+    (96.96, "trial.log cannot show it unreached: the whole set-up took 97 s",
+     "never reached: the whole set-up took 97 s"),
+    (None, "trial.log cannot show it unreached: result.json gives no set-up time",
+     "trial.log cannot show it unreached: result.json gives no set-up time"),
+])
+def test_a_setup_time_limit_is_lifted_and_what_the_recording_shows_of_it_counted(
+        tmp_path: Path, took: float | None, shown: str, shown_2m: str) -> None:
+    task = make_machine_task(tmp_path / "dataset", "server", None, tmux=False)
+    setup = [PIP, "cd /opt && timeout -k 5 --signal=KILL 2m make && echo timeout 60 done", "mytimeout 60 x",
+             "echo 932c060b > /tmp/predev-hash"]
+    trial = predev_trial(tmp_path / "jobs", "server__1", task, [ran("ls"), done()], setup=setup)
+    set_up_took(trial, took)
+    read = read_predev_tool_calls(trial)
+    assert read is not None and read.refused is None, read.refused
+    # Only a `timeout` where a command starts is a limit: echo's argument and another program stay.
+    assert [line["command"] for line in read.interactions[:4]] == [
+        PIP_UNLIMITED, "cd /opt && make && echo timeout 60 done", "mytimeout 60 x", "echo 932c060b > /tmp/predev-hash"]
+    assert {line["timeout_sec"] for line in read.interactions[:4]} == {1800.0}
+    lifted = {key: n for key, n in read.counts.items() if key.startswith("replayed: set-up time limit lifted")}
+    assert lifted == {f"replayed: set-up time limit lifted (timeout 60 s; {shown})": 2,
+                      f"replayed: set-up time limit lifted (timeout 120 s; {shown_2m})": 1}
+
+
+@pytest.mark.unit
+def test_a_setup_command_with_a_time_limit_that_failed_is_refused(tmp_path: Path) -> None:
+    task = make_machine_task(tmp_path / "dataset", "server", None, tmux=False)
+    trial = predev_trial(tmp_path / "jobs", "server__1", task, [ran("ls"), done()])
+    log = (trial / "trial.log").read_text().splitlines()
+    at = log.index(f"Running command: {PIP}")
+    log[at] = "Running command: timeout 60 pip install numpy scipy"  # no `|| true`: its failure shows
+    log[at + 1] = "Command failed"
+    (trial / "trial.log").write_text("\n".join(log) + "\n")
+    read = read_predev_tool_calls(trial)
+    assert read is not None and read.refused == (
+        f"trial.log line {at + 1}: a set-up command with a time limit (timeout 60 s) ended in 'Command failed': "
+        "its limit may have stopped it, and what a stopped command leaves depends on the recording machine's speed")
+    # Without a limit, a failed set-up command is refused as before.
+    log[at] = "Running command: pip install numpy scipy"
+    (trial / "trial.log").write_text("\n".join(log) + "\n")
+    read = read_predev_tool_calls(trial)
+    assert read is not None and read.refused == f"trial.log line {at + 1}: a set-up command not followed by " \
+        "'Command outputs captured'"
 
 
 @pytest.mark.unit

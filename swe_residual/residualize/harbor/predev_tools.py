@@ -23,7 +23,8 @@ background", `get_task_output` to wait for it), as is one run with `run_in_backg
 
 | recorded | replayed as |
 |---|---|
-| the set-up's `apt-get install` of `unzip curl git gcc g++ make python3`, `git config --global`, `pip install numpy scipy ...`, `echo HASH > /tmp/predev-hash` | the same commands, `bash -c`, in that order, first; the apt step without its proxy clause (the recording host's apt cache at the Docker bridge address, unreachable from another host) |
+| the set-up's `apt-get install` of `unzip curl git gcc g++ make python3`, `git config --global`, `pip install numpy scipy ...`, `echo HASH > /tmp/predev-hash` | the same commands, `bash -c`, in that order, first, each within `SETUP_TIMEOUT_SEC`; the apt step without its proxy clause (the recording host's apt cache at the Docker bridge address, unreachable from another host) |
+| a set-up command's time limit, `timeout N` (`timeout 60 pip install ...`, and so its `pip3` fallback) | the command without it: it runs to its end, however fast the replaying machine (counted, with what the recording shows of the limit: below) |
 | the set-up's install of bun and of the agent's own packages (`/home/user/predev-agent`, a mount) | nothing: the agent's runtime, not the task's (counted) |
 | `bash` answered with its exit status | one command, `bash -c`, at the task's workdir, within its `timeout_ms` (at least `MIN_ENDED_TIMEOUT_SEC`: it ended when recorded), the exit status and output the agent saw kept as `observed` (only the exit status when both streams printed: their interleaving is lost); the harness's mounts the output names listed as `observed.harness_mounts` (a `find /` that listed the agent's own `node_modules`: the replay has no such mount, and Stage IV sets those lines aside) |
 | `bash` whose answer was cut (the trajectory keeps a prefix of long answers) | the same command, `observed` only its exit status when the cut came after it, else none (counted) |
@@ -44,6 +45,18 @@ run ended while it ran), an `edit_file` by lines or replacing every occurrence, 
 all in the trajectory), `parallel_analyze` (its branches' calls are not recorded), any other tool,
 and a set-up not recorded as above.
 
+The set-up's time limits. Harbor's trial.log says of each set-up command only whether it ended
+well (`Command outputs captured`) or not (`Command failed`, as 8 of the repository's 178 trials
+record after the agent's launch), not when: `timeout 60 pip install ...` measured the recording
+host's speed, and what it left when it struck depends on how far pip got, which no replay on
+another machine reproduces (one replay at load 5-8 stopped before narwhals, another did not).
+The replay lifts the limit and runs the command to its end, assuming the limit did not strike in
+the recording. What the recording shows of that is counted: when the whole set-up took less than
+N s (result.json's `agent_setup`), the limit was never reached; otherwise trial.log cannot tell
+(the pip line ends in `|| true`, so it ends well either way). A set-up command with a limit that
+ended in `Command failed` is refused: the limit may have stopped it, and the state is then what a
+stopped command left.
+
 Declared done (harbor/declared.py, `return_result_declaration`): the agent's last `return_result`
 declares the work done (`done` not false, no `needsContinuation`), closes the run rather than a
 sub-agent's frame, and no call acted on the machine after it.
@@ -54,6 +67,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +88,12 @@ _RUNNING = "Running command: "
 _CAPTURED = "Command outputs captured"
 _LAUNCH = "TASK_DIR="
 _AGENT_RUNTIME = ("bun.sh/install", "/home/user/predev-agent")
+_FAILED = "Command failed"
+# A set-up command's time limit: `timeout [OPTION]... DURATION` where a command starts (the line's
+# start, or after ; & | or an opening parenthesis). Group 1 is what precedes it, kept.
+_TIME_LIMIT = re.compile(r"(^|[;&|(]\s*)timeout\s+(?:(?:--foreground|--preserve-status|-v|--verbose)\s+"
+                         r"|(?:-[sk]\s*|--(?:signal|kill-after)=)\S+\s+)*(\d+(?:\.\d+)?)([smhd]?)\s+")
+_UNIT_SEC = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _APT_PROXY = re.compile(r"echo 'Acquire::http::Proxy \"[^\"]*\";' > /etc/apt/apt\.conf\.d/01proxy 2>/dev/null "
                         r"\|\| true; ")
 _DECLINED = ("⚠️ Do not use bash heredocs", "⚠️ **Duplicate command detected — NOT re-run", "Error: ")
@@ -110,27 +130,61 @@ def _calls(steps: list[dict[str, Any]]) -> list[tuple[Any, str, dict[str, Any], 
     return found
 
 
+def time_limits(command: str) -> tuple[str, list[float]]:
+    """`command` without its `timeout N` wrappers, and their limits in seconds."""
+    limits = [float(m.group(2)) * _UNIT_SEC[m.group(3)] for m in _TIME_LIMIT.finditer(command)]
+    return _TIME_LIMIT.sub(r"\1", command), limits
+
+
+def setup_seconds(trial_dir: Path) -> float | None:
+    """How long Harbor's agent set-up took in the recording (result.json's agent_setup), if it says."""
+    data, _ = read_object(trial_dir / "result.json")
+    period = (data or {}).get("agent_setup")
+    try:
+        start, end = (datetime.fromisoformat(str(period[key]).replace("Z", "+00:00"))  # type: ignore[index]
+                      for key in ("started_at", "finished_at"))
+    except (TypeError, KeyError, ValueError):
+        return None
+    return (end - start).total_seconds()
+
+
+def _limit_shown(limit: float, took: float | None) -> str:
+    """What the recording shows of a lifted set-up time limit."""
+    if took is not None and took < limit:
+        return f"never reached: the whole set-up took {took:.0f} s"
+    return (f"trial.log cannot show it unreached: the whole set-up took {took:.0f} s" if took is not None
+            else "trial.log cannot show it unreached: result.json gives no set-up time")
+
+
 def setup_lines(trial_dir: Path) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """The set-up's commands that changed the task's machine, from trial.log."""
+    """The set-up's commands that changed the task's machine, from trial.log, without their time limits."""
     try:
         log = (trial_dir / TRIAL_LOG).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise _Refused(f"{TRIAL_LOG} cannot be read ({exc.__class__.__name__}): the agent's set-up is unknown") from exc
     lines: list[dict[str, Any]] = []
     counts: Counter[str] = Counter()
+    took = setup_seconds(trial_dir)
     for number, text in enumerate(log):
         if not text.startswith(_RUNNING):
             continue
         command = text[len(_RUNNING):]
         if command.startswith(_LAUNCH):
             return lines, counts
+        unlimited, limits = time_limits(command)
+        if number + 1 < len(log) and log[number + 1] == _FAILED and limits:
+            raise _Refused(f"{TRIAL_LOG} line {number + 1}: a set-up command with a time limit (timeout "
+                           f"{max(limits):g} s) ended in '{_FAILED}': its limit may have stopped it, and what a "
+                           "stopped command leaves depends on the recording machine's speed")
         if number + 1 >= len(log) or log[number + 1] != _CAPTURED:
             raise _Refused(f"{TRIAL_LOG} line {number + 1}: a set-up command not followed by '{_CAPTURED}'")
         if any(mark in command for mark in _AGENT_RUNTIME):
             counts["skipped: set-up of the agent's own runtime (bun, its packages)"] += 1
             continue
-        lines.append({"command": _APT_PROXY.sub("", command), "shell": SHELL, "timeout_sec": SETUP_TIMEOUT_SEC})
+        lines.append({"command": _APT_PROXY.sub("", unlimited), "shell": SHELL, "timeout_sec": SETUP_TIMEOUT_SEC})
         counts["replayed: set-up command"] += 1
+        for limit in limits:
+            counts[f"replayed: set-up time limit lifted (timeout {limit:g} s; {_limit_shown(limit, took)})"] += 1
     raise _Refused(f"{TRIAL_LOG} records no launch of the agent (`{_LAUNCH}...`): its set-up is unknown")
 
 
