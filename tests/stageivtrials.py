@@ -64,7 +64,8 @@ def tb_trial(runs: Path, task_id: str, name: str, keys: list[str], pane: str) ->
 # The ticker writes its file in place: a temporary file renamed over it (`> tick.new; mv`) exists
 # while `date` starts, and whether the engine's diff after a replay catches it is chance (two
 # replays of a CI run once differed on /app/tick.new alone; Stage IV's rule for such paths is left).
-TICKER = "while true; do date +%s%N > /app/tick; sleep 0.1; done\n"
+# Every 0.5 s: each tick starts date, mv and sleep in the container, a CPU cost for as long as it lives.
+TICKER = "while true; do date +%s%N > /app/tick; sleep 0.5; done\n"
 # Three model turns of a Terminus-2 run: an unclosed quote that swallows the next line, a
 # command interrupted by Ctrl-C, and a server left in the foreground.
 EPISODES = [

@@ -347,11 +347,12 @@ def test_run_is_stopped_at_the_time_limit_with_its_tokens(terminus_runs) -> None
 
 
 # The predecessor typed a ticker into its own tmux session and left it running in the foreground.
-TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
+# Every 0.5 s: each tick starts date, mv and sleep in the container, a CPU cost for as long as it lives.
+TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.5; done\n"
 # Solved only with the ticker still running when the verifier looks (shared mode: the same machine).
 TICKING_TEST_SH = """#!/bin/bash
 mkdir -p /logs/verifier
-# up to 5 s for the next tick: on a busy machine the 0.1 s loop can be slow, and still be running
+# up to 5 s for the next tick: on a busy machine the 0.5 s loop can be slow, and still be running
 a=$(cat /app/tick 2>/dev/null); b=$a
 for i in $(seq 50); do sleep 0.1; b=$(cat /app/tick 2>/dev/null); [ "$a" != "$b" ] && break; done
 if [ -e /app/solved ] && [ -n "$a" ] && [ "$a" != "$b" ]; then reward=1; failure=; else reward=0; failure='<failure/>'; fi

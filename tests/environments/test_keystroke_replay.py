@@ -25,7 +25,8 @@ from swe_residual.dataset.task import Task, load_task
 
 pytestmark = requires_docker
 
-TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.1; done\n"
+# Every 0.5 s: each tick starts date, mv and sleep in the container, a CPU cost for as long as it lives.
+TICKER = "while true; do date +%s%N > /app/tick.new; mv /app/tick.new /app/tick; sleep 0.5; done\n"
 # What a Terminus-2 run typed: an unclosed quote that swallows the next line, a command
 # interrupted with Ctrl-C, and a server left running in the foreground.
 KEYSTROKES = [

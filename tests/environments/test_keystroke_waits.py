@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from swe_residual.environments.base import ExecResult
-from swe_residual.environments.machine.terminal import SESSION, PaneProcesses, TerminalSession, at_work, pane_processes
+from swe_residual.environments.machine.terminal import (PANE_STATE, POLL_MAX_SEC, POLL_SEC, SESSION, PaneProcesses,
+                                                         TerminalSession, at_work, pane_processes)
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux on this machine")
 
@@ -78,6 +79,27 @@ def test_a_command_that_never_returns_gets_the_next_keys_once_quiet(session) -> 
     current, _ = terminal.pane_state()
     assert current == "cat"
     assert SESSION in terminal.environment.exec("tmux ls").stdout
+
+
+def test_a_quiet_pane_is_polled_less_and_less_often(session) -> None:  # type: ignore[no-untyped-def]
+    terminal, root = session
+    polls: list[float] = []
+    shell_exec = terminal.environment.exec
+
+    def counted(command: str, **options):  # type: ignore[no-untyped-def]
+        if command == PANE_STATE:
+            polls.append(time.monotonic())
+        return shell_exec(command, **options)
+
+    terminal.environment.exec = counted
+    terminal.send("cat\n", 1.5)  # prints nothing, never returns: quiet after 3 s unchanged
+    waited, why = terminal.waits[-1]
+    assert why == "quiet" and 3.0 <= waited < 10.0
+    gaps = [later - earlier for earlier, later in zip(polls, polls[1:])]
+    # every POLL_SEC at first, then further apart while nothing changes, never past POLL_MAX_SEC
+    # (a poll's own time aside); at a fixed POLL_SEC the same wait took about 20 polls
+    assert gaps[0] < POLL_SEC + 0.3 and max(gaps) >= POLL_MAX_SEC - 0.05, gaps
+    assert max(gaps) < POLL_MAX_SEC + 0.5 and len(polls) <= 12, gaps
 
 
 def test_a_loop_that_wakes_now_and_then_is_waiting_not_computing(session) -> None:  # type: ignore[no-untyped-def]

@@ -70,6 +70,12 @@ QUIET_SEC = 15.0  # a pane unchanged this long is waiting for something other th
 QUIET_MIN_SEC = 2.0
 QUIET_PER_RECORDED_SEC = 2.0
 POLL_SEC = 0.25
+# A pane that shows nothing new is polled less and less often, up to POLL_MAX_SEC apart, and
+# again every POLL_SEC once it changes or its processes work: each poll is an exec in the
+# container (its processes read from /proc, the pane captured), and a replay that waits out a
+# long command or a quiet window would otherwise spend a share of a CPU on polls alone.
+POLL_MAX_SEC = 1.0
+POLL_BACKOFF = 1.5
 # A pane whose processes use at least this share of one CPU between two polls is computing (a
 # script working in silence), not waiting: a loop that wakes now and then (a ticker writing a
 # file every 0.1 s uses about 2%) is waiting. /proc counts CPU time in USER_HZ ticks, 100 a second.
@@ -204,17 +210,20 @@ class TerminalSession:
         previous: tuple[str, str] | None = None
         changed_at = busy_at = time.monotonic()
         last: tuple[float, PaneProcesses | None] = (time.monotonic(), None)  # the previous poll's time and processes
+        interval = POLL_SEC
         while True:
             elapsed = time.monotonic() - began
             if elapsed >= bound_sec:
                 return round(elapsed, 3), "bound"
-            time.sleep(min(POLL_SEC, bound_sec - elapsed))
+            time.sleep(min(interval, bound_sec - elapsed))
             current, processes, content = self._poll()
             now = time.monotonic()
             idle_known = processes is not None and last[1] is not None
             if idle_known and at_work(last[1], processes, now - last[0]):  # type: ignore[arg-type]
                 changed_at = busy_at = now  # working in silence: still at work, not quiet
             last = (now, processes)
+            unchanged = previous is not None and content == previous[1] and changed_at < now
+            interval = min(POLL_MAX_SEC, interval * POLL_BACKOFF) if unchanged else POLL_SEC
             if now - began < floor_sec:
                 # The recorded wait is not over: whatever the pane shows, the keys wait (the
                 # recording's next keys came no sooner). Changes still count for quiescence.
