@@ -156,3 +156,24 @@ def test_a_trial_is_named_as_the_repository_names_it_whatever_folder_the_import_
     assert trial_path(".", "predev-haiku/jobs/j/calc__Aa1") == "predev-haiku/jobs/j/calc__Aa1"
     assert submission_name("runs/harbor-v21", "job/calc__Aa1") == "harbor-v21"
     assert submission_name(".", "predev-haiku/jobs/j/calc__Aa1") == "predev-haiku"
+
+
+def test_what_was_written_by_hand_is_kept_when_a_source_is_recorded_again() -> None:
+    existing = _existing()
+    existing["sources"]["runs-a"]["runs_layout"] = "two run folders hard-linked under one"
+    existing["candidates"][f"new/{PRED}-a1"]["note"] = "replay failed: the stand-in has procps"
+    existing["candidates"][f"kept/{PRED}-a1"]["note"] = "included after the set-up's limit was lifted"
+    second_round = {"readers": ["r1", "r2"], "independence": "independent"}
+    existing["states"][f"kept/{PRED}-1"]["stage_iii"] = {"independence": "independent", "second_round": second_round}
+    new = _new()
+    new["candidates"][f"kept/{PRED}-a1"] = {"category": "included"}  # judged again, same verdict, no note
+    new["states"][f"kept/{PRED}-1"] = {**_state("kept", 1), "stage_iii": {"independence": "unknown"}}
+    merged = _merged(existing, new, "runs-a", SOURCE_KEYS)
+    assert merged["sources"]["runs-a"] == {"runs": "runs", "runs_layout": "two run folders hard-linked under one"}
+    # the same verdict keeps its note; a new verdict (replay_failed -> included) drops the old one
+    assert merged["candidates"][f"kept/{PRED}-a1"]["note"] == "included after the set-up's limit was lifted"
+    assert merged["candidates"][f"new/{PRED}-a1"] == {"category": "included"}
+    stage_iii = merged["states"][f"kept/{PRED}-1"]["stage_iii"]
+    assert stage_iii == {"independence": "independent", "second_round": second_round}  # as the later round made it
+    # nothing else of the recorded manifest is changed by it
+    assert existing["sources"]["runs-a"]["runs"] == "runs" and "stage_iii" not in _state("kept", 1)

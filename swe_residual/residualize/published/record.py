@@ -166,6 +166,39 @@ def _rejudged(before: dict[str, Any], recorded: dict[str, Any], judged: dict[str
     return {**before, "stage_iv": stage_iv}
 
 
+# What a person wrote into a recorded manifest that no pipeline output holds: a source's fields
+# beyond SOURCES.toml's (`runs_layout`: how its runs were laid out for the import), a candidate's
+# note, a state's later Stage III rounds. Recording a source again (`--add`) keeps them.
+HAND_WRITTEN_STAGE_III = ("second_round", "independence_note")
+
+
+def _keep_written_by_hand(existing: dict[str, Any], merged: dict[str, Any]) -> None:
+    """A source keeps its recorded fields the new record does not give; a candidate judged again
+    keeps its recorded note while its category is unchanged (a note on another verdict would
+    explain a verdict it no longer has); a state keeps its later review rounds (who read it is the
+    dataset's history) unless the new record has its own."""
+    for name, recorded in (existing.get("sources") or {}).items():
+        if name in merged["sources"]:
+            merged["sources"][name] = {**recorded, **merged["sources"][name]}
+    for key, recorded in (existing.get("candidates") or {}).items():
+        row = merged["candidates"].get(key)
+        if row is not None and row is not recorded and "note" in recorded and "note" not in row \
+                and row.get("category") == recorded.get("category"):
+            merged["candidates"][key] = {**row, "note": recorded["note"]}
+    for key, recorded in (existing.get("states") or {}).items():
+        state = merged["states"].get(key)
+        kept = {part: (recorded.get("stage_iii") or {})[part] for part in HAND_WRITTEN_STAGE_III
+                if part in (recorded.get("stage_iii") or {})}
+        if state is None or state is recorded or not kept:
+            continue
+        stage_iii = dict(state.get("stage_iii") or {})
+        if "second_round" in kept and "second_round" not in stage_iii and "independence" in recorded["stage_iii"]:
+            stage_iii["independence"] = recorded["stage_iii"]["independence"]  # what the later round made it
+        for part, value in kept.items():
+            stage_iii.setdefault(part, value)
+        merged["states"][key] = {**state, "stage_iii": stage_iii}
+
+
 def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str, source_keys: set[str],
             imported: set[str] | None = None, review_complete: bool = True) -> dict[str, Any]:
     """`new` (one source of runs) added to a manifest recorded before: sources, tasks, states and
@@ -198,6 +231,7 @@ def _merged(existing: dict[str, Any], new: dict[str, Any], runs_name: str, sourc
     merged = dict(existing)
     for key in ("sources", "tasks", "states", "candidates"):
         merged[key] = {**(existing.get(key) or {}), **new[key]}
+    _keep_written_by_hand(existing, merged)
     judged_anew = {key for key, row in new["candidates"].items() if row.get("category") != STAGE_III_REJECTED}
     # A row of one of this source's predecessors that Stage II no longer makes a candidate (a rule
     # changed since it was recorded) goes, with the state it gave.
