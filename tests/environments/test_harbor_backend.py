@@ -127,3 +127,49 @@ def test_harbor_docker_start_exec_files_network_and_leftovers(tmp_path: Path) ->
     assert kept
     subprocess.run(["docker", "image", "rm", *kept], capture_output=True)  # this test's tasks only
     print(" ".join(f"{name}: {seconds:.1f}s;" for name, seconds in timings.items()))
+
+
+@docker_test
+def test_a_task_image_built_twice_at_once_is_kept_once_and_leaves_nothing_dangling() -> None:
+    """Two starts of one task built by Compose at once (two workers, neither found the other's
+    cache): the first image kept under the task's stable tag stays; the second goes with its
+    per-project name (moving the tag would leave the first one dangling)."""
+    import asyncio
+    import io
+    import secrets
+    import tarfile
+
+    import docker
+
+    from swe_residual.environments.harbor.env_helper import keep_image
+
+    client = docker.from_env()
+    token = secrets.token_hex(4)
+    tag = f"swe-residual-test/harbor-keep:{token}"
+
+    def imported(project: str, content: bytes) -> str:  # a one-file image, as Compose would have named it
+        data = io.BytesIO()
+        with tarfile.open(fileobj=data, mode="w") as archive:
+            info = tarfile.TarInfo("made")
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+        client.api.import_image_from_data(data.getvalue(), repository=f"{project}-main",
+                                          changes=['LABEL swe-residual.test="harbor-keep"'])
+        return client.images.get(f"{project}-main").id
+
+    first = imported(f"p1-{token}", b"first build\n")
+    second = imported(f"p2-{token}", b"second build\n")
+    try:
+        asyncio.run(keep_image(f"p1-{token}", tag))
+        asyncio.run(keep_image(f"p2-{token}", tag))
+        assert client.images.get(tag).id == first
+        ids = {image.id for image in client.images.list(all=True, filters={"label": "swe-residual.test=harbor-keep"})}
+        assert second not in ids and first in ids, ids  # the second is gone, not left dangling
+        assert not client.images.list(name=f"p1-{token}-main") and not client.images.list(name=f"p2-{token}-main")
+    finally:
+        for name in (tag, f"p1-{token}-main", f"p2-{token}-main", second, first):
+            try:
+                client.images.remove(name)
+            except docker.errors.ImageNotFound:
+                pass
+        client.close()

@@ -170,14 +170,16 @@ async def stop(request: dict[str, Any]) -> dict[str, Any]:
 async def keep_image(project: str, tag: str) -> None:
     """Docker, stopped without delete: the image Compose built for this project (`<project>-main`)
     kept under the one stable tag of its task's content, its per-project name removed, so the next
-    start's build is a cache hit and no per-start name piles up."""
+    start's build is a cache hit and no per-start name piles up. When the tag is there already (two
+    starts of one task built at once, each missing the other's cache), the first kept stays and
+    this build's image goes with its name: moving the tag would leave the first one dangling."""
     async def docker(*args: str) -> int:
         process = await asyncio.create_subprocess_exec("docker", *args, stdout=asyncio.subprocess.DEVNULL,
                                                        stderr=asyncio.subprocess.DEVNULL)
         return await process.wait()
 
     built = f"{project}-main"
-    if await docker("image", "tag", built, tag) == 0:
+    if await docker("image", "inspect", tag) == 0 or await docker("image", "tag", built, tag) == 0:
         await docker("image", "rm", built)
 
 
