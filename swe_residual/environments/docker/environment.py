@@ -70,6 +70,10 @@ class ContainerOwner(harness_tools.ToolOwner, Protocol):
     def forget(self, container_id: str) -> None: ...
 
 
+# Readings of the engine's process count after a start failed (`_at_pids_limit`).
+PIDS_READINGS = 3
+
+
 class DockerEnvironment(Environment):
     """One container; `workdir` is where the repository sits inside it."""
 
@@ -153,14 +157,22 @@ class DockerEnvironment(Environment):
         return raw
 
     def _at_pids_limit(self) -> bool:
-        """Whether the container's process count is at its pids limit (the engine's stats)."""
-        try:
-            stats = self.client.api.stats(self.container_id, stream=False, one_shot=True)
-        except ENGINE_EXCEPTIONS:
-            return False
-        pids = stats.get("pids_stats") or {}
-        limit, current = pids.get("limit"), pids.get("current")
-        return isinstance(limit, int) and isinstance(current, int) and 0 < limit <= current + 1
+        """Whether the container's process count is at its pids limit (the engine's stats), on any
+        of a few readings: a fork loop's count dips as its processes exit and are made again, so
+        one reading taken after the failed start can miss the limit it hit (the start then read as
+        the engine's failure, and the agent's item retried). Within a few processes of it counts."""
+        for _ in range(PIDS_READINGS):
+            try:
+                stats = self.client.api.stats(self.container_id, stream=False, one_shot=True)
+            except ENGINE_EXCEPTIONS:
+                return False
+            pids = stats.get("pids_stats") or {}
+            limit, current = pids.get("limit"), pids.get("current")
+            if not isinstance(limit, int) or not isinstance(current, int) or limit <= 0:
+                return False
+            if current >= limit - max(2, limit // 50):
+                return True
+        return False
 
     # -- files -----------------------------------------------------------------------------
     def read_file(self, path: str) -> bytes:
