@@ -245,6 +245,20 @@ def cmd_build_base(args: argparse.Namespace) -> int:
     from swe_residual.environments.docker.base_image import BASE_RELEASE, ensure_base_image
 
     release = args.release or BASE_RELEASE
+    from swe_residual.environments.docker.ubuntu_image import ensure_ubuntu_image, image_for_release, is_ubuntu_release
+
+    if is_ubuntu_release(release):
+        if args.python:
+            print("--python: a compiled Python is built on a Debian release (bookworm, trixie), not on Ubuntu",
+                  file=sys.stderr)
+            return 2
+        reference = image_for_release(release).reference
+        print(ensure_ubuntu_image(reference, mirror=args.mirror, keyring=args.keyring, rebuild=args.rebuild))
+        return 0
+    if args.mirror or args.keyring:
+        print("--mirror and --keyring are for an Ubuntu release (noble, jammy): a Debian release's mirror is read "
+              "from this machine's apt configuration", file=sys.stderr)
+        return 2
     if args.python:
         from swe_residual.environments.docker.python_image import ensure_python_image
 
@@ -295,7 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--rebuild", action="store_true", help="rebuild even if a current image exists")
     base.add_argument("--release", metavar="RELEASE",
                       help="Debian release to bootstrap, tagged swe-residual-base:RELEASE (default: the sample "
-                           "tasks' bookworm; trixie for scripts/rebuild-task-image's Python 3.13 stand-in)")
+                           "tasks' bookworm; trixie for scripts/rebuild-task-image's Python 3.13 stand-in); or an "
+                           "Ubuntu release (noble, jammy): ubuntu:24.04 / ubuntu:22.04, pulled, else its stand-in")
+    base.add_argument("--mirror", metavar="URL",
+                      help="with an Ubuntu --release (noble, jammy): the Ubuntu archive mirror its stand-in for "
+                           "ubuntu:24.04 / ubuntu:22.04 is bootstrapped from and keeps in its apt sources (default: "
+                           "SWE_RESIDUAL_UBUNTU_MIRROR, else this machine's apt source for that suite)")
+    base.add_argument("--keyring", metavar="FILE",
+                      help="with an Ubuntu --release: the keyring that verifies that mirror (default: "
+                           "/usr/share/keyrings/ubuntu-archive-keyring.gpg, an Ubuntu machine's)")
     base.add_argument("--python", metavar="X.Y",
                       help="instead: CPython X.Y compiled from the upstream tarball of Debian's source package "
                            "pythonX.Y on swe-residual-base:RELEASE, tagged swe-residual-python:X.Y-RELEASE "

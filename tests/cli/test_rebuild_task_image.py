@@ -59,7 +59,8 @@ FROM_KINDS = [
       "Debian bookworm (what the Dockerfile apt-gets comes from it) with its python3 3.11"]),
     ("python:3.12-slim", "trixie", True, [f"python:3.12-slim has Python 3.12, {NO_RELEASE} Debian trixie's python3 3.13"]),
     ("python:3", "trixie", True, ["python:3 names no Python minor version: Debian trixie's python3 (3.13), the newest here"]),
-    ("ubuntu:24.04", "bookworm", False, []),
+    ("ubuntu:20.04", "bookworm", False,
+     ["ubuntu:20.04: Debian bookworm stands in for Ubuntu (the suite makes stand-ins of Ubuntu 24.04, 22.04)"]),
     ("debian:13.0-slim", "trixie", False, []),
     ("debian:bookworm-slim", "bookworm", False, []),
     ("debian:11", "bookworm", False, ["debian:11: no base of that Debian release here: Debian bookworm"]),
@@ -133,7 +134,8 @@ def test_release_by_hand_trades_the_published_system_for_its_python_and_says_so(
         "3.11")
     # The tag's own release by hand: as without --release.
     assert rebuild.stand_in_for("python:3.13-slim-bookworm", "bookworm") == rebuild.stand_in_for("python:3.13-slim-bookworm")
-    assert rebuild.stand_in_for("ubuntu:24.04", "trixie").deviations == ("--release trixie: Debian trixie instead of bookworm",)
+    assert rebuild.stand_in_for("ubuntu:24.04", "trixie").deviations == (
+        "ubuntu:24.04: Debian bookworm stands in for Ubuntu", "--release trixie: Debian trixie instead of bookworm")
     assert rebuild.stand_in_for("debian:13.0-slim", "trixie") == rebuild.StandIn("trixie", False)
     with pytest.raises(rebuild.RebuildError, match="--release buster: one of bookworm, trixie"):
         rebuild.stand_in_for("ubuntu:24.04", "buster")

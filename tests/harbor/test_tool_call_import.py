@@ -221,6 +221,20 @@ def test_an_output_is_compared_after_the_tolerance_rule() -> None:
 
 
 @pytest.mark.unit
+def test_dpkgs_count_of_its_files_is_the_base_images_not_the_states() -> None:
+    # apt-get install's last lines as recorded on ubuntu:24.04 of 2025-10-31, then on a rebuild of
+    # that tag with later package versions: the count differs, what was unpacked must not.
+    install = ("Selecting previously unselected package primer3.\r\n(Reading database ... \r(Reading database ... 5%"
+               "\r(Reading database ... {} files and directories currently installed.)\r\nPreparing to unpack "
+               ".../primer3_{}_amd64.deb ...\r\nUnpacking primer3 ({}) ...\r\nSetting up primer3 ({}) ...")
+    recorded = {"exit_code": 0, "output": install.format(4381, *["2.6.1-4"] * 3)}
+    assert output_divergence(recorded, 0, install.format(4375, *["2.6.1-4"] * 3)) is None
+    found = output_divergence(recorded, 0, install.format(4375, *["2.6.1-5"] * 3))
+    assert found is not None and "2.6.1-5" in found
+    assert output_divergence({"exit_code": 0, "output": "4381 files"}, 0, "4375 files") is not None
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize(("line", "message"), [
     ({"write": "/app/x"}, "a write needs a string `content`"),
     ({"edit": "/app/x", "replace": [{"old": "", "new": "y"}]}, "an edit needs `replace`"),

@@ -64,6 +64,12 @@ _MORE_MASKS = (
     (re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|s|sec|secs|seconds|minutes|min|it/s|MB/s|kB/s)\b"), "<DURATION>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<ADDR>"),
     (re.compile(r"\bpid \d+"), "pid <PID>"),
+    # dpkg's count of the files its packages hold, as `apt-get install` prints it: a property of the
+    # base image's build (every package at the version of the day it was built: the same published
+    # tag months later counts otherwise), not of what the agent did; the packages it unpacks and
+    # sets up are the lines that follow, compared as they are
+    (re.compile(r"^\(Reading database \.\.\. \d+ files and directories currently installed\.\)$"),
+     "(Reading database ... <DPKG-FILES> files and directories currently installed.)"),
 )
 
 

@@ -35,7 +35,10 @@ from swe_residual.environments.docker.pulls import (
     RegistryUnreachable, pull_image, source_of, stand_in_of,
 )
 from swe_residual.environments.docker.python_image import ensure_python_image
-from swe_residual.environments.docker.rebuild import RebuildError, make_plan, rebuild_image, stand_in_how
+from swe_residual.environments.docker.ubuntu_image import ensure_ubuntu_image
+from swe_residual.environments.docker.rebuild import (
+    UVX_PYTHON_RELEASE, UVX_PYTHON_VERSION, RebuildError, make_plan, rebuild_image, stand_in_how,
+)
 
 if TYPE_CHECKING:
     from swe_residual.environments.docker.orchestrator import Orchestrator
@@ -102,7 +105,13 @@ def _task_stand_in(backend: Orchestrator, task: Task, reference: str, answer: st
             return source_of(made, reference, STAND_IN)
         try:
             plan = make_plan(task.path, [])
-            if plan.stand_in.python_build:
+            if plan.stand_in.ubuntu:
+                # The published base itself (pulled, else its stand-in), and test.sh's uvx Python.
+                ensure_ubuntu_image(plan.stand_in.image, progress=backend.progress, client=backend.client,
+                                    source=str(task.environment_dir / "Dockerfile"))
+                if plan.uvx_specs:
+                    ensure_python_image(UVX_PYTHON_VERSION, release=UVX_PYTHON_RELEASE, progress=backend.progress)
+            elif plan.stand_in.python_build:
                 ensure_python_image(plan.stand_in.python_build, release=plan.stand_in.release, progress=backend.progress)
             else:
                 ensure_base_image(release=plan.stand_in.release, progress=backend.progress, report_current=False,

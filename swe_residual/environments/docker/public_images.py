@@ -5,6 +5,8 @@ is pulled (once per engine, pulls.py) before the build, so its id goes into the 
 content hash. Where no registry answers, the suite builds what it knows how to build instead
 and labels it a stand-in (`swe-residual.stand-in`), tagged with the public name:
 - `debian:RELEASE[-slim]`: Debian's packages bootstrapped (base_image.py; needs root);
+- `ubuntu:24.04`, `ubuntu:22.04`: Ubuntu's packages bootstrapped from a mirror the user gives
+  (ubuntu_image.py; needs root);
 - `python:X.Y-...`: the Debian release rebuild.py chooses for the tag, with CPython X.Y compiled
   from Debian's source (python_image.py) or Debian's own python3 in a venv, as the rebuild of a
   published task would give it.
@@ -32,6 +34,7 @@ from swe_residual.environments.docker.pulls import (
     RegistryUnreachable, pull_image, source_of, stand_in_of,
 )
 from swe_residual.environments.docker.python_image import ensure_python_image
+from swe_residual.environments.docker.ubuntu_image import ensure_ubuntu_image, ubuntu_release
 from swe_residual.environments.docker.rebuild import RebuildError, label_instruction, stand_in_for, venv_path_lines
 
 VENV = "/opt/venv"
@@ -61,9 +64,10 @@ def public_image(client: docker.DockerClient, reference: str, *, where: Path, fi
     found = inspect_image(client, reference)
     if found is not None and not stand_in_of(found):
         return source_of(found, reference, LOCAL)
-    if debian_release(reference) is not None:
+    if debian_release(reference) is not None or ubuntu_release(reference) is not None:
+        make = ensure_debian_image if debian_release(reference) is not None else ensure_ubuntu_image
         try:
-            image_id = ensure_debian_image(reference, progress=progress, client=client, source=str(where))
+            image_id = make(reference, progress=progress, client=client, source=str(where))
         except PullRefused as exc:
             raise refused_error(where, field, reference, exc.answer) from exc
         now = inspect_image(client, image_id)

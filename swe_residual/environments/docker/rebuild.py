@@ -66,7 +66,8 @@ import docker
 import docker.errors
 
 from swe_residual.environments.docker import local_python
-from swe_residual.environments.docker.pulls import STAND_IN_HOW_LABEL, STAND_IN_LABEL
+from swe_residual.environments.docker.pulls import STAND_IN_HOW_LABEL, STAND_IN_LABEL, remove_if_untagged
+from swe_residual.environments.docker.ubuntu_image import UBUNTU_RELEASES, ubuntu_release
 from swe_residual.environments.docker.local_python import LocalPython
 from swe_residual.environments.machine_trust import host_pip_config
 
@@ -89,6 +90,11 @@ BUILD_DIR = "/tmp/swe-residual-rebuild"
 CONTEXT_DIR = "_swe_residual_rebuild"
 VENV = "/opt/venv"
 UVX_TOOLS = "/opt/uvx-tools"
+# An Ubuntu base has no Python: the tools' own CPython 3.13, from this image, in a folder off PATH.
+UVX_PYTHON = "/opt/uvx-python"
+UVX_PYTHON_VERSION, UVX_PYTHON_RELEASE = "3.13", "bookworm"
+UVX_PYTHON_IMAGE = f"{PYTHON_REPOSITORY}:{UVX_PYTHON_VERSION}-{UVX_PYTHON_RELEASE}"
+UVX_STAGE = "swe-residual-uvx"
 CLONE_URL = re.compile(r"git\s+clone\s+(?:-\S+\s+)*(https://[^\s\"']+)")
 # The official python:*-slim* images have no procps (ps, pkill, top, free); the bases this
 # rebuild starts from install it (base_image.BASE_PACKAGES): a stand-in for a slim image
@@ -118,15 +124,22 @@ class StandIn:
     python_build: str = ""
     # --python-home: a CPython installed on this machine, copied in; the venv is made from it.
     local_python: LocalPython | None = None
+    # "ubuntu:24.04": the published base itself (pulled, else its stand-in made from Ubuntu's
+    # packages, ubuntu_image.py); `release` is then its code name and nothing is added to it.
+    ubuntu: str = ""
 
     @property
     def image(self) -> str:
+        if self.ubuntu:
+            return self.ubuntu
         if self.python_build:
             return f"{PYTHON_REPOSITORY}:{self.python_build}-{self.release}"
         return f"{BASE_REPOSITORY}:{self.release}"
 
     @property
     def python(self) -> str:
+        if self.ubuntu:
+            return ""  # the published ubuntu image has no python3
         if self.local_python is not None:
             return self.local_python.minor
         return self.python_build or dotted(DEBIAN_PYTHON[self.release])
@@ -134,6 +147,8 @@ class StandIn:
     @property
     def build_command(self) -> str:
         """What builds the stand-in's image."""
+        if self.ubuntu:
+            return f"swe-residual build-base --release {self.release} --mirror URL"
         return (f"swe-residual build-base --release {self.release}"
                 + (f" --python {self.python_build}" if self.python_build else ""))
 
@@ -171,7 +186,14 @@ def stand_in_for(base_from: str, release: str | None = None) -> StandIn:
     repository = repository.removeprefix("docker.io/").removeprefix("library/")
     if repository == "python":
         return python_stand_in(base_from, tag, release)
-    if "mars-base" in repository or repository == "ubuntu":
+    ubuntu = ubuntu_release(base_from) if repository == "ubuntu" else None
+    if ubuntu is not None and release is None:
+        return StandIn(ubuntu.release, False, (), ubuntu=ubuntu.reference)
+    if repository == "ubuntu":
+        own = DEFAULT_RELEASE
+        deviations = [f"{base_from}: Debian {DEFAULT_RELEASE} stands in for Ubuntu"
+                      + ("" if release else f" (the suite makes stand-ins of Ubuntu {', '.join(UBUNTU_RELEASES)})")]
+    elif "mars-base" in repository:
         own, deviations = DEFAULT_RELEASE, []
     elif repository == "debian":
         version = tag.split("-", 1)[0].split(".", 1)[0]
@@ -352,6 +374,11 @@ def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tu
     python = found_python or f"python3 {stand_in.python}"
     lines = [f"FROM {stand_in.image}", "ARG DEBIAN_FRONTEND=noninteractive"]
     notes = list(stand_in.deviations)
+    if stand_in.ubuntu:
+        notes.append(f"{plan.base_from} as published where a registry answers, else its stand-in (Ubuntu "
+                     f"{stand_in.release}'s packages, debootstrap): nothing added to it, no python3 and no procps "
+                     "as published")
+        return lines, notes
     no_procps = published_without_procps(plan.base_from)
     # What the base has besides Python, as the published image has it.
     also = "python3-pytest, git, patch" + ("; " + NO_PROCPS_NOTE if no_procps else ", procps")
@@ -452,9 +479,28 @@ def uvx_lines(specs: list[str], debian_python: bool = True, apt_done: bool = Fal
     ]
 
 
+def ubuntu_uvx_stage(specs: list[str]) -> list[str]:
+    """For an Ubuntu base, which has no Python: a first build stage with the tools in a venv of
+    CPython 3.13 (test.sh's `uvx -p 3.13`), compiled in /usr/local of its own image and copied to
+    UVX_PYTHON, a folder off PATH, as uv keeps the Python it downloads."""
+    quoted = " ".join(shlex.quote(s) for s in specs)
+    return [f"FROM {UVX_PYTHON_IMAGE} AS {UVX_STAGE}", f"COPY {CONTEXT_DIR}/net/ {BUILD_DIR}/",
+            f"RUN . {BUILD_DIR}/net.sh; cp -a /usr/local {UVX_PYTHON} && {UVX_PYTHON}/bin/python3 -m venv {UVX_TOOLS} "
+            f"&& {UVX_TOOLS}/bin/pip install {quoted}"]
+
+
+def ubuntu_uvx_lines() -> list[str]:
+    """The first stage's Python and tools in the Ubuntu image, and the uvx stand-in. No curl:
+    test.sh's own `apt-get install curl` runs at verification as published."""
+    return [f"COPY --from={UVX_STAGE} {UVX_PYTHON} {UVX_PYTHON}", f"COPY --from={UVX_STAGE} {UVX_TOOLS} {UVX_TOOLS}",
+            f"RUN install -m 0755 {BUILD_DIR}/uvx /usr/local/bin/uvx && mkdir -p /root/.local/bin "
+            "&& touch /root/.local/bin/env"]
+
+
 UVX_STANDIN = f"""#!/bin/sh
 # Stand-in for uv's `uvx` (no network at verification time): the tools test.sh asks for were
 # installed into {UVX_TOOLS} when the image was built; -p/--python and -w/--with are dropped.
+# As uvx does, the tools' environment comes first on PATH (a test's `python3` is its Python).
 while [ $# -gt 0 ]; do
   case "$1" in
     -p|--python|-w|--with|--from) shift 2 ;;
@@ -463,6 +509,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 tool="$1"; shift
+PATH="{UVX_TOOLS}/bin:$PATH"; export PATH
 exec {UVX_TOOLS}/bin/"$tool" "$@"
 """
 
@@ -554,13 +601,18 @@ def generated_dockerfile(plan: Plan, prelude: list[str]) -> str:
     # The purge of procps needs none of them.
     runs = any(instruction.keyword == "RUN" for instruction in plan.dockerfile) or plan.uvx_specs or plan.repos \
         or any(line.startswith("RUN ") and line != f"RUN {PURGE_PROCPS}" for line in prelude)
+    ubuntu_uvx = bool(plan.stand_in.ubuntu and plan.uvx_specs)
+    if ubuntu_uvx:
+        out += ubuntu_uvx_stage(plan.uvx_specs)
     for instruction in plan.dockerfile:
         if instruction.keyword == "FROM":
             # The task-independent part first, so that its layers are shared by every rebuild.
             # Without RUN steps the prelude's ARG would be a step of its own, for nothing.
             out += [prelude[0], *([f"COPY {CONTEXT_DIR}/net/ {BUILD_DIR}/"] if runs else []),
                     *(line for line in prelude[1:] if runs or not line.startswith("ARG "))]
-            if plan.uvx_specs:
+            if ubuntu_uvx:
+                out += ubuntu_uvx_lines()
+            elif plan.uvx_specs:
                 out += uvx_lines(plan.uvx_specs, debian_python=not plan.stand_in.python_build,
                                  apt_done=venv_prelude(plan))
             if plan.repos:
@@ -652,7 +704,12 @@ def prepare_context(plan: Plan, context: Path, found_python: str = "", progress:
     dockerfile_text = (plan.task_dir / "environment" / "Dockerfile").read_text(encoding="utf-8")
     prelude, notes = base_prelude(plan, dockerfile_text, found_python)
     plan.notes += notes
-    if plan.uvx_specs:
+    if plan.uvx_specs and plan.stand_in.ubuntu:
+        plan.notes.append(f"pre-installed what tests/test.sh's uvx downloads: CPython 3.13 ({UVX_PYTHON_IMAGE}'s, "
+                          f"in {UVX_PYTHON}, off PATH), {', '.join(plan.uvx_specs)} (PyPI, in {UVX_TOOLS}), a uvx "
+                          "stand-in at /usr/local/bin/uvx (drops -p/-w, runs the installed tool with its environment "
+                          "first on PATH), an empty /root/.local/bin/env; not curl: test.sh installs it as published")
+    elif plan.uvx_specs:
         plan.notes.append("pre-installed what tests/test.sh downloads: curl (Debian), "
                           f"{', '.join(plan.uvx_specs)} (PyPI, in {UVX_TOOLS}), a uvx stand-in at /usr/local/bin/uvx "
                           "(drops -p/-w, runs the installed tool), an empty /root/.local/bin/env")
@@ -707,6 +764,34 @@ class StepWatch:
                 for step, lines in self.errors.items()]
 
 
+class StageImages:
+    """Reads the build's output as it streams: the image each stage but the last ended with."""
+
+    STEP_ID = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+
+    def __init__(self) -> None:
+        self.partial = ""
+        self.last_id = ""
+        self.steps = 0
+        self.ended: list[str] = []
+
+    def feed(self, text: str) -> None:
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            step = STEP_LINE.match(line.rstrip("\r"))
+            if step and step.group(2).upper().startswith("FROM ") and self.steps and self.last_id:
+                self.ended.append(self.last_id)
+            if step:
+                self.steps += 1
+            found = self.STEP_ID.match(line.rstrip("\r"))
+            if found:
+                self.last_id = found.group(1)
+
+    def finished_stages(self) -> list[str]:
+        return list(self.ended)
+
+
 def label_instruction(labels: dict[str, str]) -> str:
     """All `labels` as one LABEL instruction. The classic builder turns the API's `labels` into
     one step per label (a container and a commit each, seconds on fuse-overlayfs): one line is one step."""
@@ -718,6 +803,9 @@ def stand_in_how(plan: Plan) -> str:
     stand_in = plan.stand_in
     deviations = [*stand_in.deviations, *([local_python.note(stand_in.local_python, plan.base_from, stand_in.image, VENV)]
                                           if stand_in.local_python else [])]
+    if stand_in.ubuntu:  # the FROM stays: the published base, or its own stand-in
+        return (f"the task's environment/Dockerfile on {stand_in.image} as the engine has it (pulled, else its "
+                f"stand-in from Ubuntu {stand_in.release}'s packages), nothing added but test.sh's uvx tools")
     return (f"the task's environment/Dockerfile with FROM {plan.base_from} replaced by {stand_in.image}"
             + (f"; {'; '.join(deviations)}" if deviations else ""))
 
@@ -747,6 +835,7 @@ def build(client: docker.DockerClient, plan: Plan, context: Path, dockerfile: st
     streamed = ""  # the output's last characters, for the error's tail
     with (context / dockerfile).open("a", encoding="utf-8") as generated:
         generated.write(label_instruction({**image_labels(plan, found_python), **(extra_labels or {})}) + "\n")
+    stages = StageImages()
     for chunk in client.api.build(path=str(context), dockerfile=dockerfile, tag=plan.tag, rm=True, forcerm=True,
                                   decode=True):
         if "stream" in chunk:
@@ -754,6 +843,7 @@ def build(client: docker.DockerClient, plan: Plan, context: Path, dockerfile: st
                 output(chunk["stream"])
             streamed = (streamed + str(chunk["stream"]))[-TAIL_CHARS:]
             watch.feed(chunk["stream"])
+            stages.feed(chunk["stream"])
         if "aux" in chunk and "ID" in chunk["aux"]:
             image_id = chunk["aux"]["ID"]
         if "error" in chunk:
@@ -761,6 +851,9 @@ def build(client: docker.DockerClient, plan: Plan, context: Path, dockerfile: st
     for note in watch.deviations():
         plan.notes.append(note)
         progress(f"deviation: {note}")
+    for stage_id in stages.finished_stages():
+        # An earlier stage's image (the uvx tools' stage) is left untagged by the classic builder.
+        remove_if_untagged(client, stage_id)
     if previous and previous != image_id:
         # The replaced image would be left dangling.
         try:
@@ -780,7 +873,13 @@ def rebuild_image(client: docker.DockerClient, plan: Plan, *, extra_labels: dict
         client.images.get(base)
     except docker.errors.ImageNotFound:
         raise RebuildError(f"{base} is missing: build it with `{plan.stand_in.build_command}`") from None
-    found_python = probe_python(client, base) if probe else ""
+    if plan.stand_in.ubuntu and plan.uvx_specs:
+        try:
+            client.images.get(UVX_PYTHON_IMAGE)
+        except docker.errors.ImageNotFound:
+            raise RebuildError(f"{UVX_PYTHON_IMAGE} (test.sh's uvx Python) is missing: build it with `swe-residual "
+                               f"build-base --release {UVX_PYTHON_RELEASE} --python {UVX_PYTHON_VERSION}`") from None
+    found_python = probe_python(client, base) if probe and not plan.stand_in.ubuntu else ""
     if found_python and plan.stand_in.local_python is None and not found_python.startswith(f"Python {plan.stand_in.python}."):
         expected = "" if plan.stand_in.python_build else f" of Debian {plan.stand_in.release}"
         plan.notes.append(f"{base}'s python3 is {found_python}, not the {plan.stand_in.python} expected{expected}")
