@@ -230,8 +230,33 @@ def test_dpkgs_count_of_its_files_is_the_base_images_not_the_states() -> None:
     recorded = {"exit_code": 0, "output": install.format(4381, *["2.6.1-4"] * 3)}
     assert output_divergence(recorded, 0, install.format(4375, *["2.6.1-4"] * 3)) is None
     found = output_divergence(recorded, 0, install.format(4375, *["2.6.1-5"] * 3))
-    assert found is not None and "2.6.1-5" in found
+    assert found == "dpkg did not set up primer3 2.6.1-4 as recorded"
     assert output_divergence({"exit_code": 0, "output": "4381 files"}, 0, "4375 files") is not None
+
+
+@pytest.mark.unit
+def test_apts_account_of_its_work_is_compared_by_what_it_set_up() -> None:
+    # `apt-get install -y python3 | tail -3` recorded in 2026-04 ended on ca-certificates' trigger
+    # (its version then re-triggered itself); today's ca-certificates does not, and dpkg's last
+    # lines are python3's hooks. The packages set up are the state; the order is the day's.
+    recorded = {"exit_code": 0, "output": "0 added, 0 removed; done.\r\nRunning hooks in /etc/ca-certificates/update.d..."
+                                          "\r\ndone."}
+    today = "running python rtupdate hooks for python3.12...\nrunning python post-rtupdate hooks for python3.12...\n" \
+            "Processing triggers for libc-bin (2.39-0ubuntu8.12) ..."
+    assert output_divergence(recorded, 0, today) is None
+    assert output_divergence(recorded, 0, today + "\nE: Unable to locate package python4") is not None
+    assert output_divergence(recorded, 100, today) == "exit status 100, recorded 0"
+    # A package the recording shows set up must be set up again, at its version.
+    shown = {"exit_code": 0, "output": "Unpacking primer3 (2.6.1-4) ...\nSetting up primer3 (2.6.1-4) ..."}
+    assert output_divergence(shown, 0, "Setting up primer3 (2.6.1-4) ...\nProcessing triggers for man-db (2.12) ...") is None
+    assert output_divergence(shown, 0, "Setting up primer3 (2.6.1-5) ...") == "dpkg did not set up primer3 2.6.1-4 as recorded"
+    # `apt-get update` before it, unpiped: the indexes and sizes the mirror served that day.
+    update = "Get:{} http://archive.ubuntu.com/ubuntu noble/universe amd64 Packages [{} kB]\nFetched {} MB in 6s (6018 kB/s)\n" \
+             "Reading package lists...\n"
+    assert output_divergence({"exit_code": 0, "output": update.format(12, 15044, "37.4") + shown["output"]}, 0,
+                             update.format(14, 15101, "40.1") + shown["output"]) is None
+    # Where apt is not at work, a bare `done.` is the command's own output, compared as it is.
+    assert output_divergence({"exit_code": 0, "output": "done."}, 0, "") is not None
 
 
 @pytest.mark.unit

@@ -209,6 +209,33 @@ def _without_pip_presentation(output: str) -> str:
     return "\n".join(line for line in output.replace("\r\n", "\n").split("\n") if not _PIP_PRESENTATION.match(line))
 
 
+# apt's and dpkg's account of their own work: the order dpkg configures packages in, which
+# triggers run after them and what their scripts print change with the packages' versions of the
+# day (a ca-certificates update that no longer re-triggers itself); what was set up does not.
+_APT_SET_UP = re.compile(r"^Setting up (\S+) \((\S+)\) \.\.\.\s*$", re.MULTILINE)
+_APT_AT_WORK = re.compile(r"^(?:Setting up \S+ \(|Unpacking \S+ \(|Processing triggers for \S+ \(|Preparing to unpack "
+                          r"|Selecting previously unselected package |\(Reading database \.\.\.|Updating certificates in "
+                          r"|Running hooks in /etc/ca-certificates/update\.d|(?:Hit|Get):\d+ \S+://)", re.MULTILINE)
+_APT_PRESENTATION = re.compile(
+    r"^(?:Setting up \S+ \(|Unpacking \S+ \(|Processing triggers for \S+ \(|Preparing to unpack |Selecting previously "
+    r"unselected package |\(Reading database \.\.\.|Updating certificates in |\d+ added, \d+ removed; done\.$"
+    r"|Running hooks in /etc/ca-certificates/update\.d|done\.$|running python (?:post-)?rtupdate hooks for "
+    r"|debconf: |update-alternatives: |Created symlink |invoke-rc\.d: "
+    # `apt-get update`: the indexes fetched, their sizes and the time taken are the mirror's of the day
+    r"|(?:Hit|Get|Ign):\d+ |Fetched \S+ \S*B in |Reading package lists|Building dependency tree|Reading state information"
+    r"|\d+ packages? can be upgraded|All packages are up to date|Run 'apt list --upgradable')")
+
+
+def _apt_set_up(output: str) -> set[tuple[str, str]]:
+    """The (package, version) pairs of dpkg's `Setting up` lines."""
+    return set(_APT_SET_UP.findall(output.replace("\r\n", "\n").replace("\r", "\n")))
+
+
+def _without_apt_presentation(output: str) -> str:
+    lines = output.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return "\n".join(line for line in lines if not _APT_PRESENTATION.match(line.strip()))
+
+
 def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> str | None:
     """None when a replayed command ended as `observed` says it did, else how it differs.
 
@@ -230,6 +257,14 @@ def output_divergence(observed: dict[str, Any], exit_code: int, output: str) -> 
         if replayed_installed != installed:
             return f"pip installed {' '.join(replayed_installed) or 'nothing'}, recorded {' '.join(installed)}"
         recorded, output = _without_pip_presentation(recorded), _without_pip_presentation(output)
+    if _APT_AT_WORK.search(recorded.replace("\r", "\n")):
+        # What the recording shows set up (its last lines may show only some) is set up again,
+        # each at its version; apt's and dpkg's own lines are then set aside from both outputs.
+        missing = sorted(_apt_set_up(recorded) - _apt_set_up(output))
+        if missing:
+            return "dpkg did not set up " + ", ".join(f"{name} {version}" for name, version in missing) + \
+                " as recorded"
+        recorded, output = _without_apt_presentation(recorded), _without_apt_presentation(output)
     want = _masked_lines(recorded)
     got = _masked_lines(output)
     for number in range(max(len(want), len(got))):
