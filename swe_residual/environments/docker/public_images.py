@@ -34,7 +34,8 @@ from swe_residual.environments.docker.pulls import (
     RegistryUnreachable, pull_image, source_of, stand_in_of,
 )
 from swe_residual.environments.docker.python_image import ensure_python_image
-from swe_residual.environments.docker.ubuntu_image import ensure_ubuntu_image, ubuntu_release
+from swe_residual.environments.docker.ubuntu_image import ensure_ubuntu_image
+from swe_residual.environments.docker.ubuntu_releases import ubuntu_release
 from swe_residual.environments.docker.rebuild import RebuildError, label_instruction, stand_in_for, venv_path_lines
 
 VENV = "/opt/venv"

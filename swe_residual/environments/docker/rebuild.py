@@ -67,7 +67,7 @@ import docker.errors
 
 from swe_residual.environments.docker import local_python
 from swe_residual.environments.docker.pulls import STAND_IN_HOW_LABEL, STAND_IN_LABEL, remove_if_untagged
-from swe_residual.environments.docker.ubuntu_image import UBUNTU_RELEASES, ubuntu_release
+from swe_residual.environments.docker.ubuntu_releases import UBUNTU_RELEASES, ubuntu_release
 from swe_residual.environments.docker.local_python import LocalPython
 from swe_residual.environments.machine_trust import host_pip_config
 

@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +40,12 @@ from swe_residual.environments.docker.base_image import (
     BASE_VARIANT, RECIPE_LABEL, STAND_IN_FILES, AptSource, Progress, _cache_dir, _client, _ensure_debootstrap,
     _import_root, _stream, _trim_root, apt_sources, engine_key_of, image_labels,
 )
+from swe_residual.environments.docker.ubuntu_releases import UBUNTU_RELEASES, UbuntuImage, ubuntu_release
 from swe_residual.environments.docker.pulls import (
     STAND_IN_HOW_LABEL, STAND_IN_LABEL, PullRefused, RegistryUnreachable, pull_image, remove_if_untagged,
     stand_in_of,
 )
 
-# Ubuntu's version numbers and their code names: the releases a stand-in can be made of.
-UBUNTU_RELEASES = {"24.04": "noble", "22.04": "jammy"}
 MIRROR_ENV = "SWE_RESIDUAL_UBUNTU_MIRROR"
 KEYRING_ENV = "SWE_RESIDUAL_UBUNTU_KEYRING"
 # Where Ubuntu (and Debian's ubuntu-keyring package, where a release carries it) puts the keys.
@@ -67,33 +65,6 @@ STAND_IN_CHANGES = ("ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 USER_LINE = "useradd --create-home --uid 1000 --user-group --shell /bin/bash ubuntu"
 # Bump when the way the stand-in is made changes.
 RECIPE_VERSION = 1
-
-
-@dataclass(frozen=True)
-class UbuntuImage:
-    """A public `ubuntu:` image the suite can stand in for."""
-
-    reference: str  # as the Dockerfile names it, `ubuntu:24.04`
-    release: str  # its code name, `noble`
-
-    @property
-    def build_command(self) -> str:
-        return f"swe-residual build-base --release {self.release} --mirror URL"
-
-
-def ubuntu_release(reference: str) -> UbuntuImage | None:
-    """The Ubuntu release a public `ubuntu:` image names (`ubuntu:24.04`, `ubuntu:noble`), or None."""
-    name = reference.split("@", 1)[0].removeprefix("docker.io/").removeprefix("library/")
-    repository, _, tag = name.partition(":")
-    if repository != "ubuntu":
-        return None
-    tag = tag or "latest"
-    if tag in UBUNTU_RELEASES:
-        return UbuntuImage(f"ubuntu:{tag}", UBUNTU_RELEASES[tag])
-    word = tag.split("-", 1)[0]
-    if word in UBUNTU_RELEASES.values():
-        return UbuntuImage(f"ubuntu:{tag}", word)
-    return None
 
 
 def image_for_release(release: str) -> UbuntuImage:
