@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dockerneeded import docker_test, engine_needed  # noqa: F401 - engine_needed is autouse
 
 from swe_residual.dataset.errors import InfraError
 from swe_residual.environments.docker import rebuild
@@ -154,3 +155,31 @@ def test_the_uvx_stages_image_is_found_in_the_builds_output_to_be_removed() -> N
     single = rebuild.StageImages()
     single.feed("Step 1/2 : FROM ubuntu:24.04\n ---> 5555cccc6666\nStep 2/2 : WORKDIR /app\n ---> 9999eeee0000\n")
     assert single.finished_stages() == []
+
+
+@docker_test
+def test_with_no_registry_and_no_mirror_build_base_says_how_to_give_one(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`build-base --release jammy` on a machine like this one (no registry, Debian's apt sources,
+    no ubuntu:22.04): one error naming the two ways to give a mirror. Where a registry answers,
+    the image is pulled instead and the command succeeds."""
+    import docker
+
+    from swe_residual.cli.main import main as cli_main
+
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    client = docker.from_env()
+    try:
+        if client.images.list(name="ubuntu:22.04"):
+            pytest.skip("this engine has ubuntu:22.04 already")  # another user's image: not touched
+    finally:
+        client.close()
+    code = cli_main(["build-base", "--release", "jammy"])
+    err = capsys.readouterr().err
+    if code == 0:  # a registry answered: the published image was pulled
+        return
+    assert code != 0
+    assert "no Ubuntu mirror for jammy" in err and "--release jammy --mirror URL" in err and MIRROR_ENV in err
+    # Debian-only options are refused with an Ubuntu one, and the reverse.
+    assert cli_main(["build-base", "--release", "noble", "--python", "3.13"]) == 2
+    assert cli_main(["build-base", "--release", "bookworm", "--mirror", "http://mirror.invalid/ubuntu"]) == 2

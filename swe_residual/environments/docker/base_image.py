@@ -269,6 +269,32 @@ def engine_key_of(client: Any) -> str:
 _KEPT_STAND_INS: dict[tuple[str, str], str] = {}
 
 
+@dataclass(frozen=True)
+class Unpulled:
+    """Neither the engine (but for a stand-in) nor a registry gave the image: the registry's answer."""
+
+    answer: str
+
+
+def own_or_pulled(reference: str, client: Any, progress: Progress) -> str | Unpulled:
+    """`reference`'s id when the engine has it (not a stand-in) or a registry gives it; else the
+    registry's answer. A registry that refuses an image of which no stand-in exists raises
+    PullRefused; with a stand-in there, it stays usable."""
+    found = image_labels(reference, client)
+    if found is not None and not found[1].get(STAND_IN_LABEL):
+        return found[0]
+    try:
+        pulled = pull_image(client, reference, engine_key=engine_key_of(client), lock_dir=_cache_dir(),
+                            progress=progress, replace_stand_in=True)
+        return str(pulled["Id"])
+    except RegistryUnreachable as exc:
+        return Unpulled(exc.answer)
+    except PullRefused as exc:
+        if found is None:
+            raise
+        return Unpulled(exc.answer)
+
+
 def ensure_debian_image(reference: str, *, progress: Progress = print, client: Any = None,
                         source: str = "") -> str:
     """Id of the public Debian image `reference` (`debian:bookworm-slim`): the engine's own
@@ -282,19 +308,10 @@ def ensure_debian_image(reference: str, *, progress: Progress = print, client: A
     key = (engine_key_of(client), reference)
     if key in _KEPT_STAND_INS:
         return _KEPT_STAND_INS[key]
-    found = image_labels(reference, client)
-    if found is not None and not found[1].get(STAND_IN_LABEL):
-        return found[0]
-    try:
-        pulled = pull_image(client, reference, engine_key=key[0], lock_dir=_cache_dir(), progress=progress,
-                            replace_stand_in=True)
-        return str(pulled["Id"])
-    except RegistryUnreachable as exc:
-        answer = exc.answer
-    except PullRefused as exc:
-        if found is None:
-            raise
-        answer = exc.answer  # a stand-in stays usable when the registry has no such image
+    got = own_or_pulled(reference, client, progress)
+    if isinstance(got, str):
+        return got
+    answer = got.answer
     with FileLock(str(_cache_dir() / f"stand-in-{release}.lock")):
         from swe_residual.environments.docker.engine import inspect_image
 

@@ -38,11 +38,11 @@ from filelock import FileLock
 from swe_residual.dataset.errors import InfraError
 from swe_residual.environments.docker.base_image import (
     BASE_VARIANT, RECIPE_LABEL, STAND_IN_FILES, AptSource, Progress, _cache_dir, _client, _ensure_debootstrap,
-    _import_root, _stream, _trim_root, apt_sources, engine_key_of, image_labels,
+    _import_root, _stream, _trim_root, apt_sources, image_labels, own_or_pulled,
 )
 from swe_residual.environments.docker.ubuntu_releases import UBUNTU_RELEASES, UbuntuImage, ubuntu_release
 from swe_residual.environments.docker.pulls import (
-    STAND_IN_HOW_LABEL, STAND_IN_LABEL, PullRefused, RegistryUnreachable, pull_image, remove_if_untagged,
+    STAND_IN_HOW_LABEL, STAND_IN_LABEL, remove_if_untagged,
     stand_in_of,
 )
 
@@ -146,19 +146,10 @@ def ensure_ubuntu_image(reference: str, *, mirror: str | None = None, keyring: s
         raise InfraError(f"{reference} is not an Ubuntu image the suite knows ({', '.join(UBUNTU_RELEASES)})",
                          stage="build")
     client = client or _client()
-    found = image_labels(reference, client)
-    if found is not None and not found[1].get(STAND_IN_LABEL):
-        return found[0]
-    try:
-        pulled = pull_image(client, reference, engine_key=engine_key_of(client), lock_dir=_cache_dir(),
-                            progress=progress, replace_stand_in=True)
-        return str(pulled["Id"])
-    except RegistryUnreachable as exc:
-        answer = exc.answer
-    except PullRefused as exc:
-        if found is None:
-            raise
-        answer = exc.answer
+    got = own_or_pulled(reference, client, progress)
+    if isinstance(got, str):
+        return got
+    answer = got.answer
     with FileLock(str(_cache_dir() / f"stand-in-ubuntu-{image.release}.lock")):
         from swe_residual.environments.docker.engine import inspect_image
 
