@@ -115,7 +115,7 @@ def test_a_task_on_ubuntu_is_rebuilt_on_ubuntu_with_nothing_added(tmp_path: Path
     joined = "\n".join(final)
     assert "apt-get" not in joined and "/opt/venv" not in joined and "ENV PATH" not in joined
     assert "COPY data.txt ." in final
-    assert any("no python3 and no procps as published" in note for note in notes)
+    assert any("nothing added to it (no python3, as published)" in note for note in notes)
     rebuild.prepare_context(plan, tmp_path / "context", progress=lambda _: None)
     assert any("not curl: test.sh installs it as published" in note for note in plan.notes)
     # Without uvx in test.sh there is no first stage.
@@ -183,3 +183,55 @@ def test_with_no_registry_and_no_mirror_build_base_says_how_to_give_one(
     # Debian-only options are refused with an Ubuntu one, and the reverse.
     assert cli_main(["build-base", "--release", "noble", "--python", "3.13"]) == 2
     assert cli_main(["build-base", "--release", "bookworm", "--mirror", "http://mirror.invalid/ubuntu"]) == 2
+
+
+@docker_test
+def test_where_no_ubuntu_image_can_be_had_debian_stands_in_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task FROM ubuntu:22.04 whose own image no registry serves (a loopback port nobody
+    listens on), on a machine like CI's: no registry, no ubuntu:22.04, no Ubuntu mirror named.
+    Its stand-in is built on Debian bookworm, as before the Ubuntu route, and says why; where a
+    registry does give ubuntu:22.04, the stand-in is built on that instead."""
+    import secrets
+
+    import docker
+    from registry import unused_port
+
+    from swe_residual.dataset.load import load_dataset
+    from swe_residual.environments.docker import DockerBackend
+
+    monkeypatch.delenv(MIRROR_ENV, raising=False)
+    client = docker.from_env()
+    if client.images.list(name="ubuntu:22.04"):
+        client.close()
+        pytest.skip("this engine has ubuntu:22.04 already")  # another user's image: not touched
+    reference = f"127.0.0.1:{unused_port()}/swe-residual-test/ubuntu-fallback-{secrets.token_hex(4)}:1"
+    task = tmp_path / "dataset" / "on-jammy"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text("FROM ubuntu:22.04\nWORKDIR /app\n")
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    (task / "instruction.md").write_text("Nothing.\n")
+    (task / "task.toml").write_text(f'schema_version = "1.3"\n[task]\nname = "test/on-jammy"\n[metadata]\n'
+                                    f'track = "machine"\nworkdir = "/app"\n[environment]\ndocker_image = "{reference}"\n')
+    said: list[str] = []
+    try:
+        with DockerBackend(run_id=f"ubuntu-fallback-{secrets.token_hex(4)}", cache_dir=tmp_path / "cache",
+                           progress=said.append) as backend:
+            prepared = backend.task_image(load_dataset(task.parent).entries[0].task)
+        assert prepared.source is not None and prepared.source.origin == "stand-in"
+        labels = client.images.get(reference).labels
+        if client.images.list(name="ubuntu:22.04"):  # a registry gave it
+            assert labels["swe-residual.rebuild.base"] == "ubuntu:22.04"
+            return
+        assert labels["swe-residual.rebuild.base"] == "swe-residual-base:bookworm"
+        how = labels["swe-residual.stand-in.how"]
+        assert "ubuntu:22.04: Debian bookworm stands in for Ubuntu" in how
+        assert "ubuntu:22.04 could not be had here: no Ubuntu mirror for jammy" in how
+        assert any("ubuntu:22.04 cannot be had here" in line for line in said)
+    finally:
+        try:
+            client.images.remove(reference, force=True)
+        except docker.errors.ImageNotFound:
+            pass
+        client.close()

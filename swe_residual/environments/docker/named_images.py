@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import docker
@@ -23,7 +24,7 @@ import docker
 from docker.utils import parse_repository_tag
 from filelock import FileLock
 
-from swe_residual.dataset.errors import DatasetError
+from swe_residual.dataset.errors import DatasetError, InfraError
 from swe_residual.dataset.image_recipes import find_recipe
 from swe_residual.dataset.task import Task
 from swe_residual.environments.docker.base_image import engine_key_of, ensure_base_image
@@ -37,7 +38,7 @@ from swe_residual.environments.docker.pulls import (
 from swe_residual.environments.docker.python_image import ensure_python_image
 from swe_residual.environments.docker.ubuntu_image import ensure_ubuntu_image
 from swe_residual.environments.docker.rebuild import (
-    UVX_PYTHON_RELEASE, UVX_PYTHON_VERSION, RebuildError, make_plan, rebuild_image, stand_in_how,
+    DEFAULT_RELEASE, UVX_PYTHON_RELEASE, UVX_PYTHON_VERSION, Plan, RebuildError, make_plan, rebuild_image, stand_in_how,
 )
 
 if TYPE_CHECKING:
@@ -104,12 +105,9 @@ def _task_stand_in(backend: Orchestrator, task: Task, reference: str, answer: st
         if made is not None and stand_in_of(made):
             return source_of(made, reference, STAND_IN)
         try:
-            plan = make_plan(task.path, [])
+            plan = ubuntu_or_debian_plan(backend, task)
             if plan.stand_in.ubuntu:
-                # The published base itself (pulled, else its stand-in), and test.sh's uvx Python.
-                ensure_ubuntu_image(plan.stand_in.image, progress=backend.progress, client=backend.client,
-                                    source=str(task.environment_dir / "Dockerfile"))
-                if plan.uvx_specs:
+                if plan.uvx_specs:  # test.sh's uvx Python
                     ensure_python_image(UVX_PYTHON_VERSION, release=UVX_PYTHON_RELEASE, progress=backend.progress)
             elif plan.stand_in.python_build:
                 ensure_python_image(plan.stand_in.python_build, release=plan.stand_in.release, progress=backend.progress)
@@ -129,6 +127,27 @@ def _task_stand_in(backend: Orchestrator, task: Task, reference: str, answer: st
                            field=ENVIRONMENT_FIELD)
     backend.progress(f"using a stand-in for {reference}: {how}")
     return source_of(built, reference, STAND_IN)
+
+
+def ubuntu_or_debian_plan(backend: Orchestrator, task: Task) -> Plan:
+    """The task's rebuild plan. A task FROM ubuntu:24.04 is built on it (the engine's, pulled, else
+    its stand-in); where none can be had (no registry, no stand-in made before, no Ubuntu mirror
+    named or not root), on Debian bookworm as before the Ubuntu route, the reason among the
+    stand-in's deviations (its label and every record say so)."""
+    plan = make_plan(task.path, [])
+    if not plan.stand_in.ubuntu:
+        return plan
+    try:
+        ensure_ubuntu_image(plan.stand_in.image, progress=backend.progress, client=backend.client,
+                            source=str(task.environment_dir / "Dockerfile"))
+        return plan
+    except InfraError as exc:
+        why = str(exc).split(": ", 1)[-1][:300]
+        backend.progress(f"{plan.stand_in.image} cannot be had here ({why}): Debian {DEFAULT_RELEASE} stands in for it")
+        debian = make_plan(task.path, [], DEFAULT_RELEASE)
+        debian.stand_in = replace(debian.stand_in, deviations=(
+            *debian.stand_in.deviations, f"{plan.stand_in.image} could not be had here: {why}"))
+        return debian
 
 
 def ensure_dockerfile_bases(backend: Orchestrator, task: Task, bases: list[str], *, field: str) -> None:

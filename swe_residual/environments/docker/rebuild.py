@@ -376,8 +376,7 @@ def base_prelude(plan: Plan, dockerfile_text: str, found_python: str = "") -> tu
     notes = list(stand_in.deviations)
     if stand_in.ubuntu:
         notes.append(f"{plan.base_from} as published where a registry answers, else its stand-in (Ubuntu "
-                     f"{stand_in.release}'s packages, debootstrap): nothing added to it, no python3 and no procps "
-                     "as published")
+                     f"{stand_in.release}'s packages, debootstrap): nothing added to it (no python3, as published)")
         return lines, notes
     no_procps = published_without_procps(plan.base_from)
     # What the base has besides Python, as the published image has it.

@@ -5,7 +5,7 @@ machine with a registry pulls it. Offline, the stand-in is made as Ubuntu's own 
 packages bootstrapped (`debootstrap --variant=minbase`) into a directory, imported through the
 engine as a tar, tagged with the public name and labelled a stand-in, then brought up to the
 release's updates and security pocket as the published image is (it is rebuilt every few weeks).
-Like the published image it has no python3 and no procps: a recorded `python3: command not found`
+Like the published image it has procps and no python3: a recorded `python3: command not found`
 recurs, and dpkg's count of installed files is the image's own.
 
 What no code here names:
