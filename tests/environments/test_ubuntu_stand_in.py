@@ -47,6 +47,13 @@ def test_the_mirror_is_the_users_never_the_codes(tmp_path: Path, monkeypatch: py
     assert ubuntu_mirror("noble", "http://given.example/ubuntu/", apt_sources([debian])) == "http://given.example/ubuntu"
     # An Ubuntu host's own apt source for the release.
     assert ubuntu_mirror("noble", None, apt_sources([debian, ubuntu])) == "http://mirror.example/ubuntu"
+    # A PPA for the same suite, read first, is not Ubuntu's archive: the source its keys sign is.
+    ppa = tmp_path / "a-ppa.list"
+    ppa.write_text("deb [signed-by=/etc/apt/keyrings/ppa.gpg] https://ppa.example/team/ubuntu noble main\n")
+    own = tmp_path / "ubuntu.sources"
+    own.write_text("Types: deb\nURIs: http://own.example/ubuntu/\nSuites: noble noble-updates\nComponents: main\n"
+                   "Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg\n")
+    assert ubuntu_mirror("noble", None, apt_sources([ppa, own])) == "http://own.example/ubuntu"
     monkeypatch.setenv(MIRROR_ENV, "http://env.example/ubuntu")
     assert ubuntu_mirror("noble", None, apt_sources([debian, ubuntu])) == "http://env.example/ubuntu"
     monkeypatch.delenv(MIRROR_ENV)

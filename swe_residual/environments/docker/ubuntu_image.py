@@ -58,8 +58,9 @@ UBUNTU_SCRIPT = "gutsy"
 IMAGE_EXTRAS = {"noble": ("libdb5.3t64", "unminimize"), "jammy": ()}
 COMPONENTS = ("main", "restricted", "universe", "multiverse")
 POCKETS = ("", "-updates", "-backports", "-security")
-# The published image's own configuration: apt keeps no downloaded packages, dpkg leaves out
-# documentation, manual pages and translations (Ubuntu's `unminimize` puts them back).
+# What the published image sets (its PATH, its command); its apt and dpkg configuration are the
+# Debian stand-in's files (base_image.STAND_IN_FILES: no docs, manual pages or translations,
+# which Ubuntu's `unminimize` puts back).
 STAND_IN_CHANGES = ("ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 'CMD ["/bin/bash"]')
 # The published image (23.04 and later) has a user `ubuntu`, uid and gid 1000, with a home.
 USER_LINE = "useradd --create-home --uid 1000 --user-group --shell /bin/bash ubuntu"
@@ -88,9 +89,11 @@ def ubuntu_mirror(release: str, mirror: str | None = None, sources: list[AptSour
     if os.environ.get(MIRROR_ENV):
         return os.environ[MIRROR_ENV].rstrip("/")
     sources = apt_sources() if sources is None else sources
-    for source in sources:
-        if source.suite == release:
-            return source.uri.rstrip("/")
+    # Ubuntu's own archive before a PPA or a vendor's repository for the same suite (apt reads
+    # sources.list.d's *.list files, where those usually are, before ubuntu.sources).
+    for source in sorted((s for s in sources if s.suite == release),
+                         key=lambda s: Path(s.signed_by or "").name != DEFAULT_KEYRING.name):
+        return source.uri.rstrip("/")
     raise InfraError(
         f"no Ubuntu mirror for {release}: this machine's apt sources name none (no suite {release}). Give one: "
         f"`swe-residual build-base --release {release} --mirror URL` or {MIRROR_ENV}=URL (an Ubuntu archive "
